@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""Rebuild the project's tiny model pair from nothing: corpus -> tokenizer -> target -> self-distillation
+data -> DFlash / DFlash 2 drafters -> export (models/) -> evaluation (model cards, eval-golden.json).
+
+Run through scripts/train/build_all (sets nice, jemalloc, thread env).  Intermediate artefacts go to
+.train-work/ (ignored); a stage whose output exists there is reused unless --force is given.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "scripts", "reference"))
+
+import torch  # noqa: E402
+
+torch.set_num_threads(int(os.environ.get("TRAIN_THREADS", "2")))
+
+import corpus  # noqa: E402
+from bpe import SPECIAL_TOKENS, Tokenizer, tokenizer_json, train_bpe  # noqa: E402
+from train import distill_data, log, train_drafters, train_target, block_tau  # noqa: E402
+
+VOCAB = 2048
+B = 16
+
+
+def target_config(tok):
+    return {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+        "hidden_size": 192, "intermediate_size": 512, "num_hidden_layers": 4,
+        "num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 32,
+        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "vocab_size": VOCAB,
+        "tie_word_embeddings": True, "max_position_embeddings": 1024, "hidden_act": "silu",
+        "attention_bias": False, "torch_dtype": "bfloat16",
+        "bos_token_id": tok.special["<|endoftext|>"],
+        "eos_token_id": [tok.special["<|im_end|>"], tok.special["<|endoftext|>"]],
+        "pad_token_id": tok.special["<|endoftext|>"],
+    }
+
+
+def drafter_config(tcfg, tok, v2):
+    dc = {"block_size": B, "mask_token_id": tok.special["<|mask|>"], "target_layer_ids": [0, 1, 2, 3],
+          "output_multiplier": 1.0, "final_logit_softcapping": 30.0}
+    if v2:
+        dc.update({"conv_group_size": 16, "conv_kernel_size": 2, "selector_rank": 64, "selector_top_k": 16})
+    c = {k: tcfg[k] for k in ("model_type", "hidden_size", "intermediate_size", "num_attention_heads",
+                               "num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "vocab_size",
+                               "max_position_embeddings", "hidden_act", "attention_bias", "eos_token_id")}
+    c.update({
+        "architectures": ["DFlash2DraftModel" if v2 else "DFlashDraftModel"],
+        "num_hidden_layers": 2, "num_target_layers": tcfg["num_hidden_layers"], "block_size": B,
+        "is_causal": False, "layer_types": ["sliding_attention"] * 2, "sliding_window": 2048,
+        "rope_parameters": {"rope_theta": tcfg["rope_theta"], "rope_type": "default"},
+        "tie_word_embeddings": False, "torch_dtype": "bfloat16", "dflash_config": dc,
+    })
+    return c
+
+
+def stage(path, force):
+    return force or not os.path.exists(path)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", default=os.path.join(ROOT, ".train-work"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "models"))
+    ap.add_argument("--target-minutes", type=float, default=25.0)
+    ap.add_argument("--drafter-minutes", type=float, default=20.0, help="joint budget of both drafters")
+    ap.add_argument("--distill-prompts", type=int, default=4608)
+    ap.add_argument("--stream-tokens", type=float, default=14e6)
+    ap.add_argument("--eval-prompts", type=int, default=12, help="prompts per family in evaluation")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--force", action="store_true")
+    ap.add_argument("--skip-eval", action="store_true")
+    ap.add_argument("--no-apt", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    logf = open(os.path.join(a.work, "build.log"), "a")
+    t_start = time.time()
+    random.seed(a.seed)
+    torch.manual_seed(a.seed)
+    if not a.no_apt:
+        corpus.ensure_packages()
+    versions = corpus.package_versions()
+    times = {}
+
+    # ---- tokenizer
+    tokp = os.path.join(a.work, "tokenizer.json")
+    if stage(tokp, a.force):
+        t0 = time.time()
+        text = corpus.tokenizer_training_text(seed=a.seed)
+        vocab, merges = train_bpe(text, VOCAB)
+        with open(tokp, "w", encoding="utf-8") as f:
+            json.dump(tokenizer_json(vocab, merges), f, ensure_ascii=False, indent=1)
+        log(f"tokenizer: {len(vocab)} tokens, {len(merges)} merges, {time.time() - t0:.0f}s", logf)
+        times["tokenizer_s"] = round(time.time() - t0, 1)
+    tok = Tokenizer(tokp)
+    tcfg = target_config(tok)
+
+    # ---- token stream
+    streamp = os.path.join(a.work, "stream.pt")
+    if stage(streamp, a.force):
+        t0 = time.time()
+        rng = random.Random(a.seed + 1)
+        code = corpus.code_samples("train", a.seed)
+        chat = corpus.chat_samples()
+        rng.shuffle(chat)
+        docs = [("code", corpus.chat_text(q, s)) for q, s in code]
+        docs += [("chat", corpus.chat_text(q, s)) for q, s in chat]
+        n_math = 75000
+        docs += [("math", corpus.chat_text(q, s)) for q, s in corpus.math_samples(n_math, a.seed + 2)]
+        rng.shuffle(docs)
+        eot = tok.special["<|endoftext|>"]
+        stream, counts = [], {"code": 0, "chat": 0, "math": 0}
+        for fam, d in docs:
+            ids = tok.encode(d)
+            if fam != "math" and counts[fam] > 0.28 * a.stream_tokens:
+                continue
+            counts[fam] += len(ids) + 1
+            stream.extend(ids)
+            stream.append(eot)
+            if len(stream) >= a.stream_tokens:
+                break
+        torch.save({"tokens": torch.tensor(stream, dtype=torch.int16), "counts": counts,
+                    "samples": {"code": len(code), "chat": len(chat), "math": n_math}}, streamp)
+        log(f"stream: {len(stream)} tokens {counts} {time.time() - t0:.0f}s", logf)
+        times["stream_s"] = round(time.time() - t0, 1)
+    st = torch.load(streamp)
+
+    # ---- target
+    targp = os.path.join(a.work, "target.pt")
+    if stage(targp, a.force):
+        target, tinfo = train_target(tcfg, st["tokens"].long().tolist(), a.target_minutes * 60, a.seed, logf=logf)
+        tinfo["stream_counts"] = st["counts"]
+        torch.save({"state": target.state_dict(), "info": tinfo, "cfg": tcfg}, targp)
+    from models import Qwen3Target, DFlashDrafter
+    ck = torch.load(targp)
+    target = Qwen3Target(ck["cfg"])
+    target.load_state_dict(ck["state"])
+    target.eval()
+    tinfo = ck["info"]
+
+    # ---- self-distillation data
+    distp = os.path.join(a.work, "distill.pt")
+    stop = [tok.special["<|im_end|>"], tok.special["<|endoftext|>"]]
+    if stage(distp, a.force):
+        t0 = time.time()
+        n = a.distill_prompts
+        rng = random.Random(a.seed + 3)
+        prompts = []
+        for q, _ in corpus.math_samples(n // 2, a.seed + 4):
+            prompts.append(("math", tok.encode(corpus.chat_prompt(q))))
+        code = corpus.code_samples("train", a.seed + 5)
+        for q, _ in code[: n // 4]:
+            prompts.append(("code", tok.encode(corpus.chat_prompt(q))))
+        chat = corpus.chat_samples()
+        rng.shuffle(chat)
+        for q, _ in chat[: n - len(prompts)]:
+            prompts.append(("chat", tok.encode(corpus.chat_prompt(q))))
+        prompts = [p for p in prompts if len(p[1]) <= 96]
+        seqs = distill_data(target, prompts, 160, stop, a.seed + 6, logf=logf)
+        torch.save({"seqs": seqs, "wall_s": round(time.time() - t0, 1)}, distp)
+        log(f"distill: {len(seqs)} sequences, {sum(len(s['ids']) for s in seqs)} tokens, {time.time() - t0:.0f}s", logf)
+    dd = torch.load(distp)
+    seqs = dd["seqs"]
+    rng = random.Random(a.seed + 7)
+    idx = list(range(len(seqs)))
+    rng.shuffle(idx)
+    val = [seqs[i] for i in idx[:128] if seqs[i]["greedy"]]
+    train_seqs = [seqs[i] for i in idx[128:]]
+
+    # ---- drafters
+    cfgs = {"v1": drafter_config(tcfg, tok, False), "v2": drafter_config(tcfg, tok, True)}
+    drp = os.path.join(a.work, "drafters.pt")
+    if stage(drp, a.force):
+        d1, d2, dinfo = train_drafters(cfgs, target, train_seqs, val, a.drafter_minutes * 60, a.seed + 8, B=B,
+                                       logf=logf)
+        taps = cfgs["v1"]["dflash_config"]["target_layer_ids"]
+        mid = cfgs["v1"]["dflash_config"]["mask_token_id"]
+        dinfo["val_block_tau"] = {
+            "dflash_v1": block_tau(d1, target, val, taps, B, mid, 16)[0],
+            "dflash2": block_tau(d2, target, val, taps, B, mid, 16)[0],
+            "dflash2_selector_off": block_tau(d2, target, val, taps, B, mid, 16, use_selector=False)[0],
+        }
+        log(f"val block tau {dinfo['val_block_tau']}", logf)
+        torch.save({"v1": d1.state_dict(), "v2": d2.state_dict(), "info": dinfo}, drp)
+    dck = torch.load(drp)
+    dinfo = dck["info"]
+
+    # ---- export
+    from export import export_all
+    build = {"versions": versions, "target": tinfo, "drafters": dinfo, "distill_wall_s": dd["wall_s"],
+             "distill_sequences": len(seqs), "distill_tokens": sum(len(s["ids"]) for s in seqs),
+             "seed": a.seed, "times": times}
+    export_all(a.out, tcfg, target.state_dict(), cfgs, dck["v1"], dck["v2"], tokp, build)
+    with open(os.path.join(a.work, "build_info.json"), "w") as f:
+        json.dump(build, f, indent=1)
+    log(f"export done, {time.time() - t_start:.0f}s so far", logf)
+
+    if not a.skip_eval:
+        import evaluate
+        evaluate.main(["--models", a.out, "--work", a.work, "--prompts", str(a.eval_prompts), "--seed", str(a.seed)])
+    log(f"build_all finished in {time.time() - t_start:.0f}s", logf)
+
+
+if __name__ == "__main__":
+    main()
