@@ -1,0 +1,188 @@
+/* backend.c — backend registry, dtype conversions and weight upload helpers shared by every
+ * backend. */
+#include "config.h"
+#include "backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const db_backend_ops db_cpu_backend_ops;
+#if HAVE_CUDA
+extern const db_backend_ops db_cuda_backend_ops;
+#endif
+#if HAVE_HIP
+extern const db_backend_ops db_hip_backend_ops;
+#endif
+
+const db_backend_ops *const db_backends[] = {
+    &db_cpu_backend_ops,
+#if HAVE_CUDA
+    &db_cuda_backend_ops,
+#endif
+#if HAVE_HIP
+    &db_hip_backend_ops,
+#endif
+    NULL,
+};
+
+size_t db_dtype_size(db_dtype t) { return t == DB_F32 ? 4 : 2; }
+
+const char *db_dtype_name(db_dtype t)
+{
+    switch (t) {
+    case DB_F32: return "f32";
+    case DB_BF16: return "bf16";
+    case DB_F16: return "f16";
+    }
+    return "?";
+}
+
+int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
+                      size_t errlen)
+{
+    *out = NULL;
+    for (int i = 0; db_backends[i]; i++) {
+        if (strcmp(db_backends[i]->name, name) != 0) continue;
+        db_backend *be = calloc(1, sizeof *be);
+        if (!be) {
+            snprintf(err, errlen, "out of memory creating backend %s", name);
+            return -1;
+        }
+        be->ops = db_backends[i];
+        if (be->ops->init(be, opts) != 0) {
+            snprintf(err, errlen, "backend %s: %s", name, be->err);
+            free(be);
+            return -1;
+        }
+        *out = be;
+        return 0;
+    }
+    snprintf(err, errlen, "backend '%s' is not compiled into this binary (see --version)", name);
+    return -1;
+}
+
+void db_backend_destroy(db_backend *be)
+{
+    if (!be) return;
+    be->ops->free(be);
+    free(be);
+}
+
+const char *db_backend_error(const db_backend *be) { return be->err; }
+
+int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,
+                     int cols)
+{
+    size_t bytes = (size_t)rows * (size_t)cols * db_dtype_size(dtype);
+    w->data = be->ops->alloc(be, bytes);
+    w->dtype = dtype;
+    w->rows = rows;
+    w->cols = cols;
+    if (!w->data) return -1;
+    return be->ops->upload(be, w->data, host, bytes);
+}
+
+float *db_upload_f32(db_backend *be, const void *host, db_dtype dtype, size_t n)
+{
+    float *tmp = malloc(n * sizeof(float));
+    if (!tmp) return NULL;
+    db_convert_to_f32(tmp, host, dtype, n);
+    float *d = be->ops->alloc(be, n * sizeof(float));
+    if (d && be->ops->upload(be, d, tmp, n * sizeof(float)) != 0) {
+        be->ops->dfree(be, d);
+        d = NULL;
+    }
+    free(tmp);
+    return d;
+}
+
+void db_weight_free(db_backend *be, db_weight *w)
+{
+    if (w->data) be->ops->dfree(be, w->data);
+    w->data = NULL;
+}
+
+float db_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t db_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+float db_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0) {
+        if (man == 0) {
+            u = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400u));
+            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        u = sign | 0x7f800000u | (man << 13);
+    } else {
+        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t db_f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((u >> 23) & 0xff) - 127 + 15;
+    uint32_t man = u & 0x7fffffu;
+    if (((u >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1u))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return (uint16_t)h;
+}
+
+void db_convert_to_f32(float *dst, const void *src, db_dtype dtype, size_t n)
+{
+    const uint16_t *h = src;
+    switch (dtype) {
+    case DB_F32: memcpy(dst, src, n * sizeof(float)); break;
+    case DB_BF16:
+        for (size_t i = 0; i < n; i++) dst[i] = db_bf16_to_f32(h[i]);
+        break;
+    case DB_F16:
+        for (size_t i = 0; i < n; i++) dst[i] = db_f16_to_f32(h[i]);
+        break;
+    }
+}

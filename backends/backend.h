@@ -1,0 +1,140 @@
+/* backend.h — the compute interface between the pipeline and a device.
+ *
+ * A backend is a table of function pointers plus a context (ggml / calm style). The pipeline
+ * (src/) only ever holds "device pointers": it may offset them (pointer arithmetic on float*)
+ * but never dereferences them. Bytes cross between host and device only through upload /
+ * download, and the results that come back per call are small: top-k ids and values, sampled
+ * tokens. A GPU backend therefore keeps weights, KV caches and activations in device memory.
+ *
+ * Notation: N = activation rows in one call, D = row width, O x I = weight [out, in],
+ * V = vocabulary, nh / nkv = query / key-value heads, hd = head dim, S = cache capacity
+ * (positions per request slot).
+ *
+ * Index arrays (ids, positions, row maps, attention rows) are HOST arrays of N entries; the
+ * backend copies them to the device if it needs to.
+ *
+ * Error convention: functions returning int give 0 on success, a negative value on failure with
+ * a one-line message in the backend's error buffer (db_backend_error()). Compute ops are void:
+ * a device fault is latched and reported by the next sync().
+ */
+#ifndef DB_BACKEND_H
+#define DB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { DB_F32 = 0, DB_BF16 = 1, DB_F16 = 2 } db_dtype;
+
+size_t db_dtype_size(db_dtype t);
+const char *db_dtype_name(db_dtype t);
+
+/* A matrix in device memory, row-major [rows, cols], any storage dtype. */
+typedef struct {
+    void *data;     /* device pointer */
+    db_dtype dtype;
+    int rows, cols;
+} db_weight;
+
+/* Which keys one query row sees: the keys [key_lo, key_hi) of KV cache slot `slot`.
+ * Every mask of the pipeline is one range per row:
+ *   causal at position p (window W):  [max(0, p-W+1), p+1)
+ *   block row t of a block at P..P+B-1 (context + whole block, no causal mask inside the
+ *   block; window W: |q-k| < W): [max(0, P+t-W+1), min(P+B, P+t+W)) */
+typedef struct {
+    int slot;
+    int key_lo, key_hi;
+} db_attn_row;
+
+typedef struct {
+    int threads;        /* CPU threads; 0 = all cores */
+    int deterministic;  /* batch-invariant reductions: a row's result never depends on N */
+    int device;         /* GPU ordinal */
+    int pin_threads;    /* pin CPU threads to cores (hwloc) */
+} db_backend_opts;
+
+typedef struct db_backend db_backend;
+
+typedef struct {
+    const char *name;
+    int (*init)(db_backend *be, const db_backend_opts *opts);
+    void (*free)(db_backend *be);
+
+    /* memory */
+    void *(*alloc)(db_backend *be, size_t bytes);      /* zero-filled; NULL on failure */
+    void (*dfree)(db_backend *be, void *p);
+    int (*upload)(db_backend *be, void *dst, const void *src, size_t bytes);
+    int (*download)(db_backend *be, void *dst, const void *src, size_t bytes);
+    int (*sync)(db_backend *be);
+    /* memcpy device -> device */
+    void (*copy)(db_backend *be, void *dst, const void *src, size_t bytes);
+
+    /* y[N,O] (+)= x[N,I] . W^T, W [O,I]; accumulate != 0 adds into y (fused residual). */
+    void (*matmul)(db_backend *be, float *y, const float *x, const db_weight *w, int n,
+                   int accumulate);
+    /* y[N,D] = x * rsqrt(mean(x^2) + eps) * w[D]; y may alias x. */
+    void (*rmsnorm)(db_backend *be, float *y, const float *x, const float *w, int n, int d,
+                    float eps);
+    /* neox RoPE in place on x[N, nheads, hd] at pos[N] (host). */
+    void (*rope)(db_backend *be, float *x, const int *pos, int n, int nheads, int hd,
+                 float theta);
+    /* out[N, nh*hd] = softmax(q k^T * scale) v over the keys rows[r] names. Caches are
+     * [slots][S][nkv*hd] f32. */
+    void (*attention)(db_backend *be, float *out, const float *q, const float *kcache,
+                      const float *vcache, int cap, const db_attn_row *rows, int n, int nh,
+                      int nkv, int hd, float scale);
+    /* out[i] = silu(gate[i]) * up[i], i < n */
+    void (*swiglu)(db_backend *be, float *out, const float *gate, const float *up, size_t n);
+    /* out[N, D] = table[ids[r]] converted to f32 */
+    void (*embed)(db_backend *be, float *out, const db_weight *table, const int *ids, int n);
+    /* y[i] += x[i] */
+    void (*add)(db_backend *be, float *y, const float *x, size_t n);
+    /* row dst_idx[r] of dst = row src_idx[r] of src, `width` floats each; rows are
+     * dst_stride / src_stride floats apart; a NULL index map means r. */
+    void (*copy_rows)(db_backend *be, float *dst, int dst_stride, const int *dst_idx,
+                      const float *src, int src_stride, const int *src_idx, int n, int width);
+    /* logits postprocess in place: x = mult*x, then softcap: tanh(x/cap)*cap when cap > 0 */
+    void (*scale_softcap)(db_backend *be, float *x, size_t n, float mult, float cap);
+    /* per row of logits[N, V]: the k largest (ties -> smaller id), sorted, into HOST arrays
+     * ids[N*k], vals[N*k] (vals may be NULL). */
+    int (*topk)(db_backend *be, int *ids, float *vals, const float *logits, int n, int v, int k);
+    /* in place: logits[N, V] -> the sampling distribution: softmax(x / temperature) restricted
+     * to the top_k largest (0 = all) and to the top_p nucleus (1 = all), renormalised. */
+    void (*probs)(db_backend *be, float *x, int n, int v, float temperature, float top_p,
+                  int top_k);
+} db_backend_ops;
+
+struct db_backend {
+    const db_backend_ops *ops;
+    void *ctx;
+    char device_name[128];
+    char simd[32];            /* SIMD level used by the kernels (CPU) */
+    int threads;
+    int deterministic;
+    size_t bytes_in_use, bytes_peak;
+    char err[256];
+};
+
+/* Backends compiled into this binary, NULL-terminated. */
+extern const db_backend_ops *const db_backends[];
+
+/* Create by name ("cpu", "cuda", "hip"). 0 or negative with message in err. */
+int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
+                      size_t errlen);
+void db_backend_destroy(db_backend *be);
+const char *db_backend_error(const db_backend *be);
+
+/* Upload a host matrix in its file dtype (no conversion: bf16 stays bf16 on the device). */
+int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,
+                     int cols);
+/* Upload a host vector as f32 (norm weights and other small tensors), converting. */
+float *db_upload_f32(db_backend *be, const void *host, db_dtype dtype, size_t n);
+void db_weight_free(db_backend *be, db_weight *w);
+
+/* host conversions */
+float db_bf16_to_f32(uint16_t h);
+uint16_t db_f32_to_bf16(float f);
+float db_f16_to_f32(uint16_t h);
+uint16_t db_f32_to_f16(float f);
+void db_convert_to_f32(float *dst, const void *src, db_dtype dtype, size_t n);
+
+#endif

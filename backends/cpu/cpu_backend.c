@@ -1,0 +1,420 @@
+/* cpu_backend.c — the CPU backend: every op of backend.h on host memory, OpenMP threads,
+ * SIMD matmul kernels (cpu_kernels.h) for small batches, OpenBLAS sgemm for large ones.
+ *
+ * Notation as in backend.h. "Device" memory is 64-byte aligned host memory here; upload and
+ * download are memcpy. Deterministic mode never calls sgemm (whose reduction order changes with
+ * the batch shape), so a row's logits do not depend on how many rows share the call. */
+#include "config.h"
+#include "backend.h"
+#include "cpu_kernels.h"
+#include "cpu_topology.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if HAVE_OPENMP
+#include <omp.h>
+#endif
+#if HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* Rows from which sgemm beats the SIMD kernels (weights are re-read once per 4 rows there). */
+#define BLAS_MIN_ROWS 16
+/* Weight rows converted to f32 per sgemm panel for bf16 / f16 weights. */
+#define BLAS_PANEL 256
+
+typedef struct {
+    db_matmul_kernel matmul;
+    float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
+    size_t panel_cols;
+} cpu_ctx;
+
+/* Each allocation carries its size in a header so bytes_in_use stays exact. */
+typedef struct {
+    size_t bytes;
+    size_t pad[7];
+} alloc_hdr;
+
+static void *cpu_alloc(db_backend *be, size_t bytes)
+{
+    alloc_hdr *h = NULL;
+    if (posix_memalign((void **)&h, 64, sizeof(alloc_hdr) + bytes) != 0) return NULL;
+    memset(h, 0, sizeof(alloc_hdr) + bytes);
+    h->bytes = bytes;
+    be->bytes_in_use += bytes;
+    if (be->bytes_in_use > be->bytes_peak) be->bytes_peak = be->bytes_in_use;
+    return h + 1;
+}
+
+static void cpu_dfree(db_backend *be, void *p)
+{
+    if (!p) return;
+    alloc_hdr *h = (alloc_hdr *)p - 1;
+    be->bytes_in_use -= h->bytes;
+    free(h);
+}
+
+static int cpu_init(db_backend *be, const db_backend_opts *opts)
+{
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(be->err, sizeof be->err, "out of memory");
+        return -1;
+    }
+    const char *simd = "c";
+    c->matmul = db_matmul_select(0, &simd);
+    snprintf(be->simd, sizeof be->simd, "%s", simd);
+    be->ctx = c;
+    be->deterministic = opts ? opts->deterministic : 0;
+    int threads = opts && opts->threads > 0 ? opts->threads : 0;
+#if HAVE_OPENMP
+    if (threads > 0) omp_set_num_threads(threads);
+    be->threads = omp_get_max_threads();
+#else
+    be->threads = 1;
+#endif
+#if HAVE_OPENBLAS
+    openblas_set_num_threads(be->threads);
+#endif
+    db_cpu_describe(be->device_name, sizeof be->device_name);
+    if (opts && opts->pin_threads) db_cpu_pin_threads(be->threads);
+    return 0;
+}
+
+static void cpu_free(db_backend *be)
+{
+    cpu_ctx *c = be->ctx;
+    if (c) free(c->panel);
+    free(c);
+    be->ctx = NULL;
+}
+
+static int cpu_upload(db_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int cpu_sync(db_backend *be)
+{
+    (void)be;
+    return 0;
+}
+
+static void cpu_copy(db_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    memmove(dst, src, bytes);
+}
+
+/* Threads split the weight rows; every thread runs the same kernel over all N rows. */
+static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const db_weight *w,
+                                   int n, int accumulate)
+{
+    int nout = w->rows, nin = w->cols;
+    const int chunk = 16;
+    int nchunks = (nout + chunk - 1) / chunk;
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (nchunks > 1 && (size_t)nout * nin * n > 32768)
+#endif
+    for (int ci = 0; ci < nchunks; ci++) {
+        int o0 = ci * chunk, o1 = o0 + chunk < nout ? o0 + chunk : nout;
+        c->matmul(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
+    }
+}
+
+#if HAVE_OPENBLAS
+static int matmul_blas(db_backend *be, float *y, const float *x, const db_weight *w, int n,
+                       int accumulate)
+{
+    cpu_ctx *c = be->ctx;
+    int nout = w->rows, nin = w->cols;
+    float beta = accumulate ? 1.0f : 0.0f;
+    if (w->dtype == DB_F32) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nout, nin, 1.0f, x, nin, w->data, nin,
+                    beta, y, nout);
+        return 0;
+    }
+    if (c->panel_cols < (size_t)nin) {
+        float *p = realloc(c->panel, sizeof(float) * BLAS_PANEL * (size_t)nin);
+        if (!p) return -1;
+        c->panel = p;
+        c->panel_cols = (size_t)nin;
+    }
+    for (int o0 = 0; o0 < nout; o0 += BLAS_PANEL) {
+        int rows = nout - o0 < BLAS_PANEL ? nout - o0 : BLAS_PANEL;
+        const uint16_t *src = (const uint16_t *)w->data + (size_t)o0 * nin;
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+        for (int r = 0; r < rows; r++)
+            db_convert_to_f32(c->panel + (size_t)r * nin, src + (size_t)r * nin, w->dtype,
+                              (size_t)nin);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, nin, 1.0f, x, nin, c->panel, nin,
+                    beta, y + o0, nout);
+    }
+    return 0;
+}
+#endif
+
+static void cpu_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n,
+                       int accumulate)
+{
+    cpu_ctx *c = be->ctx;
+#if HAVE_OPENBLAS
+    if (!be->deterministic && n >= BLAS_MIN_ROWS && matmul_blas(be, y, x, w, n, accumulate) == 0)
+        return;
+#endif
+    matmul_kernel_parallel(c, y, x, w, n, accumulate);
+}
+
+static void cpu_rmsnorm(db_backend *be, float *y, const float *x, const float *w, int n, int d,
+                        float eps)
+{
+    (void)be;
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 64)
+#endif
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * d;
+        float *yr = y + (size_t)r * d;
+        float ss = 0.0f;
+        for (int i = 0; i < d; i++) ss += xr[i] * xr[i];
+        float inv = 1.0f / sqrtf(ss / (float)d + eps);
+        for (int i = 0; i < d; i++) yr[i] = xr[i] * inv * w[i];
+    }
+}
+
+static void cpu_rope(db_backend *be, float *x, const int *pos, int n, int nheads, int hd,
+                     float theta)
+{
+    (void)be;
+    int half = hd / 2;
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 16)
+#endif
+    for (int r = 0; r < n; r++) {
+        for (int i = 0; i < half; i++) {
+            /* angle in double: positions up to 10^5-10^6 times small frequencies */
+            double freq = pow((double)theta, -2.0 * i / (double)hd);
+            double ang = (double)pos[r] * freq;
+            float cs = (float)cos(ang), sn = (float)sin(ang);
+            for (int h = 0; h < nheads; h++) {
+                float *v = x + ((size_t)r * nheads + h) * hd;
+                float a = v[i], b = v[i + half];
+                v[i] = a * cs - b * sn;
+                v[i + half] = b * cs + a * sn;
+            }
+        }
+    }
+}
+
+static void cpu_attention(db_backend *be, float *out, const float *q, const float *kcache,
+                          const float *vcache, int cap, const db_attn_row *rows, int n, int nh,
+                          int nkv, int hd, float scale)
+{
+    (void)be;
+    int group = nh / nkv;
+    size_t kvw = (size_t)nkv * hd;
+#if HAVE_OPENMP
+#pragma omp parallel
+#endif
+    {
+        int maxk = 0;
+        for (int r = 0; r < n; r++)
+            if (rows[r].key_hi - rows[r].key_lo > maxk) maxk = rows[r].key_hi - rows[r].key_lo;
+        float *sc = malloc(sizeof(float) * (size_t)(maxk > 0 ? maxk : 1));
+#if HAVE_OPENMP
+#pragma omp for schedule(dynamic, 1) collapse(2)
+#endif
+        for (int r = 0; r < n; r++) {
+            for (int h = 0; h < nh; h++) {
+                const db_attn_row *ar = &rows[r];
+                const float *qh = q + ((size_t)r * nh + h) * hd;
+                const float *kb = kcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
+                const float *vb = vcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
+                float *o = out + ((size_t)r * nh + h) * hd;
+                int nk = ar->key_hi - ar->key_lo;
+                for (int i = 0; i < hd; i++) o[i] = 0.0f;
+                if (nk <= 0 || !sc) continue;
+                float mx = -INFINITY;
+                for (int j = 0; j < nk; j++) {
+                    const float *kj = kb + (size_t)(ar->key_lo + j) * kvw;
+                    float s = 0.0f;
+                    for (int i = 0; i < hd; i++) s += qh[i] * kj[i];
+                    s *= scale;
+                    sc[j] = s;
+                    if (s > mx) mx = s;
+                }
+                float sum = 0.0f;
+                for (int j = 0; j < nk; j++) {
+                    sc[j] = expf(sc[j] - mx);
+                    sum += sc[j];
+                }
+                float inv = 1.0f / sum;
+                for (int j = 0; j < nk; j++) {
+                    const float *vj = vb + (size_t)(ar->key_lo + j) * kvw;
+                    float p = sc[j] * inv;
+                    for (int i = 0; i < hd; i++) o[i] += p * vj[i];
+                }
+            }
+        }
+        free(sc);
+    }
+}
+
+static void cpu_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
+{
+    (void)be;
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 65536)
+#endif
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+static void cpu_embed(db_backend *be, float *out, const db_weight *table, const int *ids, int n)
+{
+    (void)be;
+    size_t d = (size_t)table->cols, es = db_dtype_size(table->dtype);
+    for (int r = 0; r < n; r++)
+        db_convert_to_f32(out + (size_t)r * d, (const char *)table->data + (size_t)ids[r] * d * es,
+                          table->dtype, d);
+}
+
+static void cpu_add(db_backend *be, float *y, const float *x, size_t n)
+{
+    (void)be;
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+static void cpu_copy_rows(db_backend *be, float *dst, int dst_stride, const int *dst_idx,
+                          const float *src, int src_stride, const int *src_idx, int n, int width)
+{
+    (void)be;
+    for (int r = 0; r < n; r++) {
+        size_t d = (size_t)(dst_idx ? dst_idx[r] : r), s = (size_t)(src_idx ? src_idx[r] : r);
+        memmove(dst + d * (size_t)dst_stride, src + s * (size_t)src_stride,
+                sizeof(float) * (size_t)width);
+    }
+}
+
+static void cpu_scale_softcap(db_backend *be, float *x, size_t n, float mult, float cap)
+{
+    (void)be;
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i] * mult;
+        x[i] = cap > 0.0f ? tanhf(v / cap) * cap : v;
+    }
+}
+
+/* larger value first; equal values: smaller id first */
+static int better(float va, int ia, float vb, int ib) { return va > vb || (va == vb && ia < ib); }
+
+static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, int n, int v,
+                    int k)
+{
+    if (k < 1 || k > v) {
+        snprintf(be->err, sizeof be->err, "topk: k=%d outside 1..%d", k, v);
+        return -1;
+    }
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 1)
+#endif
+    for (int r = 0; r < n; r++) {
+        const float *lr = logits + (size_t)r * v;
+        int *ir = ids + (size_t)r * k;
+        float tv[k > 0 ? k : 1];
+        int cnt = 0;
+        for (int i = 0; i < v; i++) {
+            float x = lr[i];
+            if (cnt == k && !better(x, i, tv[k - 1], ir[k - 1])) continue;
+            int j = cnt < k ? cnt++ : k - 1;
+            while (j > 0 && better(x, i, tv[j - 1], ir[j - 1])) {
+                tv[j] = tv[j - 1];
+                ir[j] = ir[j - 1];
+                j--;
+            }
+            tv[j] = x;
+            ir[j] = i;
+        }
+        if (vals) memcpy(vals + (size_t)r * k, tv, sizeof(float) * (size_t)k);
+    }
+    return 0;
+}
+
+typedef struct {
+    float v;
+    int i;
+} val_id;
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const val_id *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return x->i - y->i;
+}
+
+static void cpu_probs(db_backend *be, float *x, int n, int v, float temperature, float top_p,
+                      int top_k)
+{
+    (void)be;
+    int filter = (top_k > 0 && top_k < v) || top_p < 1.0f;
+    val_id *buf = filter ? malloc(sizeof(val_id) * (size_t)v) : NULL;
+    for (int r = 0; r < n; r++) {
+        float *xr = x + (size_t)r * v;
+        float mx = -INFINITY;
+        for (int i = 0; i < v; i++)
+            if (xr[i] > mx) mx = xr[i];
+        double sum = 0.0;
+        for (int i = 0; i < v; i++) {
+            xr[i] = expf((xr[i] - mx) / temperature);
+            sum += xr[i];
+        }
+        for (int i = 0; i < v; i++) xr[i] = (float)(xr[i] / sum);
+        if (!filter || !buf) continue;
+        for (int i = 0; i < v; i++) buf[i] = (val_id){xr[i], i};
+        qsort(buf, (size_t)v, sizeof *buf, cmp_desc);
+        int keep = top_k > 0 && top_k < v ? top_k : v;
+        double cum = 0.0;
+        int kp = 0;
+        while (kp < keep) { /* nucleus: smallest prefix whose mass reaches top_p */
+            cum += buf[kp].v;
+            kp++;
+            if (cum >= top_p) break;
+        }
+        double kept = 0.0;
+        for (int j = 0; j < kp; j++) kept += buf[j].v;
+        for (int j = kp; j < v; j++) xr[buf[j].i] = 0.0f;
+        for (int j = 0; j < kp; j++) xr[buf[j].i] = (float)(buf[j].v / kept);
+    }
+    free(buf);
+}
+
+const db_backend_ops db_cpu_backend_ops = {
+    .name = "cpu",
+    .init = cpu_init,
+    .free = cpu_free,
+    .alloc = cpu_alloc,
+    .dfree = cpu_dfree,
+    .upload = cpu_upload,
+    .download = cpu_upload,
+    .sync = cpu_sync,
+    .copy = cpu_copy,
+    .matmul = cpu_matmul,
+    .rmsnorm = cpu_rmsnorm,
+    .rope = cpu_rope,
+    .attention = cpu_attention,
+    .swiglu = cpu_swiglu,
+    .embed = cpu_embed,
+    .add = cpu_add,
+    .copy_rows = cpu_copy_rows,
+    .scale_softcap = cpu_scale_softcap,
+    .topk = cpu_topk,
+    .probs = cpu_probs,
+};

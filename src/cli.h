@@ -1,0 +1,11 @@
+/* cli.h — the subcommands of dflash-bench. Each parses argv from index 2, returns 0 or a
+ * negative DB_E* status with a one-line message in err; main() turns that into the exit code. */
+#ifndef DB_CLI_H
+#define DB_CLI_H
+
+#include <stddef.h>
+
+int db_cmd_generate(int argc, char **argv, char *err, size_t errlen);
+int db_cmd_info(int argc, char **argv, char *err, size_t errlen);
+
+#endif

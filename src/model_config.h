@@ -1,0 +1,59 @@
+/* model_config.h — config.json of a Qwen3 / LLaMA target and of a DFlash / DFlash 2 drafter
+ * (SPEC 3.1–3.3), parsed with cJSON and checked: a missing or ill-typed key is an error naming
+ * the file and the key. */
+#ifndef DB_MODEL_CONFIG_H
+#define DB_MODEL_CONFIG_H
+
+#include <stddef.h>
+
+#define DB_MAX_EOS 8
+#define DB_MAX_TAPS 16
+#define DB_MAX_LAYERS 256
+
+typedef struct {
+    char path[1024];       /* the config.json read */
+    char model_type[32];
+    int hidden;            /* H */
+    int intermediate;      /* I */
+    int n_layers;          /* L */
+    int n_heads;           /* nh */
+    int n_kv_heads;        /* nkv */
+    int head_dim;          /* hd */
+    int vocab;             /* V */
+    int max_pos;
+    float eps;
+    float rope_theta;
+    int tied;              /* lm_head = embed_tokens */
+    int qk_norm;           /* Qwen3: q_norm / k_norm per head */
+    int eos[DB_MAX_EOS];
+    int n_eos;
+    /* per-layer attention window (0 = full); drafters use it, targets have none */
+    int window[DB_MAX_LAYERS];
+    int is_causal;         /* sliding layers causal unless is_causal: false */
+} db_model_config;
+
+typedef enum { DB_DRAFTER_V1 = 1, DB_DRAFTER_V2 = 2 } db_drafter_kind;
+
+typedef struct {
+    db_model_config base;  /* Qwen3 shapes of the drafter's own layers */
+    db_drafter_kind kind;
+    int block_size;
+    int num_target_layers;
+    int mask_token_id;
+    int n_taps;
+    int tap_layers[DB_MAX_TAPS]; /* target layer ids, config order */
+    float output_multiplier;     /* 1 when absent */
+    float softcap;               /* 0 when absent */
+    /* DFlash 2 */
+    int conv_kernel;             /* K */
+    int conv_group;              /* gs */
+    int selector_rank;           /* r */
+    int selector_top_k;          /* k */
+} db_drafter_config;
+
+int db_model_config_load(db_model_config *c, const char *dir, char *err, size_t errlen);
+/* target_layers: the target's layer count, for the default target_layer_ids formula */
+int db_drafter_config_load(db_drafter_config *c, const char *dir, int target_layers, char *err,
+                           size_t errlen);
+
+#endif

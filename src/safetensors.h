@@ -1,0 +1,56 @@
+/* safetensors.h — read-only access to a Hugging Face checkpoint's tensors.
+ *
+ * A checkpoint directory holds `model.safetensors`, or shards named by
+ * `model.safetensors.index.json` ({"weight_map": {tensor: file}}). Files are mmap'd; nothing
+ * is trusted: header length, JSON, dtype, shape, data_offsets (inside the file, matching the
+ * shape's byte count, not overlapping another tensor) are all checked when the set is opened,
+ * so a tensor handed out is always safe to read in full. */
+#ifndef DB_SAFETENSORS_H
+#define DB_SAFETENSORS_H
+
+#include "backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DB_ST_MAX_DIMS 4
+
+typedef struct {
+    char *name;
+    db_dtype dtype;
+    int ndim;
+    int64_t shape[DB_ST_MAX_DIMS];
+    const void *data; /* inside the mapping, nbytes long */
+    size_t nbytes;
+    int file;         /* index into db_st_set.files */
+} db_st_tensor;
+
+typedef struct {
+    char *path;
+    void *map;
+    size_t size;
+} db_st_file;
+
+typedef struct {
+    char dir[1024];
+    db_st_file *files;
+    int nfiles;
+    db_st_tensor *tensors; /* sorted by name */
+    int ntensors;
+} db_st_set;
+
+/* Open every safetensors file of a checkpoint directory. */
+int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen);
+/* Open one file (tests, tools). */
+int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen);
+void db_st_close(db_st_set *s);
+
+const db_st_tensor *db_st_find(const db_st_set *s, const char *name);
+const char *db_st_file_of(const db_st_set *s, const db_st_tensor *t);
+
+/* Find `name` and check its shape is exactly dims[0..ndim). The message names file, tensor,
+ * expected and found shapes. */
+int db_st_expect(const db_st_set *s, const char *name, int ndim, const int64_t *dims,
+                 const db_st_tensor **out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,18 @@
+/* test_util.h — helpers shared by the C tests: fixture paths, golden JSON access, comparisons. */
+#ifndef DB_TEST_UTIL_H
+#define DB_TEST_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+/* $DB_TEST_DATA (set by meson) + "/" + name */
+const char *tu_data(const char *name);
+/* parse dir/golden.json; NULL with a diagnostic when missing */
+cJSON *tu_golden(const char *dir);
+/* numbers of a JSON array into a malloc'd float/int array; count in *n */
+float *tu_floats(const cJSON *arr, int *n);
+int *tu_ints(const cJSON *arr, int *n);
+/* max |a-b| / max(|b|, floor) over n values */
+double tu_max_rel_err(const float *a, const float *b, size_t n, double floor);
+
+#endif
