@@ -186,3 +186,45 @@ void db_convert_to_f32(float *dst, const void *src, db_dtype dtype, size_t n)
         break;
     }
 }
+
+typedef struct {
+    float v;
+    int i;
+} val_id;
+
+static int val_id_desc(const void *a, const void *b)
+{
+    const val_id *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return x->i - y->i;
+}
+
+void db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
+{
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf((x[i] - mx) / temperature);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] = (float)(x[i] / sum);
+    if (!((top_k > 0 && top_k < n) || top_p < 1.0f)) return;
+    val_id *buf = malloc(sizeof(val_id) * (size_t)n);
+    if (!buf) return;
+    for (int i = 0; i < n; i++) buf[i] = (val_id){x[i], i};
+    qsort(buf, (size_t)n, sizeof *buf, val_id_desc);
+    int keep = top_k > 0 && top_k < n ? top_k : n, kp = 0;
+    double cum = 0.0;
+    while (kp < keep) { /* nucleus: the smallest prefix whose mass reaches top_p */
+        cum += buf[kp].v;
+        kp++;
+        if (cum >= top_p) break;
+    }
+    double kept = 0.0;
+    for (int j = 0; j < kp; j++) kept += buf[j].v;
+    for (int j = kp; j < n; j++) x[buf[j].i] = 0.0f;
+    for (int j = 0; j < kp; j++) x[buf[j].i] = (float)(buf[j].v / kept);
+    free(buf);
+}

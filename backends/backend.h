@@ -101,6 +101,19 @@ typedef struct {
      * to the top_k largest (0 = all) and to the top_p nucleus (1 = all), renormalised. */
     void (*probs)(db_backend *be, float *x, int n, int v, float temperature, float top_p,
                   int top_k);
+
+    /* DFlash 2 two-tap dynamic convolution over rows grouped in blocks of B (SPEC 3.3), one
+     * phase (0 = prepare, 1 = finish): out_t[c] = sum_{o<K} (base[o][c] + delta_t[phase][o][c/gs])
+     * * in_{t-o}[c], with in_{t-o} = 0 before the block's first row. base [K, H] f32 (this
+     * phase's slice), delta [rows, 2*K*G] (G = H/gs), out != in. */
+    void (*dynconv)(db_backend *be, float *out, const float *in, const float *base,
+                    const float *delta, int phase, int n_blocks, int block, int h, int k, int g);
+    /* Selector pair scores into a HOST array out[N, k, k]:
+     * out[t][i][j] = sum_r pred[prev[t*k+i], r] * g[t, r] * succ[cand[t*k+j], r].
+     * g [N, r] device; prev / cand [N*k] host ids; pred / succ [V, r] codebooks. */
+    int (*pair_scores)(db_backend *be, float *out, const float *g, const int *prev,
+                       const int *cand, const db_weight *pred, const db_weight *succ, int n,
+                       int k, int r);
 } db_backend_ops;
 
 struct db_backend {
@@ -129,6 +142,11 @@ int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dt
 /* Upload a host vector as f32 (norm weights and other small tensors), converting. */
 float *db_upload_f32(db_backend *be, const void *host, db_dtype dtype, size_t n);
 void db_weight_free(db_backend *be, db_weight *w);
+
+/* Host reference of the probs op for one row of n scores, in place: softmax(x / temperature)
+ * restricted to the top_k largest (0 = all; ties -> smaller index) and the top_p nucleus
+ * (1 = all), renormalised. Backends and the engine share it so both sides filter alike. */
+void db_probs_host(float *x, int n, float temperature, float top_p, int top_k);
 
 /* host conversions */
 float db_bf16_to_f32(uint16_t h);

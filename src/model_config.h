@@ -9,6 +9,7 @@
 #define DB_MAX_EOS 8
 #define DB_MAX_TAPS 16
 #define DB_MAX_LAYERS 256
+#define DB_MAX_BLOCK_SIZE 64
 
 typedef struct {
     char path[1024];       /* the config.json read */

@@ -55,9 +55,25 @@ size_t db_target_weight_bytes(const db_target *t)
     return b;
 }
 
+static void release_state(db_target *t)
+{
+    if (t->scratch) t->be->ops->dfree(t->be, t->scratch);
+    t->scratch = NULL;
+    db_kv_free(&t->kv);
+    free(t->attn_rows);
+    free(t->pos);
+    free(t->ids);
+    free(t->kv_index);
+    t->attn_rows = NULL;
+    t->pos = t->ids = t->kv_index = NULL;
+    memset(&t->s, 0, sizeof t->s);
+    t->max_rows = 0;
+}
+
 int db_target_alloc(db_target *t, const db_target_opts *o, char *err, size_t errlen)
 {
     const db_model_config *c = &t->cfg;
+    release_state(t);
     if (o->slots < 1 || o->capacity < 1 || o->max_rows < 1)
         return db_fail(err, errlen, DB_EINPUT, "target: slots, capacity and rows must be >= 1");
     if (o->n_taps > DB_MAX_TAPS)
@@ -108,12 +124,7 @@ void db_target_free(db_target *t)
     if (t->head.data != t->embed.data) db_weight_free(be, &t->head);
     db_weight_free(be, &t->embed);
     if (t->norm) be->ops->dfree(be, t->norm);
-    if (t->scratch) be->ops->dfree(be, t->scratch);
-    db_kv_free(&t->kv);
-    free(t->attn_rows);
-    free(t->pos);
-    free(t->ids);
-    free(t->kv_index);
+    release_state(t);
     db_st_close(&t->st);
     memset(t, 0, sizeof *t);
 }

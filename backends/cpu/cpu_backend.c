@@ -348,52 +348,76 @@ static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, 
     return 0;
 }
 
-typedef struct {
-    float v;
-    int i;
-} val_id;
-
-static int cmp_desc(const void *a, const void *b)
-{
-    const val_id *x = a, *y = b;
-    if (x->v != y->v) return x->v > y->v ? -1 : 1;
-    return x->i - y->i;
-}
-
 static void cpu_probs(db_backend *be, float *x, int n, int v, float temperature, float top_p,
                       int top_k)
 {
     (void)be;
-    int filter = (top_k > 0 && top_k < v) || top_p < 1.0f;
-    val_id *buf = filter ? malloc(sizeof(val_id) * (size_t)v) : NULL;
-    for (int r = 0; r < n; r++) {
-        float *xr = x + (size_t)r * v;
-        float mx = -INFINITY;
-        for (int i = 0; i < v; i++)
-            if (xr[i] > mx) mx = xr[i];
-        double sum = 0.0;
-        for (int i = 0; i < v; i++) {
-            xr[i] = expf((xr[i] - mx) / temperature);
-            sum += xr[i];
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 1)
+#endif
+    for (int r = 0; r < n; r++) db_probs_host(x + (size_t)r * v, v, temperature, top_p, top_k);
+}
+
+static void cpu_dynconv(db_backend *be, float *out, const float *in, const float *base,
+                        const float *delta, int phase, int n_blocks, int block, int h, int k, int g)
+{
+    (void)be;
+    int gs = h / g;
+    size_t dstride = (size_t)2 * k * g;
+    for (int b = 0; b < n_blocks; b++) {
+        for (int t = 0; t < block; t++) {
+            size_t row = (size_t)b * block + t;
+            const float *d = delta + row * dstride + (size_t)phase * k * g;
+            float *o = out + row * h;
+            for (int c = 0; c < h; c++) {
+                float acc = 0.0f;
+                for (int j = 0; j < k && j <= t; j++)
+                    acc += (base[(size_t)j * h + c] + d[(size_t)j * g + c / gs]) *
+                           in[(row - (size_t)j) * h + c];
+                o[c] = acc;
+            }
         }
-        for (int i = 0; i < v; i++) xr[i] = (float)(xr[i] / sum);
-        if (!filter || !buf) continue;
-        for (int i = 0; i < v; i++) buf[i] = (val_id){xr[i], i};
-        qsort(buf, (size_t)v, sizeof *buf, cmp_desc);
-        int keep = top_k > 0 && top_k < v ? top_k : v;
-        double cum = 0.0;
-        int kp = 0;
-        while (kp < keep) { /* nucleus: smallest prefix whose mass reaches top_p */
-            cum += buf[kp].v;
-            kp++;
-            if (cum >= top_p) break;
-        }
-        double kept = 0.0;
-        for (int j = 0; j < kp; j++) kept += buf[j].v;
-        for (int j = kp; j < v; j++) xr[buf[j].i] = 0.0f;
-        for (int j = 0; j < kp; j++) xr[buf[j].i] = (float)(buf[j].v / kept);
     }
-    free(buf);
+}
+
+static float weight_elem(const db_weight *w, size_t i)
+{
+    const uint16_t *h = w->data;
+    switch (w->dtype) {
+    case DB_F32: return ((const float *)w->data)[i];
+    case DB_BF16: return db_bf16_to_f32(h[i]);
+    case DB_F16: return db_f16_to_f32(h[i]);
+    }
+    return 0.0f;
+}
+
+static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
+                           const int *cand, const db_weight *pred, const db_weight *succ, int n,
+                           int k, int r)
+{
+    if (pred->cols != r || succ->cols != r) {
+        snprintf(be->err, sizeof be->err, "pair_scores: codebook rank mismatch");
+        return -1;
+    }
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (n > 1)
+#endif
+    for (int t = 0; t < n; t++) {
+        float ag[1024];
+        float *tmp = r <= 1024 ? ag : malloc(sizeof(float) * (size_t)r);
+        for (int i = 0; i < k; i++) {
+            size_t pi = (size_t)prev[(size_t)t * k + i] * r;
+            for (int q = 0; q < r; q++) tmp[q] = weight_elem(pred, pi + q) * g[(size_t)t * r + q];
+            for (int j = 0; j < k; j++) {
+                size_t sj = (size_t)cand[(size_t)t * k + j] * r;
+                float s = 0.0f;
+                for (int q = 0; q < r; q++) s += tmp[q] * weight_elem(succ, sj + q);
+                out[((size_t)t * k + i) * k + j] = s;
+            }
+        }
+        if (tmp != ag) free(tmp);
+    }
+    return 0;
 }
 
 const db_backend_ops db_cpu_backend_ops = {
@@ -417,4 +441,6 @@ const db_backend_ops db_cpu_backend_ops = {
     .scale_softcap = cpu_scale_softcap,
     .topk = cpu_topk,
     .probs = cpu_probs,
+    .dynconv = cpu_dynconv,
+    .pair_scores = cpu_pair_scores,
 };

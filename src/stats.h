@@ -1,0 +1,36 @@
+/* stats.h — what one request and one sweep point measured (SPEC 5). The speculative cycle
+ * fills db_req_stats; the serving loop sums them into a db_point; the reporters write points
+ * as CSV / markdown / JSON.
+ *
+ * Positions i = 1..B-1 index draft slots (slot i proposes the token i steps after the anchor);
+ * arrays are indexed by i directly (entry 0 unused). Acceptance length L = a + 1 in 1..B. */
+#ifndef DB_STATS_H
+#define DB_STATS_H
+
+#include <stddef.h>
+
+#define DB_MAX_BLOCK 64
+
+typedef struct {
+    int prompt_tokens;
+    int output_tokens;          /* committed tokens (bonus included) */
+    int cycles;                 /* verify steps (for `ar`: decode steps) */
+    long drafted[DB_MAX_BLOCK];  /* positions proposed */
+    long reached[DB_MAX_BLOCK];  /* cycles in which positions < i were all accepted */
+    long accepted[DB_MAX_BLOCK];
+    long hist[DB_MAX_BLOCK + 1]; /* cycles with acceptance length L (1..B) */
+    /* selection headroom: counted where all earlier positions were right (reached) */
+    long recall1[DB_MAX_BLOCK];  /* target token == drafter's top-1 */
+    long recallk[DB_MAX_BLOCK];  /* target token among the drafter's top-k */
+    long recall_n[DB_MAX_BLOCK]; /* denominators */
+    long oracle_len_sum;         /* sum over cycles of the oracle acceptance length */
+    /* wall-clock split of this request's share of cycles, seconds */
+    double t_draft, t_select, t_verify, t_host;
+    /* latency, seconds from the start of the timed phase */
+    double t_admitted, t_first_token, t_finished;
+    int finished_by_eos;
+} db_req_stats;
+
+void db_req_stats_add(db_req_stats *sum, const db_req_stats *r);
+
+#endif
