@@ -1,0 +1,79 @@
+/* run_meta.h — the description of one invocation that every result row carries (SPEC 5):
+ * schema version, tool version and commit, test time, machine (CPU, topology), build (compiler,
+ * type, features), backend and device, models (names + sha256 of their weight files), dtype,
+ * seed; and meta.json, the full form of the same with the hwloc topology and the command line.
+ *
+ * Model hash: the sha256 of the weight file when a model has one *.safetensors file (what
+ * `sha256sum model.safetensors` and the Hugging Face LFS pointer show); with several shards,
+ * the sha256 of the listing "<sha256>  <name>\n" over the files in byte order of their names,
+ * i.e. `LC_ALL=C sha256sum *.safetensors | sha256sum`. */
+#ifndef DB_RUN_META_H
+#define DB_RUN_META_H
+
+#include "cpu/cpu_topology.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Bump when a column of any CSV file changes meaning, is renamed, removed or moved. */
+#define DB_SCHEMA_VERSION 1
+#define DB_META_MAX_BACKENDS 4
+
+typedef struct {
+    char name[256];   /* file name */
+    char sha256[65];
+    long long bytes;
+} db_weight_file;
+
+typedef struct {
+    char name[256];   /* last component of the path ("tiny-qwen3"); "" when absent */
+    char path[1024];
+    char sha256[65];  /* see the top of this file */
+    int n_files;
+    db_weight_file *files; /* [n_files], malloc'd */
+} db_model_meta;
+
+typedef struct {
+    char name[16], device[128], simd[32];
+    int threads;
+} db_backend_meta;
+
+typedef struct {
+    int schema_version;
+    char tool_version[32], git_commit[48];
+    char test_time[32];     /* RFC 3339 UTC, 2026-11-30T02:40:00Z */
+    char label[64];
+    char compiler[64], build_type[32];
+    db_cpu_info cpu;
+    /* backends met so far; `cur` is the one the current rows ran on */
+    db_backend_meta backends[DB_META_MAX_BACKENDS];
+    int n_backends, cur;
+    db_model_meta target, drafter;
+    char dtype[16];         /* weight storage dtype, e.g. bf16 */
+    uint64_t seed;
+    char *command_line;     /* argv joined with spaces (shell-quoted where needed), malloc'd */
+} db_run_meta;
+
+/* build, CPU and time facts; argv may be NULL */
+void db_run_meta_init(db_run_meta *m, int argc, char **argv, uint64_t seed, const char *label,
+                      time_t now);
+/* select (adding it when new) the backend the following rows ran on */
+void db_run_meta_set_backend(db_run_meta *m, const char *backend, const char *device,
+                             const char *simd, int threads);
+/* name and hashes of a model directory (every *.safetensors in it) or of one file */
+int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t errlen);
+/* target and drafter (drafter may be NULL or "": no drafter) plus their dtype */
+int db_run_meta_set_models(db_run_meta *m, const char *target, const char *drafter,
+                           const char *dtype, char *err, size_t errlen);
+/* the meta.json document (caller cJSON_Delete()s) */
+cJSON *db_run_meta_json(const db_run_meta *m);
+void db_run_meta_free(db_run_meta *m);
+
+/* the current backend entry (a blank one before set_backend) */
+const db_backend_meta *db_run_meta_backend(const db_run_meta *m);
+/* t as RFC 3339 UTC "YYYY-MM-DDTHH:MM:SSZ" (buf >= 21 bytes) */
+void db_rfc3339_utc(time_t t, char *buf, size_t n);
+
+#endif
