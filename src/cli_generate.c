@@ -1,78 +1,123 @@
-/* cli_generate.c — `dflash-bench generate`: decode one prompt and print the ids. */
+/* cli_generate.c — `dflash-bench generate`: decode one prompt with a variant (autoregressive
+ * or speculative) and print the output ids to stdout; cycle statistics go to stderr. */
 #include "cli.h"
 #include "cli_args.h"
 #include "decode.h"
-#include "target.h"
+#include "engine.h"
+#include "session.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static void print_trace(void *user, int req, int pos, const int *block, int b, int a, int bonus)
+{
+    (void)user;
+    fprintf(stderr, "cycle req %d pos %d draft", req, pos);
+    for (int i = 1; i < b; i++) fprintf(stderr, "%s%d", i == 1 ? " " : ",", block[i]);
+    fprintf(stderr, " accepted %d bonus %d\n", a, bonus);
+}
+
+/* the speculative statistics of one request, on stderr */
+static void print_stats(const db_request *r, int B, double secs)
+{
+    const db_req_stats *s = &r->st;
+    fprintf(stderr, "tokens %d, verify steps %d, tau %.3f, %.1f tok/s (%.3f s)\n", r->n_out,
+            s->cycles, s->cycles ? (double)s->output_tokens / s->cycles : 0.0,
+            r->n_out / (secs > 0 ? secs : 1e-9), secs);
+    if (B < 2) return;
+    long spec = 0;
+    for (int l = 1; l <= B; l++) spec += s->hist[l];
+    fprintf(stderr, "position  drafted  accepted  conditional  recall@1  recall@k\n");
+    for (int i = 1; i < B; i++)
+        fprintf(stderr, "%8d %8ld %9ld %12.3f %9.3f %9.3f\n", i, s->drafted[i], s->accepted[i],
+                s->reached[i] ? (double)s->accepted[i] / s->reached[i] : 0.0,
+                s->recall_n[i] ? (double)s->recall1[i] / s->recall_n[i] : 0.0,
+                s->recall_n[i] ? (double)s->recallk[i] / s->recall_n[i] : 0.0);
+    if (spec > 0) {
+        double c = (double)spec;
+        fprintf(stderr, "per cycle: draft %.3f ms, select %.3f ms, verify %.3f ms, host %.3f ms; oracle tau %.3f\n",
+                1e3 * s->t_draft / c, 1e3 * s->t_select / c, 1e3 * s->t_verify / c,
+                1e3 * s->t_host / c, (double)s->oracle_len_sum / c);
+    }
+}
+
 int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
 {
-    const char *target_dir = NULL, *ids_text = NULL, *ids_file = NULL, *backend = "cpu";
-    int max_new = 64, threads = 0, deterministic = 0, help = 0;
+    const char *target_dir = NULL, *drafter_dir = NULL, *ids_text = NULL, *ids_file = NULL,
+               *backend = "cpu", *variant_name = NULL;
+    int max_new = 64, threads = 0, deterministic = 0, help = 0, block = 0, top_k = 0, seed = 0,
+        trace = 0;
+    float temperature = 0.0f, top_p = 1.0f;
     const db_arg spec[] = {
         {"target", 't', DB_ARG_STR, &target_dir, "target checkpoint directory (config.json + safetensors)"},
+        {"drafter", 'd', DB_ARG_STR, &drafter_dir, "DFlash / DFlash 2 drafter directory"},
+        {"variant", 'v', DB_ARG_STR, &variant_name, "ar, dflash, selector-off, conv-off, dflash2 (default: dflash2 / dflash with a drafter, else ar)"},
+        {"block-size", 'B', DB_ARG_INT, &block, "draft block size (default: the drafter's)"},
         {"prompt-ids", 0, DB_ARG_STR, &ids_text, "prompt token ids, e.g. 1,2,3"},
         {"prompt-ids-file", 0, DB_ARG_STR, &ids_file, "file of prompt token ids (commas or whitespace)"},
         {"max-new-tokens", 'n', DB_ARG_INT, &max_new, "tokens to generate (default 64)"},
+        {"temperature", 'T', DB_ARG_FLOAT, &temperature, "sampling temperature, 0 = greedy (default)"},
+        {"top-p", 0, DB_ARG_FLOAT, &top_p, "nucleus sampling mass (default 1)"},
+        {"top-k", 0, DB_ARG_INT, &top_k, "sample among the k most likely (default 0 = all)"},
+        {"seed", 's', DB_ARG_INT, &seed, "sampling seed (default 0)"},
         {"backend", 'b', DB_ARG_STR, &backend, "compute backend (default cpu)"},
         {"threads", 0, DB_ARG_INT, &threads, "CPU threads (default: all cores)"},
         {"deterministic", 0, DB_ARG_FLAG, &deterministic, "batch-invariant reductions"},
+        {"trace", 0, DB_ARG_FLAG, &trace, "print every cycle's draft and acceptance to stderr"},
         {"help", 'h', DB_ARG_FLAG, &help, "this help"},
     };
     int nspec = (int)(sizeof spec / sizeof *spec);
     int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
     if (rc) return rc;
     if (help) {
-        db_args_usage(spec, nspec, "generate", "Greedy decoding of one prompt with the target; ids to stdout, speed to stderr.");
+        db_args_usage(spec, nspec, "generate",
+                      "Decode one prompt; output ids to stdout, cycle statistics to stderr.");
         return DB_OK;
     }
-    if (!target_dir) return db_fail(err, errlen, DB_EINPUT, "generate: --target DIR is required");
+    if (!target_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR is required");
     if (!ids_text == !ids_file)
-        return db_fail(err, errlen, DB_EINPUT, "generate: give exactly one of --prompt-ids, --prompt-ids-file");
-    if (max_new < 1) return db_fail(err, errlen, DB_EINPUT, "generate: --max-new-tokens must be >= 1");
+        return db_fail(err, errlen, DB_EINPUT, "give exactly one of --prompt-ids, --prompt-ids-file");
+    if (max_new < 1) return db_fail(err, errlen, DB_EINPUT, "--max-new-tokens must be >= 1");
+    db_variant variant = drafter_dir ? DB_VAR_DFLASH2 : DB_VAR_AR;
+    if (variant_name && db_variant_parse(variant_name, &variant) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s' (ar, dflash, selector-off, conv-off, dflash2)", variant_name);
     char *file_text = NULL;
     if (ids_file && (rc = db_read_file(ids_file, &file_text, NULL, err, errlen))) return rc;
     int *prompt = NULL, n_prompt = 0;
     rc = db_parse_ids(ids_text ? ids_text : file_text, &prompt, &n_prompt, err, errlen);
     free(file_text);
-    if (rc) return rc;
-    if (n_prompt == 0) {
-        free(prompt);
-        return db_fail(err, errlen, DB_EINPUT, "generate: empty prompt");
-    }
-    db_backend *be = NULL;
-    db_backend_opts bo = {.threads = threads, .deterministic = deterministic};
-    db_target t = {0};
+    if (!rc && n_prompt == 0) rc = db_fail(err, errlen, DB_EINPUT, "empty prompt");
+    db_session s = {0};
+    db_session_opts so = {backend, target_dir, variant == DB_VAR_AR ? NULL : drafter_dir, threads, deterministic};
+    if (!rc) rc = db_session_open(&s, &so, err, errlen);
+    if (!rc) rc = db_session_check_ids(&s, prompt, n_prompt, err, errlen);
+    /* a v1 checkpoint runs DFlash 1 by default */
+    if (!rc && !variant_name && s.has_drafter && !s.drafter.has_selector) variant = DB_VAR_DFLASH;
+    db_gen_params p = {.variant = variant, .block_size = block > 0 ? block : (s.has_drafter ? s.drafter.cfg.block_size : 1),
+                       .temperature = temperature, .top_p = top_p, .top_k = top_k,
+                       .max_new_tokens = max_new, .seed = (uint64_t)seed,
+                       .on_cycle = trace ? print_trace : NULL};
+    db_engine *e = NULL;
+    if (!rc) rc = db_engine_create(&e, &s.target, s.has_drafter ? &s.drafter : NULL, &p, 1, n_prompt, err, errlen);
     int *out = malloc(sizeof(int) * (size_t)max_new);
-    if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    if (!rc && db_backend_create(backend, &bo, &be, err, errlen) != 0) rc = DB_EINPUT;
-    if (!rc) rc = db_target_load(&t, be, target_dir, err, errlen);
-    for (int i = 0; !rc && i < n_prompt; i++)
-        if (prompt[i] >= t.cfg.vocab)
-            rc = db_fail(err, errlen, DB_EINPUT, "generate: prompt id %d outside the vocabulary (%d)", prompt[i], t.cfg.vocab);
-    if (!rc) {
-        db_target_opts to = {.slots = 1, .capacity = n_prompt + max_new + 1, .max_rows = 256};
-        rc = db_target_alloc(&t, &to, err, errlen);
-    }
-    int n_out = 0;
+    db_request r = {.prompt = prompt, .n_prompt = n_prompt, .out = out};
     double t0 = db_now(), t1 = t0;
     if (!rc) {
-        rc = db_decode_greedy(&t, 0, prompt, n_prompt, max_new, out, &n_out, err, errlen);
+        rc = db_engine_run(e, &r, 1, t0, NULL, NULL, err, errlen);
         t1 = db_now();
     }
     if (!rc) {
-        for (int i = 0; i < n_out; i++) printf("%s%d", i ? "," : "", out[i]);
+        for (int i = 0; i < r.n_out; i++) printf("%s%d", i ? "," : "", out[i]);
         printf("\n");
-        fprintf(stderr, "generated %d tokens in %.3f s (%.1f tok/s, prompt %d tokens, backend %s, %s)\n",
-                n_out, t1 - t0, n_out / (t1 - t0 > 0 ? t1 - t0 : 1e-9), n_prompt, backend, be->simd);
+        fprintf(stderr, "variant %s, block %d, backend %s (%s), load %.2f s\n", db_variant_name(variant),
+                variant == DB_VAR_AR ? 1 : p.block_size, backend, s.be->simd, s.load_s);
+        print_stats(&r, variant == DB_VAR_AR ? 1 : p.block_size, t1 - t0);
     }
+    db_engine_destroy(e);
     free(out);
     free(prompt);
-    db_target_free(&t);
-    db_backend_destroy(be);
+    db_session_close(&s);
     return rc;
 }

@@ -22,6 +22,7 @@ static void print_help(void)
            "DFlash 2 speculative-decoding benchmark.\n\n"
            "commands:\n"
            "  generate   decode one prompt and print the token ids\n"
+           "  check-lossless  every variant's greedy output == ar, token for token\n"
            "  info       compiled backends, devices and CPU topology\n\n"
            "  dflash-bench <command> --help   options of a command\n"
            "  dflash-bench --version          version, commit and compiled backends\n");
@@ -48,6 +49,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"generate", db_cmd_generate},
         {"info", db_cmd_info},
+        {"check-lossless", db_cmd_check_lossless},
     };
     char err[1024] = "";
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
