@@ -1,0 +1,319 @@
+/* test_report.c — summaries of synthetic points checked against hand-computed values; the CSV
+ * tables parsed back with libcsv (one header, one row per point, quoting); the stdout formats
+ * (-o csv is pure CSV, -o json parses, md is a table). */
+#include "csv_io.h"
+#include "report.h"
+#include "report_csv.h"
+#include "report_fixture.h"
+#include "report_out.h"
+#include "tap.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int near(double a, double b, double tol) { return fabs(a - b) <= tol * fmax(1, fabs(b)); }
+
+static db_req_stats req(int out, int cycles, double adm, double first, double fin)
+{
+    db_req_stats q;
+    memset(&q, 0, sizeof q);
+    q.output_tokens = out;
+    q.cycles = cycles;
+    q.t_admitted = adm;
+    q.t_first_token = first;
+    q.t_finished = fin;
+    return q;
+}
+
+/* the worked example: 2 repetitions x 2 prompts, every figure computed by hand */
+static void by_hand(void)
+{
+    db_req_stats reqs[4] = {req(10, 4, 0, 0.1, 1.0), req(6, 3, 0, 0.2, 2.0),
+                            req(10, 5, 0, 0.3, 2.0), req(6, 2, 0.5, 0.6, 4.0)};
+    reqs[0].t_draft = 0.014;
+    reqs[3].t_verify = 0.028;
+    reqs[1].hist[1] = 1;
+    reqs[1].oracle_len_sum = 21;
+    double wall[2] = {2.0, 4.0};
+    db_point_raw p = {.key = fx_key("math", "dflash2", 4, 1), .n_prompts = 2, .repetitions = 2,
+                      .wall_s = wall, .reqs = reqs, .peak_mem_mb = 10, .predicted_tok_s = 12};
+    db_point_summary s;
+    int rc = db_point_summarize(&p, NULL, 1, &s);
+    tap_ok(rc == 0, "summarize");
+    /* throughput per repetition: 16/2 = 8, 16/4 = 4 */
+    tap_ok(near(s.throughput_tok_s, 6, 1e-12), "throughput mean 6 (%g)", s.throughput_tok_s);
+    tap_ok(near(s.throughput_stddev, sqrt(8), 1e-12), "sample stddev sqrt(8) (%g)",
+           s.throughput_stddev);
+    tap_ok(s.output_tokens == 16 && s.cycles == 7 && near(s.wall_s, 3, 1e-12),
+           "per-repetition tokens 16, cycles 7, wall 3 s");
+    tap_ok(near(s.tau, 32.0 / 14, 1e-12), "tau = 32 / 14 (%g)", s.tau);
+    tap_ok(near(s.oracle_tau, 21.0 / 14, 1e-12), "oracle tau = 21 / 14");
+    /* TTFT 100 200 300 100 ms -> sorted 100 100 200 300 */
+    tap_ok(near(s.ttft_ms_mean, 175, 1e-9) && near(s.ttft_ms_p50, 150, 1e-9) &&
+               near(s.ttft_ms_p90, 270, 1e-9) && near(s.ttft_ms_p99, 297, 1e-9),
+           "TTFT mean/p50/p90/p99 = 175/150/270/297 (%g %g %g %g)", s.ttft_ms_mean, s.ttft_ms_p50,
+           s.ttft_ms_p90, s.ttft_ms_p99);
+    /* E2E 1000 2000 2000 3500 */
+    tap_ok(near(s.e2e_ms_mean, 2125, 1e-9) && near(s.e2e_ms_p50, 2000, 1e-9) &&
+               near(s.e2e_ms_p90, 3050, 1e-9) && near(s.e2e_ms_p99, 3455, 1e-9),
+           "E2E mean/p50/p90/p99 = 2125/2000/3050/3455");
+    /* TPOT 900/9 = 100, 1800/5 = 360, 1700/9, 3400/5 = 680 */
+    tap_ok(near(s.tpot_ms_mean, (100 + 360 + 1700.0 / 9 + 680) / 4, 1e-9) &&
+               near(s.tpot_ms_p50, (1700.0 / 9 + 360) / 2, 1e-9),
+           "TPOT mean and median (%g %g)", s.tpot_ms_mean, s.tpot_ms_p50);
+    tap_ok(near(s.draft_ms_per_cycle, 1.0, 1e-9) && near(s.verify_ms_per_cycle, 2.0, 1e-9) &&
+               s.select_ms_per_cycle == 0,
+           "ms per cycle: 14 ms / 14 cycles draft, 28 ms verify");
+    tap_ok(isnan(s.speedup) && isnan(s.speedup_ci_lo), "no baseline: speedup absent");
+    tap_ok(near(s.measured_over_predicted, 0.5, 1e-12), "measured / predicted = 6 / 12");
+    tap_ok(s.total.output_tokens == 32 && s.total.cycles == 14, "totals kept");
+
+    /* baseline: 4 tok/s in both repetitions -> speedup 1.5 */
+    db_req_stats ar_reqs[4] = {req(10, 10, 0, 0.1, 2.0), req(6, 6, 0, 0.1, 4.0),
+                               req(10, 10, 0, 0.1, 2.0), req(6, 6, 0, 0.1, 4.0)};
+    double ar_wall[2] = {4.0, 4.0};
+    db_point_raw ar = {.key = fx_key("math", "ar", 1, 1), .n_prompts = 2, .repetitions = 2,
+                       .wall_s = ar_wall, .reqs = ar_reqs};
+    rc = db_point_summarize(&p, &ar, 1, &s);
+    tap_ok(rc == 0 && near(s.speedup, 1.5, 1e-12), "speedup 6 / 4 = 1.5 (%g)", s.speedup);
+    tap_ok(s.speedup_ci_lo <= s.speedup_ci_hi && isfinite(s.speedup_ci_lo),
+           "CI [%g, %g]", s.speedup_ci_lo, s.speedup_ci_hi);
+    db_point_summary s2;
+    db_point_summarize(&p, &ar, 1, &s2);
+    tap_ok(s2.speedup_ci_lo == s.speedup_ci_lo && s2.speedup_ci_hi == s.speedup_ci_hi,
+           "the bootstrap is reproducible for a seed");
+    db_point_summary sa;
+    db_point_summarize(&ar, NULL, 1, &sa);
+    tap_ok(sa.speedup == 1 && sa.speedup_ci_lo == 1 && sa.speedup_ci_hi == 1 && sa.tau == 1 &&
+               isnan(sa.oracle_tau),
+           "ar: speedup 1 [1, 1], tau 1, no oracle");
+}
+
+static void synthetic(void)
+{
+    db_point_raw ar = fx_raw(fx_key("math", "ar", 1, 4), 3, 16, 1.0);
+    db_point_raw same = fx_raw(fx_key("math", "dflash2", 1, 4), 3, 16, 1.0);
+    db_point_raw fast = fx_raw(fx_key("math", "dflash2", 8, 4), 3, 16, 2.0);
+    db_point_summary s;
+    db_point_summarize(&same, &ar, 7, &s);
+    tap_ok(near(s.speedup, 1, 1e-12) && near(s.speedup_ci_lo, 1, 1e-12) &&
+               near(s.speedup_ci_hi, 1, 1e-12),
+           "identical samples: speedup 1, CI [1, 1] (the resampling is paired)");
+    db_point_summarize(&fast, &ar, 7, &s);
+    tap_ok(near(s.speedup, 2, 1e-12) && near(s.speedup_ci_lo, 2, 1e-9) &&
+               near(s.speedup_ci_hi, 2, 1e-9),
+           "every time halved: speedup 2, CI [2, 2] (%g [%g, %g])", s.speedup, s.speedup_ci_lo,
+           s.speedup_ci_hi);
+    /* noise on one side: the CI brackets the estimate */
+    for (int k = 0; k < 48; k++) fast.reqs[k].t_finished *= 1 + 0.3 * ((k * 37) % 11) / 10.0;
+    db_point_summarize(&fast, &ar, 7, &s);
+    tap_ok(s.speedup_ci_lo < s.speedup_ci_hi && s.speedup_ci_lo <= s.speedup + 1e-9 &&
+               s.speedup <= s.speedup_ci_hi + 1e-9,
+           "uneven requests: %g in [%g, %g]", s.speedup, s.speedup_ci_lo, s.speedup_ci_hi);
+
+    /* acceptance rates and histogram */
+    const db_req_stats *t = &s.total;
+    int rates_ok = 1;
+    for (int i = 1; i < 8; i++) {
+        double c = (double)t->accepted[i] / (double)t->reached[i],
+               v = (double)t->accepted[i] / (double)t->cycles;
+        if (!(c >= 0 && c <= 1 && v >= 0 && v <= 1 && v <= c)) rates_ok = 0;
+    }
+    tap_ok(rates_ok, "conditional and survival rates in [0, 1], survival <= conditional");
+    long hs = 0;
+    for (int L = 1; L <= 8; L++) hs += t->hist[L];
+    tap_ok(hs == t->cycles, "histogram counts every cycle once");
+    db_point_raw_free(&ar);
+    db_point_raw_free(&same);
+    db_point_raw_free(&fast);
+}
+
+/* the tables of a few points, written and parsed back */
+typedef struct {
+    char *text;
+    size_t len;
+    db_csv_doc doc;
+} table;
+
+static void tables(void)
+{
+    db_run_meta m;
+    fx_meta(&m);
+    db_point_raw pts[3] = {fx_raw(fx_key("gsm8k, hard \"x\"", "ar", 1, 2), 2, 3, 1.0),
+                           fx_raw(fx_key("gsm8k, hard \"x\"", "dflash2", 8, 2), 2, 3, 1.5),
+                           fx_raw(fx_key("code", "conv-off", 16, 2), 2, 3, 1.2)};
+    db_point_summary sum[3];
+    for (int i = 0; i < 3; i++) db_point_summarize(&pts[i], i == 1 ? &pts[0] : NULL, 1, &sum[i]);
+    table tb[DB_TABLE_COUNT];
+    char err[256];
+    for (int t = 0; t < DB_TABLE_COUNT; t++) {
+        FILE *f = open_memstream(&tb[t].text, &tb[t].len);
+        db_table_header((db_table)t, f);
+        for (int i = 0; i < 3; i++) db_table_rows((db_table)t, &m, &pts[i], &sum[i], f);
+        fclose(f);
+        int rc = db_csv_parse(tb[t].text, tb[t].len, &tb[t].doc, err, sizeof err);
+        const db_csv_doc *d = &tb[t].doc;
+        int shape = rc == 0 && d->n > 1;
+        for (int r = 0; shape && r < d->n; r++)
+            shape = d->rec[r].complete && d->rec[r].n == d->rec[0].n;
+        tap_ok(shape, "%s: parses with libcsv, every row as wide as the header (%d columns)",
+               db_table_file[t], d->n ? d->rec[0].n : 0);
+        tap_ok(d->n && !strcmp(d->rec[0].field[0], "schema_version") &&
+                   !strcmp(d->rec[0].field[1], "point_id") && !strcmp(d->rec[1].field[0], "1"),
+               "%s: schema_version first, = 1", db_table_file[t]);
+        int headers = 0;
+        for (int r = 1; r < d->n; r++) headers += !strcmp(d->rec[r].field[0], "schema_version");
+        tap_ok(headers == 0, "%s: one header line", db_table_file[t]);
+    }
+    const db_csv_doc *s = &tb[DB_TABLE_SUMMARY].doc;
+    tap_ok(s->n == 4, "summary.csv: one row per point");
+    int ds = db_csv_col(s, "dataset"), sp = db_csv_col(s, "speedup"),
+        thr = db_csv_col(s, "throughput_tok_s"), mop = db_csv_col(s, "measured_over_predicted");
+    tap_ok(ds > 0 && !strcmp(s->rec[1].field[ds], "gsm8k, hard \"x\"") &&
+               strstr(tb[DB_TABLE_SUMMARY].text, "\"gsm8k, hard \"\"x\"\"\""),
+           "a dataset name with a comma and quotes is quoted and round-trips");
+    tap_ok(!strcmp(s->rec[1].field[sp], "1") && s->rec[3].field[sp][0] == 0 &&
+               near(strtod(s->rec[2].field[sp], NULL), sum[1].speedup, 1e-9),
+           "speedup: 1 for ar, empty without a baseline, the value otherwise");
+    tap_ok(near(strtod(s->rec[2].field[thr], NULL), sum[1].throughput_tok_s, 1e-9) &&
+               s->rec[2].field[mop][0] == 0,
+           "numbers round-trip; absent ones are empty");
+    const char *need[] = {"backend", "dataset", "variant", "block_size", "concurrency",
+                          "temperature", "top_p", "top_k", "max_new_tokens", "n_prompts",
+                          "repetitions", "output_tokens", "wall_s", "throughput_tok_s",
+                          "throughput_stddev", "speedup", "speedup_ci_lo", "speedup_ci_hi", "tau",
+                          "cycles", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99",
+                          "e2e_ms_p50", "e2e_ms_p99", "draft_ms_per_cycle",
+                          "select_ms_per_cycle", "verify_ms_per_cycle", "peak_mem_mb",
+                          "chat_template", "thinking", "acceptance_source", "weights",
+                          "oracle_tau", "measured_over_predicted", "tool_version", "git_commit",
+                          "device", "cpu_model", "cpu_cores", "cpu_threads", "simd", "compiler",
+                          "target", "target_sha256", "drafter", "drafter_sha256", "dtype", "seed",
+                          "test_time"};
+    int missing = 0;
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        if (db_csv_col(s, need[i]) < 0) {
+            tap_diag("summary.csv lacks %s", need[i]);
+            missing++;
+        }
+    tap_ok(!missing, "summary.csv has every required column");
+    int tt = db_csv_col(s, "test_time");
+    tap_ok(!strcmp(s->rec[1].field[tt], "2026-11-29T02:00:00Z"), "test_time is RFC 3339 UTC");
+    int dr = db_csv_col(s, "drafter");
+    tap_ok(s->rec[1].field[dr][0] == 0 && !strcmp(s->rec[2].field[dr], "tiny-qwen3-dflash2-b16"),
+           "ar rows name no drafter");
+
+    const db_csv_doc *a = &tb[DB_TABLE_ACCEPTANCE].doc;
+    tap_ok(a->n == 1 + 7 + 15, "acceptance.csv: B-1 rows per drafter point, none for ar");
+    int cr = db_csv_col(a, "conditional_rate"), sr = db_csv_col(a, "survival_rate"),
+        r1 = db_csv_col(a, "recall_at_1"), rk = db_csv_col(a, "recall_at_k");
+    int in01 = cr > 0 && sr > 0 && r1 > 0 && rk > 0;
+    for (int r = 1; in01 && r < a->n; r++) {
+        int cols[4] = {cr, sr, r1, rk};
+        for (int c = 0; c < 4; c++) {
+            const char *v = a->rec[r].field[cols[c]];
+            double x = strtod(v, NULL);
+            if (v[0] && !(x >= 0 && x <= 1)) in01 = 0;
+        }
+    }
+    tap_ok(in01, "acceptance rates and recalls in [0, 1]");
+
+    const db_csv_doc *h = &tb[DB_TABLE_HISTOGRAM].doc;
+    tap_ok(h->n == 1 + 1 + 8 + 16, "histogram.csv: B rows per point (1 for ar)");
+    int pid = db_csv_col(h, "point_id"), sh = db_csv_col(h, "share");
+    int shares_ok = 1;
+    for (int r = 1; r < h->n;) {
+        double tot = 0;
+        int q = r;
+        while (q < h->n && !strcmp(h->rec[q].field[pid], h->rec[r].field[pid]))
+            tot += strtod(h->rec[q++].field[sh], NULL);
+        if (!near(tot, 1, 1e-8)) shares_ok = 0;
+        r = q;
+    }
+    tap_ok(shares_ok, "histogram shares of each point sum to 1");
+    tap_ok(!strcmp(h->rec[1].field[sh], "1"), "ar: all cycles commit one token");
+
+    const db_csv_doc *q = &tb[DB_TABLE_REQUESTS].doc;
+    tap_ok(q->n == 1 + 3 * 6, "requests.csv: one row per request and repetition");
+    int pi = db_csv_col(q, "prompt_index"), rp = db_csv_col(q, "repetition"),
+        ttft = db_csv_col(q, "ttft_ms");
+    tap_ok(!strcmp(q->rec[5].field[pi], "1") && !strcmp(q->rec[5].field[rp], "1") &&
+               near(strtod(q->rec[1].field[ttft], NULL), 50, 1e-9),
+           "request rows: prompt index, repetition, TTFT 50 ms");
+
+    for (int t = 0; t < DB_TABLE_COUNT; t++) {
+        free(tb[t].text);
+        db_csv_doc_free(&tb[t].doc);
+    }
+
+    /* stdout formats */
+    char *text;
+    size_t len;
+    db_out o;
+    FILE *f = open_memstream(&text, &len);
+    db_out_begin(&o, f, "csv", err, sizeof err);
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    db_out_end(&o, err, sizeof err);
+    fclose(f);
+    db_csv_doc d;
+    int rc = db_csv_parse(text, len, &d, err, sizeof err);
+    int pure = rc == 0 && d.n == 4 && len > 0 && text[len - 1] == '\n';
+    for (int r = 0; pure && r < d.n; r++) pure = d.rec[r].complete && d.rec[r].n == d.rec[0].n;
+    tap_ok(pure && !strcmp(d.rec[0].field[0], "schema_version"),
+           "-o csv: a header and one row per point, nothing else");
+    char *sum_text;
+    size_t sum_len;
+    f = open_memstream(&sum_text, &sum_len);
+    db_table_header(DB_TABLE_SUMMARY, f);
+    for (int i = 0; i < 3; i++) db_table_rows(DB_TABLE_SUMMARY, &m, &pts[i], &sum[i], f);
+    fclose(f);
+    tap_ok(sum_len == len && !memcmp(sum_text, text, len), "-o csv is byte for byte summary.csv");
+    free(sum_text);
+    db_csv_doc_free(&d);
+    free(text);
+
+    f = open_memstream(&text, &len);
+    db_out_begin(&o, f, "json", err, sizeof err);
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    db_out_end(&o, err, sizeof err);
+    fclose(f);
+    cJSON *j = cJSON_Parse(text);
+    cJSON *j2 = cJSON_GetArrayItem(j, 2), *j1 = cJSON_GetArrayItem(j, 1);
+    tap_ok(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 3 &&
+               cJSON_IsNull(cJSON_GetObjectItem(j2, "speedup")) &&
+               cJSON_IsNumber(cJSON_GetObjectItem(j1, "speedup")) &&
+               cJSON_GetObjectItem(j1, "schema_version")->valueint == 1 &&
+               cJSON_IsString(cJSON_GetObjectItem(j1, "seed")),
+           "-o json: an array of summary objects, absent values null");
+    cJSON_Delete(j);
+    free(text);
+
+    f = open_memstream(&text, &len);
+    db_out_begin(&o, f, "md", err, sizeof err);
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    db_out_end(&o, err, sizeof err);
+    fclose(f);
+    int lines = 0, table_ok = 1;
+    for (char *l = text; *l; l = strchr(l, '\n') + 1) {
+        lines++;
+        if (l[0] != '|') table_ok = 0;
+    }
+    tap_ok(table_ok && lines == 5 && strstr(text, "| dflash2 | 8 |") && strstr(text, "x ["),
+           "-o md: a markdown table, speedup with its CI");
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
+    free(text);
+    tap_ok(db_out_begin(&o, stdout, "xml", err, sizeof err) == DB_EINPUT, "unknown -o: %s", err);
+    for (int i = 0; i < 3; i++) db_point_raw_free(&pts[i]);
+    db_run_meta_free(&m);
+}
+
+int main(void)
+{
+    by_hand();
+    synthetic();
+    tables();
+    return tap_done();
+}

@@ -1,0 +1,205 @@
+/* test_results.c — the results directory: creation and refusal, headers, appends, points.done,
+ * and resume after a point was half appended (its rows are dropped and written again exactly
+ * once); meta.json; reloading a baseline from requests.csv. */
+#include "csv_io.h"
+#include "report.h"
+#include "report_csv.h"
+#include "report_fixture.h"
+#include "results_dir.h"
+#include "tap.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char err[512];
+
+/* rows of table t whose point_id is `id` (all rows when id is NULL); -1 if unreadable */
+static int rows_of(const char *dir, db_table t, const char *id)
+{
+    char p[1200];
+    db_path_join(p, sizeof p, dir, db_table_file[t]);
+    db_csv_doc d;
+    if (db_csv_read(p, &d, err, sizeof err)) return -1;
+    int c = db_csv_col(&d, "point_id"), n = 0;
+    for (int r = 1; r < d.n; r++) n += !id || (c >= 0 && !strcmp(d.rec[r].field[c], id));
+    db_csv_doc_free(&d);
+    return n;
+}
+
+static void append_raw(const char *dir, const char *name, const char *text, size_t n)
+{
+    char p[1200];
+    db_path_join(p, sizeof p, dir, name);
+    int fd = open(p, O_WRONLY | O_APPEND);
+    if (fd < 0 || write(fd, text, n) != (ssize_t)n) tap_diag("cannot append to %s", p);
+    if (fd >= 0) close(fd);
+}
+
+int main(void)
+{
+    char base[] = "/tmp/db-results-XXXXXX";
+    if (!mkdtemp(base)) tap_skip_all("no temporary directory");
+    char dir[256], file[300], sub[400];
+    snprintf(dir, sizeof dir, "%s/a/b/run", base);
+
+    /* default name */
+    char def[128];
+    db_results_default_dir(def, sizeof def, "h200", (time_t)1795917600);
+    tap_ok(!strcmp(def, "results/20261129-020000-h200"), "default directory name: %s", def);
+    db_results_default_dir(def, sizeof def, "", (time_t)1795917600);
+    tap_ok(!strcmp(def, "results/20261129-020000"), "default without a label: %s", def);
+
+    /* early checks */
+    tap_ok(db_results_check_writable(dir, 0, err, sizeof err) == 0, "created with parents (%s)",
+           err);
+    struct stat st;
+    tap_ok(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "directory exists");
+    snprintf(file, sizeof file, "%s/plain-file", base);
+    FILE *pf = fopen(file, "w");
+    fclose(pf);
+    snprintf(sub, sizeof sub, "%s/sub", file);
+    int rc = db_results_check_writable(sub, 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, sub), "under a plain file: DB_EINPUT naming it: %s", err);
+    rc = db_results_check_writable("/proc/db-results-test", 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT, "unwritable location: DB_EINPUT: %s", err);
+    snprintf(sub, sizeof sub, "%s/never", base);
+    rc = db_results_check_writable(sub, 1, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "--resume"), "resume of a missing directory: %s", err);
+
+    /* a fresh run: two points complete */
+    db_run_meta m;
+    fx_meta(&m);
+    db_results r;
+    rc = db_results_open(&r, dir, 0, err, sizeof err);
+    tap_ok(rc == 0, "open fresh (%s)", err);
+    int hdr_ok = 1;
+    for (int t = 0; t < DB_TABLE_COUNT; t++) hdr_ok &= rows_of(dir, (db_table)t, NULL) == 0;
+    tap_ok(hdr_ok, "the four tables exist with their header only");
+    tap_ok(db_results_write_meta(&r, &m, err, sizeof err) == 0, "meta.json written");
+
+    db_point_raw p[3] = {fx_raw(fx_key("math", "ar", 1, 2), 2, 4, 1.0),
+                         fx_raw(fx_key("math", "dflash2", 8, 2), 2, 4, 2.0),
+                         fx_raw(fx_key("math", "dflash2", 16, 2), 2, 4, 2.5)};
+    db_point_summary s[3];
+    char id[3][512];
+    for (int i = 0; i < 3; i++) {
+        db_point_summarize(&p[i], i ? &p[0] : NULL, 1, &s[i]);
+        db_point_id(&p[i].key, id[i], sizeof id[i]);
+    }
+    rc = db_results_append(&r, &m, &p[0], &s[0], err, sizeof err);
+    rc |= db_results_append(&r, &m, &p[1], &s[1], err, sizeof err);
+    tap_ok(rc == 0 && db_results_is_done(&r, &p[0].key) && db_results_is_done(&r, &p[1].key) &&
+               !db_results_is_done(&r, &p[2].key),
+           "two points appended and recorded (%s)", err);
+    tap_ok(db_results_append(&r, &m, &p[1], &s[1], err, sizeof err) == DB_EINPUT,
+           "a point is never appended twice: %s", err);
+    tap_ok(rows_of(dir, DB_TABLE_SUMMARY, NULL) == 2 && rows_of(dir, DB_TABLE_REQUESTS, id[1]) == 8 &&
+               rows_of(dir, DB_TABLE_ACCEPTANCE, id[1]) == 7,
+           "rows on disk");
+    db_results_close(&r);
+    rc = db_results_check_writable(dir, 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "--resume"), "a fresh run refuses a used directory: %s",
+           err);
+
+    /* the run is killed while appending point 3: every table got its rows (one a record cut
+     * short), points.done did not; and a half-written line in points.done */
+    for (int t = 0; t < DB_TABLE_COUNT; t++) {
+        char *buf;
+        size_t n;
+        FILE *f = open_memstream(&buf, &n);
+        db_table_rows((db_table)t, &m, &p[2], &s[2], f);
+        fclose(f);
+        if (t == DB_TABLE_REQUESTS) append_raw(dir, db_table_file[t], buf, n - 40); /* cut */
+        else append_raw(dir, db_table_file[t], buf, n);
+        free(buf);
+    }
+    append_raw(dir, "points.done", "cpu|math|dflash2|B16", 20);
+    tap_ok(rows_of(dir, DB_TABLE_SUMMARY, id[2]) == 1 && rows_of(dir, DB_TABLE_HISTOGRAM, id[2]) == 16,
+           "the killed point's rows are on disk");
+
+    rc = db_results_open(&r, dir, 1, err, sizeof err);
+    tap_ok(rc == 0 && r.n_done == 2, "resume reads two completed points (%s)", err);
+    tap_ok(r.dropped_rows == 1 + 15 + 16 + 8, "resume dropped the unfinished rows (%d)",
+           r.dropped_rows);
+    int clean = 1;
+    for (int t = 0; t < DB_TABLE_COUNT; t++) clean &= rows_of(dir, (db_table)t, id[2]) == 0;
+    tap_ok(clean && rows_of(dir, DB_TABLE_SUMMARY, NULL) == 2 &&
+               rows_of(dir, DB_TABLE_REQUESTS, id[0]) == 8,
+           "tables hold exactly the completed points again");
+    char done_path[1200], *done;
+    size_t dlen;
+    db_path_join(done_path, sizeof done_path, dir, "points.done");
+    db_read_file(done_path, &done, &dlen, err, sizeof err);
+    tap_ok(dlen > 0 && done[dlen - 1] == '\n' && !strstr(done, "B16"),
+           "the half line in points.done is cut off");
+    free(done);
+    tap_ok(db_results_is_done(&r, &p[0].key) && !db_results_is_done(&r, &p[2].key),
+           "resume skips done points, reruns the rest");
+
+    /* the baseline of the points still to run, from requests.csv */
+    db_point_raw back;
+    rc = db_results_load_raw(&r, &p[0].key, &back, err, sizeof err);
+    db_point_summary sb, s2;
+    if (rc == 0) db_point_summarize(&back, NULL, 1, &sb);
+    tap_ok(rc == 0 && back.n_prompts == 4 && back.repetitions == 2 &&
+               fabs(sb.throughput_tok_s - s[0].throughput_tok_s) < 1e-6 * s[0].throughput_tok_s &&
+               fabs(sb.ttft_ms_p50 - s[0].ttft_ms_p50) < 1e-6,
+           "ar reloaded from requests.csv summarises the same (%s)", err);
+    db_point_summarize(&p[2], &back, 1, &s2);
+    tap_ok(fabs(s2.speedup - s[2].speedup) < 1e-6 * s[2].speedup &&
+               fabs(s2.speedup_ci_lo - s[2].speedup_ci_lo) < 1e-6,
+           "and gives the same speedup and CI as the original baseline");
+    db_point_raw_free(&back);
+    rc = db_results_load_raw(&r, &p[2].key, &back, err, sizeof err);
+    tap_ok(rc == DB_EINPUT, "an unfinished point cannot be reloaded: %s", err);
+
+    rc = db_results_append(&r, &m, &p[2], &s[2], err, sizeof err);
+    int once = rc == 0;
+    int want[DB_TABLE_COUNT] = {1, 15, 16, 8};
+    for (int t = 0; t < DB_TABLE_COUNT; t++) once &= rows_of(dir, (db_table)t, id[2]) == want[t];
+    tap_ok(once, "the rerun point appears exactly once in every table");
+    db_results_close(&r);
+
+    /* meta.json, and its rotation on resume */
+    char meta[1200], *mj;
+    db_path_join(meta, sizeof meta, dir, "meta.1.json");
+    tap_ok(stat(meta, &st) == 0, "resume kept the previous meta.json as meta.1.json");
+    db_path_join(meta, sizeof meta, dir, "meta.json");
+    db_results_open(&r, dir, 1, err, sizeof err);
+    db_results_write_meta(&r, &m, err, sizeof err);
+    db_results_close(&r);
+    db_read_file(meta, &mj, &dlen, err, sizeof err);
+    cJSON *j = cJSON_Parse(mj);
+    cJSON *cpu = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "machine"), "cpu");
+    tap_ok(j && cJSON_GetObjectItem(j, "schema_version") && cpu &&
+               cJSON_GetObjectItem(cpu, "cores") && cJSON_GetObjectItem(cpu, "model") &&
+               cJSON_GetObjectItem(cJSON_GetObjectItem(j, "build"), "features") &&
+               cJSON_GetArraySize(cJSON_GetObjectItem(j, "backends")) == 1 &&
+               !strcmp(cJSON_GetObjectItem(j, "test_time")->valuestring, "2026-11-29T02:00:00Z"),
+           "meta.json: machine, build, backends, time");
+    cJSON_Delete(j);
+    free(mj);
+    tap_ok(rows_of(dir, DB_TABLE_SUMMARY, NULL) == 3, "a second resume changes nothing");
+
+    /* a table of another schema is not silently rewritten */
+    char sp[1200];
+    db_path_join(sp, sizeof sp, dir, "histogram.csv");
+    FILE *hf = fopen(sp, "w");
+    fputs("schema_version,something_else\n", hf);
+    fclose(hf);
+    rc = db_results_open(&r, dir, 1, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "histogram.csv"), "foreign header refused: %s", err);
+
+    for (int i = 0; i < 3; i++) db_point_raw_free(&p[i]);
+    db_run_meta_free(&m);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) tap_diag("could not remove %s", base);
+    return tap_done();
+}

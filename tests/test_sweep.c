@@ -1,0 +1,272 @@
+/* test_sweep.c — sweep lists and ranges (good and bad values), ini files (unknown keys named
+ * with file and line), the presets, validation, and the order of the enumerated points. */
+#include "sweep.h"
+#include "tap.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char err[512];
+
+static int set(db_sweep *s, const char *k, const char *v)
+{
+    err[0] = 0;
+    return db_sweep_set(s, k, v, err, sizeof err);
+}
+
+static int ints_are(const int *v, int n, const int *want, int nw)
+{
+    if (n != nw) return 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] != want[i]) return 0;
+    return 1;
+}
+
+static void ranges(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    tap_ok(set(&s, "concurrency", "1-32*2") == 0 &&
+               ints_are(s.concurrency, s.n_concurrency, (int[]){1, 2, 4, 8, 16, 32}, 6),
+           "geometric range 1-32*2");
+    tap_ok(set(&s, "concurrency", "1-5") == 0 &&
+               ints_are(s.concurrency, s.n_concurrency, (int[]){1, 2, 3, 4, 5}, 5),
+           "range 1-5, step 1");
+    tap_ok(set(&s, "concurrency", "2-11+4") == 0 &&
+               ints_are(s.concurrency, s.n_concurrency, (int[]){2, 6, 10}, 3),
+           "range 2-11+4 stops at the last value <= 11");
+    tap_ok(set(&s, "concurrency", " 1, 4-6 ,16 ") == 0 &&
+               ints_are(s.concurrency, s.n_concurrency, (int[]){1, 4, 5, 6, 16}, 5),
+           "values and ranges mixed, blanks ignored");
+    tap_ok(set(&s, "block-size", "8,16") == 0 && set(&s, "block_size", "4-16*2") == 0 &&
+               ints_are(s.block_size, s.n_block_size, (int[]){4, 8, 16}, 3),
+           "block-size and block_size are the same key");
+
+    static const char *const bad[] = {"0", "8-2", "1-8*1", "0-8*2", "2-8+0", "a", "1,,2", "",
+                                      "4,4", "1-100", "1.5", "-3", "1-2-3", "8*2"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = set(&s, "concurrency", bad[i]);
+        tap_ok(rc == DB_EINPUT && strstr(err, "concurrency") && !strchr(err, '\n'),
+               "concurrency '%s' refused: %s", bad[i], err);
+    }
+    tap_ok(ints_are(s.block_size, s.n_block_size, (int[]){4, 8, 16}, 3) &&
+               ints_are(s.concurrency, s.n_concurrency, (int[]){1, 4, 5, 6, 16}, 5),
+           "a refused value leaves the axis as it was");
+    tap_ok(set(&s, "concurrency", "1-64") == 0 && s.n_concurrency == 64, "64 values fit");
+    tap_ok(set(&s, "block_size", "65") == DB_EINPUT, "block size above %d refused: %s",
+           DB_MAX_BLOCK, err);
+}
+
+static void scalars(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    tap_ok(set(&s, "temperature", "0, 0.7,1") == 0 && s.n_temperature == 3 &&
+               fabsf(s.temperature[1] - 0.7f) < 1e-7f,
+           "temperature list");
+    tap_ok(set(&s, "temperature", "-1") == DB_EINPUT && strstr(err, "negative"),
+           "negative temperature: %s", err);
+    tap_ok(set(&s, "temperature", "0-1") == DB_EINPUT && strstr(err, "ranges"),
+           "temperature range: %s", err);
+    tap_ok(set(&s, "temperature", "hot") == DB_EINPUT, "temperature 'hot': %s", err);
+    tap_ok(set(&s, "top_p", "0.95") == 0 && fabsf(s.top_p - 0.95f) < 1e-7f, "top_p 0.95");
+    tap_ok(set(&s, "top-p", "0") == DB_EINPUT && strstr(err, "(0, 1]"), "top_p 0: %s", err);
+    tap_ok(set(&s, "top_p", "1.5") == DB_EINPUT, "top_p 1.5: %s", err);
+    tap_ok(set(&s, "top_p", "0.5,0.9") == DB_EINPUT, "top_p list: %s", err);
+    tap_ok(set(&s, "top_k", "20") == 0 && s.top_k == 20, "top_k 20");
+    tap_ok(set(&s, "top_k", "-1") == DB_EINPUT, "top_k -1: %s", err);
+    tap_ok(set(&s, "max-new-tokens", "4096") == 0 && s.max_new_tokens == 4096, "max_new_tokens");
+    tap_ok(set(&s, "max_new_tokens", "0") == DB_EINPUT, "max_new_tokens 0: %s", err);
+    tap_ok(set(&s, "repetitions", "0") == DB_EINPUT, "repetitions 0: %s", err);
+    tap_ok(set(&s, "warmup", "0") == 0 && s.warmup == 0, "warmup 0 allowed");
+    tap_ok(set(&s, "seed", "18446744073709551615") == 0 && s.seed == UINT64_MAX,
+           "seed takes the full 64-bit range");
+    tap_ok(set(&s, "seed", "-1") == DB_EINPUT, "negative seed: %s", err);
+    tap_ok(set(&s, "variant", "dflash2,ar") == 0 && s.n_variant == 2, "variant list");
+    tap_ok(set(&s, "variant", "dflash3") == DB_EINPUT && strstr(err, "dflash3") &&
+               strstr(err, "selector-off"),
+           "unknown variant named, choices listed: %s", err);
+    tap_ok(set(&s, "backend", "tpu") == DB_EINPUT && strstr(err, "tpu"), "unknown backend: %s", err);
+    tap_ok(set(&s, "backend", "cpu,cuda") == 0 && s.n_backend == 2, "backend list");
+    tap_ok(set(&s, "output", "xml") == DB_EINPUT, "output xml: %s", err);
+    tap_ok(set(&s, "output", "csv") == 0 && !strcmp(s.output, "csv"), "output csv");
+    tap_ok(set(&s, "chat_template", "chatml") == 0 && set(&s, "chat-template", "jinja") == DB_EINPUT,
+           "chat_template choices: %s", err);
+    tap_ok(set(&s, "no-baseline", NULL) == 0 && s.no_baseline == 1, "bare boolean flag = true");
+    tap_ok(set(&s, "thinking", "yes") == 0 && s.thinking && set(&s, "thinking", "off") == 0 &&
+               !s.thinking,
+           "boolean spellings");
+    tap_ok(set(&s, "thinking", "maybe") == DB_EINPUT, "bad boolean: %s", err);
+    tap_ok(set(&s, "label", "a/b") == DB_EINPUT, "'/' in a label refused: %s", err);
+    tap_ok(set(&s, "dataset", "gsm8k,my set") == 0 && !strcmp(s.dataset[1], "my set"),
+           "dataset names are free text");
+    tap_ok(set(&s, "colour", "red") == DB_EINPUT && strstr(err, "colour"), "unknown key: %s", err);
+    tap_ok(set(&s, "threads", "4") == 0 && s.threads == 4, "threads");
+}
+
+static int count_variant(const db_point_key *k, int n, const char *v)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++) c += !strcmp(k[i].variant, v);
+    return c;
+}
+
+static void enumeration(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    db_point_key *k;
+    int n;
+    int rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    /* 3 datasets x 3 concurrencies x (1 ar + 4 variants x 2 block sizes) */
+    tap_ok(rc == 0 && n == 81, "default sweep: 81 points (%d)", n);
+    tap_ok(count_variant(k, n, "ar") == 9, "ar once per dataset x concurrency, not per block size");
+    tap_ok(!strcmp(k[0].variant, "ar") && k[0].block_size == 1 && !strcmp(k[0].dataset, "math") &&
+               k[0].concurrency == 1,
+           "first point: math ar c1 B1");
+    tap_ok(!strcmp(k[1].variant, "dflash") && k[1].block_size == 8 && k[1].concurrency == 1,
+           "then the variants at the first block size");
+    tap_ok(!strcmp(k[4].variant, "dflash2") && k[4].block_size == 8 &&
+               !strcmp(k[5].variant, "dflash") && k[5].block_size == 16,
+           "block size outside the variant loop");
+    tap_ok(!strcmp(k[9].variant, "ar") && k[9].concurrency == 8, "next concurrency starts with ar");
+    tap_ok(!strcmp(k[27].dataset, "code"), "datasets outermost after backend");
+    int order_ok = 1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(k[i].variant, "ar") ? k[i].block_size != 1 : k[i].block_size < 8) order_ok = 0;
+    tap_ok(order_ok && !strcmp(k[5].acceptance_source, "measured") && !strcmp(k[5].weights, "file"),
+           "keys carry block size 1 for ar and the defaults");
+    free(k);
+
+    /* ar listed last still comes first; missing ar is added unless no_baseline */
+    set(&s, "variant", "dflash2,ar");
+    set(&s, "dataset", "math");
+    set(&s, "concurrency", "1");
+    db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(n == 3 && !strcmp(k[0].variant, "ar"), "baseline precedes the drafter points");
+    free(k);
+    set(&s, "variant", "dflash2");
+    db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(n == 3 && !strcmp(k[0].variant, "ar"), "baseline added when not listed");
+    free(k);
+    set(&s, "no_baseline", "1");
+    db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(n == 2 && count_variant(k, n, "ar") == 0, "--no-baseline drops ar");
+    free(k);
+    set(&s, "variant", "ar");
+    rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && k == NULL, "only ar with no_baseline: nothing to run: %s", err);
+    set(&s, "no_baseline", "0");
+    set(&s, "block_size", "1");
+    rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == 0 && n == 1, "block size 1 is fine for ar alone");
+    free(k);
+    set(&s, "variant", "ar,dflash");
+    rc = db_sweep_validate(&s, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "block_size 1"), "block size 1 with a drafter: %s", err);
+    set(&s, "block_size", "2");
+    set(&s, "temperature", "0,1");
+    set(&s, "backend", "cpu,cuda");
+    rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == 0 && n == 8 && !strcmp(k[4].backend, "cuda") && k[2].temperature == 1.0f &&
+               !strcmp(k[2].variant, "ar"),
+           "backend outermost, then dataset, temperature, concurrency");
+    free(k);
+}
+
+static const char *write_tmp(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/db-sweep-XXXXXX");
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static int same_points(const db_sweep *a, const db_sweep *b)
+{
+    db_point_key *ka, *kb;
+    int na, nb;
+    if (db_sweep_points(a, &ka, &na, err, sizeof err) || db_sweep_points(b, &kb, &nb, err, sizeof err))
+        return 0;
+    int same = na == nb && memcmp(ka, kb, sizeof *ka * (size_t)na) == 0;
+    free(ka);
+    free(kb);
+    return same;
+}
+
+static void ini(void)
+{
+    db_sweep s, d;
+    db_sweep_init(&s);
+    const char *p = write_tmp("; comment\nblock-size = 4,8\n[sweep]\nconcurrency = 1-4*2\n"
+                              "no_baseline = true\n");
+    int rc = db_sweep_load_ini(&s, p, err, sizeof err);
+    tap_ok(rc == 0 && s.n_block_size == 2 && s.block_size[0] == 4 && s.n_concurrency == 3 &&
+               s.no_baseline,
+           "ini keys at the top and under [sweep], both spellings (%s)", err);
+    unlink(p);
+    p = write_tmp("block_size = 8\n\nmax_sample = 3\n");
+    rc = db_sweep_load_ini(&s, p, err, sizeof err);
+    char want[128];
+    snprintf(want, sizeof want, "%s:3:", p);
+    tap_ok(rc == DB_EINPUT && strstr(err, want) && strstr(err, "max_sample"),
+           "unknown key named with file and line: %s", err);
+    unlink(p);
+    p = write_tmp("concurrency = 0\n");
+    rc = db_sweep_load_ini(&s, p, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, ":1:") && strstr(err, "concurrency"),
+           "bad value in an ini file: %s", err);
+    unlink(p);
+    p = write_tmp("[model]\ntarget = x\n");
+    rc = db_sweep_load_ini(&s, p, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, ":2:") && strstr(err, "[model]"), "unknown section: %s",
+           err);
+    unlink(p);
+    p = write_tmp("just words\n");
+    rc = db_sweep_load_ini(&s, p, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, ":1:"), "syntax error: %s", err);
+    unlink(p);
+    rc = db_sweep_load_ini(&s, "/nonexistent/x.ini", err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "/nonexistent/x.ini"), "missing file: %s", err);
+
+    /* presets */
+    const char *root = getenv("DB_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/default.ini", root ? root : ".");
+    db_sweep_init(&s);
+    db_sweep_init(&d);
+    s.block_size[0] = 99; /* the file must set everything the default sets */
+    rc = db_sweep_load_ini(&s, path, err, sizeof err);
+    tap_ok(rc == 0 && same_points(&s, &d) && s.max_samples == d.max_samples &&
+               s.repetitions == d.repetitions && s.warmup == d.warmup &&
+               !strcmp(s.target, d.target) && !strcmp(s.drafter, d.drafter),
+           "configs/default.ini is the default sweep (%s)", err);
+    snprintf(path, sizeof path, "%s/configs/paper-h200.ini", root ? root : ".");
+    db_sweep_init(&s);
+    rc = db_sweep_load_ini(&s, path, err, sizeof err);
+    db_point_key *k;
+    int n = 0;
+    if (rc == 0) rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == 0 && n == 5 * 3 * 5 && s.n_block_size == 1 && s.block_size[0] == 8 &&
+               s.temperature[0] == 1 && fabsf(s.top_p - 0.95f) < 1e-7f && s.top_k == 20 &&
+               s.max_new_tokens == 4096 && s.n_dataset == 5,
+           "configs/paper-h200.ini: B8, c 1/8/32, T1 p0.95 k20, 4096 tokens, 5 datasets (%s)",
+           err);
+    if (rc == 0) free(k);
+}
+
+int main(void)
+{
+    ranges();
+    scalars();
+    enumeration();
+    ini();
+    return tap_done();
+}
