@@ -23,6 +23,7 @@ static void print_help(void)
            "commands:\n"
            "  generate   decode one prompt and print the token ids\n"
            "  check-lossless  every variant's greedy output == ar, token for token\n"
+           "  tokenize   text to token ids (or ids to text) with a tokenizer.json\n"
            "  info       compiled backends, devices and CPU topology\n\n"
            "  dflash-bench <command> --help   options of a command\n"
            "  dflash-bench --version          version, commit and compiled backends\n");
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"generate", db_cmd_generate},
         {"info", db_cmd_info},
+        {"tokenize", db_cmd_tokenize},
         {"check-lossless", db_cmd_check_lossless},
     };
     char err[1024] = "";

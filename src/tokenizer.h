@@ -1,0 +1,83 @@
+/* tokenizer.h — byte-level BPE tokenizer loaded from a Hugging Face tokenizer.json (the
+ * Qwen2/Qwen3, LLaMA-3 and GPT-2 family).
+ *
+ * Encoding, as Hugging Face `tokenizers` does it with add_special_tokens=False:
+ *   1. added tokens (`added_tokens`) are cut out of the raw text first, leftmost-longest;
+ *      special ones only when allow_special is set (else they are plain text);
+ *   2. each remaining segment is normalized (NFC when the file says so), split into pre-tokens
+ *      by the file's pre-tokenizer regexes (PCRE2, UTF + UCP), mapped byte by byte through the
+ *      GPT-2 byte-to-unicode table,
+ *   3. and merged by merge rank (lowest first; ties leftmost) into vocabulary ids.
+ * No post-processor runs: a BOS is only there if the text (a chat template) contains it.
+ * Decoding concatenates each token's bytes and repairs invalid UTF-8 with U+FFFD (utf8.h).
+ *
+ * Supported file contents: model.type "BPE" (vocab; merges as "a b" strings or ["a","b"]
+ * pairs; ignore_merges), normalizer null / NFC / Sequence of those, pre_tokenizer null /
+ * ByteLevel (use_regex, add_prefix_space) / Split (Regex or String pattern, behavior Isolated)
+ * / Digits / Sequence of those. Anything else is DB_EINPUT naming what is unsupported; so are
+ * tokenizers that are not byte-level (no ByteLevel pre-tokenizer or decoder). Added-token flags
+ * lstrip/rstrip are honoured (ASCII whitespace); single_word is not (no byte-level model uses it).
+ *
+ * Threads: decoding is thread-safe; encoding is not (a shared cache of pre-token results and
+ * scratch buffers live in the tokenizer), so encode from one thread at a time. */
+#ifndef DB_TOKENIZER_H
+#define DB_TOKENIZER_H
+
+#include <stddef.h>
+
+typedef struct {
+    int n_vocab;            /* 1 + the largest id in the vocabulary or the added tokens */
+    int n_added;            /* entries of added_tokens */
+    char path[1024];        /* the tokenizer.json that was loaded */
+    struct db_tok_state *s; /* everything else (tokenizer.c) */
+} db_tokenizer;
+
+/* Load `path`: a tokenizer.json file, or a directory holding one. On failure *tok is left
+ * freed (db_tokenizer_free is still safe to call). */
+int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen);
+void db_tokenizer_free(db_tokenizer *tok);
+
+/* Encode text[0..len) (any bytes, NUL included; must be well-formed UTF-8, else DB_EINPUT
+ * naming the byte offset). *ids is malloc'd (free it; non-NULL even when *n is 0). */
+int db_tokenizer_encode(const db_tokenizer *tok, const char *text, size_t len, int allow_special,
+                        int **ids, int *n, char *err, size_t errlen);
+
+/* Decode ids into malloc'd, NUL-terminated, well-formed UTF-8 (*text, *len; free it).
+ * skip_special drops special added tokens. Ids outside [0, n_vocab) are DB_EINPUT; ids inside
+ * the range that name no token (gaps in a padded vocabulary) decode to nothing. */
+int db_tokenizer_decode(const db_tokenizer *tok, const int *ids, int n, int skip_special,
+                        char **text, size_t *len, char *err, size_t errlen);
+
+/* The id of a token as spelled in the file ("<|im_end|>", or a byte-level vocabulary string
+ * such as "Ġthe"); -1 if there is none. */
+int db_tokenizer_token_id(const db_tokenizer *tok, const char *token);
+
+/* The raw bytes one token stands for (not NUL-terminated, possibly an incomplete UTF-8
+ * sequence); NULL with *len = 0 for an id outside the vocabulary or a gap. */
+const char *db_tokenizer_token_bytes(const db_tokenizer *tok, int id, size_t *len);
+
+/* 1 when id is an added token marked special (<|im_end|>, <|eot_id|>, ...), else 0 */
+int db_tokenizer_is_special(const db_tokenizer *tok, int id);
+
+/* Streaming decoder: feed generated ids one at a time and print what comes back. Bytes of a
+ * UTF-8 sequence split across tokens are held back until the sequence completes, so the text
+ * of all pushes plus the flush equals db_tokenizer_decode of the whole id list. */
+typedef struct {
+    const db_tokenizer *tok;
+    int skip_special;
+    char pending[4];  /* start of a cut-off UTF-8 sequence, carried to the next push */
+    size_t n_pending;
+    char *buf;        /* text returned by the last push/flush (owned here) */
+    size_t len, cap;
+    char *in;         /* pending + the token's bytes, before repair */
+    size_t in_cap;
+} db_detok;
+
+void db_detok_init(db_detok *d, const db_tokenizer *tok, int skip_special);
+/* Text completed by id: *text (NUL-terminated, valid until the next call) of *len bytes. */
+int db_detok_push(db_detok *d, int id, const char **text, size_t *len, char *err, size_t errlen);
+/* End of stream: a sequence still cut off becomes U+FFFD. */
+int db_detok_flush(db_detok *d, const char **text, size_t *len, char *err, size_t errlen);
+void db_detok_free(db_detok *d);
+
+#endif

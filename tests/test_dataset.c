@@ -1,0 +1,159 @@
+/* test_dataset.c — every prompt-set format parsed from the fixtures in tests/data/datasets/
+ * (multi-turn included), the z-lab harness formatting, shuffle-and-take, the built-in sets, and
+ * the errors: a line that is not JSON, a missing field, invalid UTF-8 (file and line named). */
+#include "dataset.h"
+#include "tap.h"
+#include "test_util.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char MATH_SUFFIX[] = "\nPlease reason step by step, and put your final answer within \\boxed{}.";
+
+static int load(db_dataset *ds, const char *name, int max)
+{
+    char rel[256], err[512];
+    snprintf(rel, sizeof rel, "datasets/%s", name);
+    int rc = db_dataset_load(ds, tu_data(rel), max, 0, err, sizeof err);
+    if (rc) tap_diag("%s: %s", name, err);
+    return rc;
+}
+
+static void expect_error(const char *name, const char *needle)
+{
+    db_dataset ds;
+    char rel[256], err[512] = "";
+    snprintf(rel, sizeof rel, "datasets/%s", name);
+    int rc = db_dataset_load(&ds, tu_data(rel), 0, 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, needle) && strstr(err, name), "%s rejected: %s", name, err);
+    db_dataset_free(&ds);
+}
+
+static void formats(void)
+{
+    db_dataset ds;
+    if (!load(&ds, "gsm8k.jsonl", 0)) {
+        tap_ok(ds.format == DB_DS_GSM8K && ds.n == 3, "gsm8k: 3 samples, blank line skipped (%s, %d)",
+               db_dataset_format_name(ds.format), ds.n);
+        char want[512];
+        snprintf(want, sizeof want, "%s%s", "Lena has 3 red pens and 4 blue pens. How many pens does she have?", MATH_SUFFIX);
+        tap_ok(ds.samples[0].n_turns == 1 && strcmp(ds.samples[0].turns[0], want) == 0, "gsm8k: harness math format");
+        tap_ok(ds.samples[2].line == 4, "gsm8k: line numbers kept (%d)", ds.samples[2].line);
+        tap_ok(strcmp(ds.name, "gsm8k") == 0, "dataset name from the file (%s)", ds.name);
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "math500.jsonl", 0)) {
+        tap_ok(ds.format == DB_DS_MATH500 && ds.n == 2 && strncmp(ds.samples[0].turns[0], "What is $2^{10}$?\nPlease", 24) == 0,
+               "math-500: problem + the math suffix");
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "humaneval.jsonl", 0)) {
+        const char *want = "Write a solution to the following problem and make sure that it passes the tests:\n```python\n"
+                           "def double(x: int) -> int:\n    \"\"\"Return twice x.\n    >>> double(2)\n    4\n    \"\"\"\n\n```";
+        tap_ok(ds.format == DB_DS_HUMANEVAL && ds.n == 1 && strcmp(ds.samples[0].turns[0], want) == 0,
+               "humaneval: the harness code wrapper");
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "mbpp.jsonl", 0)) {
+        tap_ok(ds.format == DB_DS_MBPP && ds.n == 2 && strcmp(ds.samples[1].turns[0], "Write a function to add two numbers.") == 0,
+               "mbpp (text): as is");
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "mbpp-sanitized.jsonl", 0)) {
+        tap_ok(ds.format == DB_DS_MBPP && ds.n == 1 && strncmp(ds.samples[0].turns[0], "Write a function to find", 24) == 0,
+               "mbpp sanitized (prompt + test_list): as is");
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "mtbench.jsonl", 0)) {
+        tap_ok(ds.format == DB_DS_MTBENCH && ds.n == 2 && ds.samples[0].n_turns == 2 &&
+                   strcmp(ds.samples[0].turns[1], "Now make it about snow.") == 0,
+               "mt-bench: two turns per sample");
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "mtbench-h4.jsonl", 0)) {
+        tap_ok(ds.format == DB_DS_MTBENCH && ds.n == 1 && ds.samples[0].n_turns == 2 &&
+                   strcmp(ds.samples[0].turns[0], "Name three colors.") == 0,
+               "mt-bench (Hugging Face H4 'prompt' list)");
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "turns.jsonl", 0)) {
+        tap_ok(ds.format == DB_DS_TURNS && ds.n == 1 && strstr(ds.samples[0].turns[0], "\\boxed{}.") &&
+                   !strstr(ds.samples[0].turns[0] + 30, "Please reason step by step, and put your final answer within \\boxed{}.\nPlease"),
+               "harness cache {\"turns\"}: used as is");
+        db_dataset_free(&ds);
+    }
+    if (!load(&ds, "prompts.txt", 0)) {
+        tap_ok(ds.format == DB_DS_TEXT && ds.n == 2 && strcmp(ds.samples[0].turns[0], "First prompt line") == 0 &&
+                   strcmp(ds.samples[1].turns[0], "Second prompt with unicode: caf\xc3\xa9") == 0 && ds.samples[1].line == 4,
+               "plain text: one prompt per non-empty line, CR stripped");
+        db_dataset_free(&ds);
+    }
+}
+
+static void shuffle(void)
+{
+    db_dataset a, b, all;
+    if (load(&all, "gsm8k.jsonl", 0)) return;
+    if (!load(&a, "gsm8k.jsonl", 2) && !load(&b, "gsm8k.jsonl", 2)) {
+        int same = a.n == 2 && b.n == 2;
+        for (int i = 0; same && i < 2; i++) same = strcmp(a.samples[i].turns[0], b.samples[i].turns[0]) == 0;
+        tap_ok(same, "--max-samples 2: two samples, the same ones every time");
+        tap_ok(a.samples[0].line != a.samples[1].line, "the two are different lines");
+        db_dataset_free(&a);
+        db_dataset_free(&b);
+    }
+    if (!load(&a, "gsm8k.jsonl", 100)) {
+        int sum = 0;
+        for (int i = 0; i < a.n; i++) sum += a.samples[i].line;
+        tap_ok(a.n == 3 && sum == 1 + 2 + 4, "max samples above the size keeps every sample");
+        db_dataset_free(&a);
+    }
+    db_dataset_free(&all);
+}
+
+static void builtins(void)
+{
+    const char *root = getenv("DB_SOURCE_ROOT");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/datasets", root ? root : ".");
+    setenv("DFLASH_BENCH_DATA", dir, 1);
+    const db_dataset_format want[] = {DB_DS_GSM8K, DB_DS_MATH500, DB_DS_HUMANEVAL, DB_DS_MBPP, DB_DS_MTBENCH};
+    for (int i = 0; db_dataset_builtins[i]; i++) {
+        db_dataset ds;
+        char err[512];
+        int rc = db_dataset_load(&ds, db_dataset_builtins[i], 0, 0, err, sizeof err);
+        int ok = rc == 0 && ds.n >= 64 && ds.format == want[i] && strcmp(ds.name, db_dataset_builtins[i]) == 0;
+        for (int k = 0; ok && k < ds.n; k++) ok = ds.samples[k].n_turns == (want[i] == DB_DS_MTBENCH ? 2 : 1);
+        tap_ok(ok, "built-in '%s': %d samples, format %s%s%s", db_dataset_builtins[i], rc ? 0 : ds.n,
+               rc ? "?" : db_dataset_format_name(ds.format), rc ? ": " : "", rc ? err : "");
+        if (!rc) db_dataset_free(&ds);
+    }
+    db_dataset ds;
+    char err[512] = "";
+    int rc = db_dataset_load(&ds, "no-such-set", 0, 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "not a built-in name"), "unknown name: %s", err);
+    setenv("DFLASH_BENCH_DATA", "/nonexistent-dir", 1);
+    rc = db_dataset_load(&ds, "math", 0, 0, err, sizeof err);
+    if (rc == 0) db_dataset_free(&ds);
+    unsetenv("DFLASH_BENCH_DATA");
+    tap_ok(1, "a wrong DFLASH_BENCH_DATA falls back to the other places (%s)", rc ? err : "found");
+}
+
+int main(void)
+{
+    formats();
+    shuffle();
+    builtins();
+    expect_error("bad-json.jsonl", ":3: not a JSON object");
+    expect_error("missing-field.jsonl", ":2: missing field 'question'");
+    expect_error("bad-utf8.jsonl", ":2: invalid UTF-8 in 'question'");
+    expect_error("no-field.jsonl", ":1: no prompt field");
+    expect_error("empty-turns.jsonl", ":1: needs a non-empty list");
+    db_dataset ds;
+    char err[256];
+    tap_ok(db_dataset_load(&ds, tu_data("datasets/gsm8k.jsonl"), -1, 0, err, sizeof err) == DB_EINPUT,
+           "negative max samples is bad input");
+    return tap_done();
+}
