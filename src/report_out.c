@@ -37,8 +37,21 @@ static const char *fx(char *b, size_t n, int prec, double v)
     return b;
 }
 
+/* a table cell: '|' would end it */
+static const char *md_cell(char *b, size_t n, const char *s)
+{
+    size_t k = 0;
+    for (; *s && k + 3 < n; s++) {
+        if (*s == '|') b[k++] = '\\';
+        b[k++] = *s;
+    }
+    b[k] = 0;
+    return b;
+}
+
 static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
 {
+    char dsb[160];
     char tp[32], sd[32], sp[32], lo[32], hi[32], tau[32], ttft[32], tpot[32], ci[80] = "";
     const db_point_key *k = &p->key;
     int ar = strcmp(k->variant, "ar") == 0;
@@ -48,7 +61,8 @@ static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
     char bs[16];
     snprintf(bs, sizeof bs, ar ? "-" : "%d", k->block_size);
     return fprintf(f, "| %s | %s | %s | %d | %g | %s ± %s | %s%s%s | %s | %s | %s |\n",
-                   k->dataset, k->variant, bs, k->concurrency, (double)k->temperature,
+                   md_cell(dsb, sizeof dsb, k->dataset), k->variant, bs, k->concurrency,
+                   (double)k->temperature,
                    fx(tp, sizeof tp, 1, s->throughput_tok_s),
                    fx(sd, sizeof sd, 1, s->throughput_stddev), fx(sp, sizeof sp, 2, s->speedup),
                    isfinite(s->speedup) ? "x" : "", ci, fx(tau, sizeof tau, 2, s->tau),

@@ -2,6 +2,7 @@
  * tables parsed back with libcsv (one header, one row per point, quoting); the stdout formats
  * (-o csv is pure CSV, -o json parses, md is a table). */
 #include "csv_io.h"
+#include "progress.h"
 #include "report.h"
 #include "report_csv.h"
 #include "report_fixture.h"
@@ -310,8 +311,28 @@ static void tables(void)
     db_run_meta_free(&m);
 }
 
+static void progress(void)
+{
+    char *text;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    db_progress pr;
+    db_progress_begin(&pr, f, 2);
+    db_progress_start(&pr, "math ar c1");
+    db_progress_done(&pr, "math ar c1", 1.2);
+    db_progress_start(&pr, "math dflash2 B8 c1");
+    db_progress_done(&pr, "math dflash2 B8 c1", 75);
+    db_progress_end(&pr);
+    fclose(f);
+    tap_ok(!pr.tty && strstr(text, "[1/2] math ar c1 done in 1s, ETA") &&
+               strstr(text, "[2/2] math dflash2 B8 c1 done in 1m15s, ETA 0s") && !strchr(text, '\r'),
+           "progress without a terminal: one plain line per point");
+    free(text);
+}
+
 int main(void)
 {
+    progress();
     by_hand();
     synthetic();
     tables();

@@ -1,6 +1,8 @@
 /* test_sha256.c — SHA-256 against the FIPS 180-2 appendix vectors, incremental updates, and the
  * model-directory hash (one file = its hash; shards = hash of the sha256sum listing). */
 #include "run_meta.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
 #include "sha256.h"
 #include "tap.h"
 #include "test_util.h"
@@ -87,5 +89,44 @@ int main(void)
     rc = db_model_meta_hash(&mm, tu_data("no-such-model"), err, sizeof err);
     tap_ok(rc == DB_EINPUT, "missing model directory: DB_EINPUT (%s)", err);
     free(mm.files);
+
+    /* run metadata: models, command line, meta.json */
+    db_run_meta meta;
+    char *argv[] = {"dflash-bench", "run", "--dataset", "my set", "it's", "--block-size=8,16"};
+    db_run_meta_init(&meta, 6, argv, 7, "lbl", (time_t)1795917600);
+    rc = db_run_meta_set_models(&meta, tu_data("qwen3-f32-sharded"), tu_data("dflash2-v16-f32"),
+                                "f32", err, sizeof err);
+    tap_ok(rc == 0 && meta.target.n_files == 2 && meta.drafter.n_files == 1 &&
+               !strcmp(meta.drafter.name, "dflash2-v16-f32"),
+           "models hashed (%s)", err);
+    tap_ok(meta.command_line &&
+               !strcmp(meta.command_line,
+                       "dflash-bench run --dataset 'my set' 'it'\\''s' --block-size=8,16"),
+           "command line quoted for a shell: %s", meta.command_line ? meta.command_line : "");
+    tap_ok(!strcmp(meta.test_time, "2026-11-29T02:00:00Z") && meta.schema_version == 1 &&
+               meta.cpu.cores >= 1 && meta.cpu.pus >= meta.cpu.cores,
+           "time, schema, CPU facts");
+    db_run_meta_set_backend(&meta, "cpu", "dev", "avx2", 2);
+    db_run_meta_set_backend(&meta, "cuda", "H200", "", 0);
+    db_run_meta_set_backend(&meta, "cpu", "dev", "avx2", 4);
+    tap_ok(meta.n_backends == 2 && meta.cur == 0 && db_run_meta_backend(&meta)->threads == 4,
+           "backends are listed once, the current one selected");
+    cJSON *j = db_run_meta_json(&meta);
+    cJSON *models = cJSON_GetObjectItem(j, "models");
+    cJSON *tf = cJSON_GetObjectItem(cJSON_GetObjectItem(models, "target"), "files");
+    cJSON *feat = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "build"), "features");
+    tap_ok(cJSON_GetArraySize(tf) == 2 &&
+               !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(tf, 0), "name")->valuestring,
+                       "model-00001-of-00002.safetensors") &&
+               cJSON_GetObjectItem(feat, "hwloc") && !strcmp(cJSON_GetObjectItem(j, "seed")->valuestring, "7") &&
+               cJSON_GetArraySize(cJSON_GetObjectItem(j, "backends")) == 2,
+           "meta.json lists weight files, features, backends, seed");
+    char *txt = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "machine"), "cpu"));
+    tap_diag("machine.cpu: %s", txt);
+    free(txt);
+    cJSON_Delete(j);
+    db_run_meta_set_models(&meta, tu_data("qwen3-f32-tied"), NULL, "bf16", err, sizeof err);
+    tap_ok(meta.drafter.name[0] == 0 && !strcmp(meta.dtype, "bf16"), "no drafter: empty drafter entry");
+    db_run_meta_free(&meta);
     return tap_done();
 }
