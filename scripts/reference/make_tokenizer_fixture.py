@@ -13,6 +13,10 @@ torture corpus.
                           (special tokens as text), "decode": [{"ids", "text"}] (invalid UTF-8)}
 
 Usage: scripts/reference/make_tokenizer_fixture.py [OUT_DIR]
+       scripts/reference/make_tokenizer_fixture.py --goldens TOKENIZER_JSON OUT_JSON
+The second form writes goldens for another tokenizer (models/tiny-qwen3/tokenizer.json ->
+tests/data/tokenizer/golden-tiny-qwen3.json): the torture corpus plus the first prompts of each
+built-in dataset in the chatml template, in the same layout as golden.json.
 """
 import json
 import os
@@ -164,8 +168,34 @@ def invalid_decode_cases():
             [0xE2, 0x82, 0xAC, 0xC3], [0xFE, 0xFF, 0xC3, 0xA9]]
 
 
+def chat_prompts(root, per_set=4):
+    """the first prompts of each built-in set, as chatml prompts with thinking off"""
+    fields = {"math": "question", "math-hard": "problem", "code": "prompt", "code-basic": "text", "chat": "turns"}
+    out = []
+    for name, field in fields.items():
+        with open(os.path.join(root, "datasets", name + ".jsonl"), encoding="utf-8") as f:
+            for line in f.readlines()[:per_set]:
+                v = json.loads(line)[field]
+                user = v[0] if isinstance(v, list) else v
+                out.append("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    return out
+
+
+def goldens_for(tok_path, out_path, root):
+    tok = Tokenizer(tok_path)
+    texts = torture_texts() + chat_prompts(root)
+    g = {"tokenizer": os.path.relpath(tok_path, root), "texts": texts,
+         "encode": [tok.encode(t) for t in texts], "encode_plain": [tok.encode(t, allow_special=False) for t in texts]}
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(g, f, ensure_ascii=False)
+        f.write("\n")
+    print(f"{out_path}: {len(texts)} texts, {sum(len(x) for x in g['encode'])} ids")
+
+
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    if len(sys.argv) == 4 and sys.argv[1] == "--goldens":
+        return goldens_for(sys.argv[2], sys.argv[3], root)
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "tests", "data", "tokenizer")
     os.makedirs(out, exist_ok=True)
     merges = train(corpus(seed=5), N_VOCAB - 256 - len(SPECIALS))
