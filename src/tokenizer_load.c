@@ -235,7 +235,7 @@ static int compile_steps(struct db_tok_state *s, const pretok_plan *p, const cha
     for (int i = 0; i < p->n; i++) {
         int code;
         PCRE2_SIZE off;
-        uint32_t opts = PCRE2_UTF | PCRE2_UCP | (p->literal[i] ? PCRE2_LITERAL : 0);
+        uint32_t opts = PCRE2_UTF | (p->literal[i] ? PCRE2_LITERAL : PCRE2_UCP); /* LITERAL refuses UCP */
         s->re[i] = pcre2_compile((PCRE2_SPTR)p->pattern[i], PCRE2_ZERO_TERMINATED, opts, &code, &off, NULL);
         if (!s->re[i]) {
             PCRE2_UCHAR msg[256];

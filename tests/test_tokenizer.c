@@ -1,6 +1,6 @@
 /* test_tokenizer.c — the byte-level BPE tokenizer against goldens from the independent Python
  * reference (scripts/reference/tokenizer_ref.py, via make_tokenizer_fixture.py): exact ids for
- * four tokenizer.json dialects over a UTF-8 torture corpus, special-token splitting, decode and
+ * five tokenizer.json dialects over a UTF-8 torture corpus, special-token splitting, decode and
  * streaming decode (invalid UTF-8 included), round trips, and the errors for bad files and bad
  * text. With models/tiny-qwen3/tokenizer.json present, its goldens are checked too. */
 #include "tap.h"
@@ -243,8 +243,9 @@ int main(void)
         return tap_done();
     }
     const cJSON *texts = cJSON_GetObjectItem(g, "texts");
-    const char *files[] = {"tokenizer.json", "tokenizer-pairs.json", "tokenizer-gpt2.json", "tokenizer-llama3.json"};
-    for (int i = 0; i < 4; i++) {
+    const char *files[] = {"tokenizer.json", "tokenizer-pairs.json", "tokenizer-gpt2.json", "tokenizer-llama3.json",
+                           "tokenizer-seq.json"};
+    for (int i = 0; i < 5; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "tokenizer/%s", files[i]);
         check_goldens(tu_data(rel), texts, cJSON_GetObjectItem(cJSON_GetObjectItem(g, "encode"), files[i]),

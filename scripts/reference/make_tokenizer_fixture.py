@@ -9,6 +9,8 @@ torture corpus.
   tokenizer-gpt2.json    GPT-2 layout: ByteLevel pre-tokenizer with use_regex (its built-in regex)
   tokenizer-llama3.json  LLaMA-3 layout: Split(LLaMA-3 regex), ignore_merges, the LLaMA-3 chat
                          specials instead of the chatml ones, and an added token with lstrip/rstrip
+  tokenizer-seq.json     Sequence normalizer [NFC]; pre-tokenizer Digits (individual) + Split on the
+                         literal string "--" + ByteLevel with add_prefix_space and use_regex
   golden.json            {"texts": [...], "encode": {file: [[ids]...]}, "encode_plain": {...}
                           (special tokens as text), "decode": [{"ids", "text"}] (invalid UTF-8)}
 
@@ -126,6 +128,12 @@ def tokenizer_json(vocab, merges, variant):
         n = len(vocab) - len(SPECIALS)  # the LLaMA-3 specials replace the chatml ones
         toks = [added(s, n + k) for k, s in enumerate(LLAMA3_SPECIALS)]
         toks.append(added("<tool>", n + len(LLAMA3_SPECIALS), special=False, lstrip=True, rstrip=True))
+    elif variant == "seq":
+        normalizer = {"type": "Sequence", "normalizers": [{"type": "NFC"}]}
+        pre = {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": True},
+            {"type": "Split", "pattern": {"String": "--"}, "behavior": "Isolated", "invert": False},
+            dict(bl, add_prefix_space=True, use_regex=True)]}
     merge_list = [list(m) for m in merges] if variant == "pairs" else [a + " " + b for a, b in merges]
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": toks,
             "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": dict(bl), "decoder": dict(bl),
@@ -205,7 +213,7 @@ def main():
     for s in SPECIALS:
         vocab[s] = len(vocab)
     files = {"tokenizer.json": "qwen2", "tokenizer-pairs.json": "pairs", "tokenizer-gpt2.json": "gpt2",
-             "tokenizer-llama3.json": "llama3"}
+             "tokenizer-llama3.json": "llama3", "tokenizer-seq.json": "seq"}
     for name, variant in files.items():
         with open(os.path.join(out, name), "w", encoding="utf-8") as f:
             json.dump(tokenizer_json(vocab, merges, variant), f, ensure_ascii=False, indent=1)
@@ -217,7 +225,7 @@ def main():
         golden["encode_plain"][name] = [tok.encode(t, allow_special=False) for t in texts]
         for t, ids in zip(texts, golden["encode"][name]):  # round trip (NFC and lstrip/rstrip aside)
             want = unicodedata.normalize("NFC", t) if tok.nfc else t
-            assert tok.decode(ids) == want or (variant == "llama3" and "<tool>" in t), (name, t)
+            assert tok.decode(ids) == want or (variant == "llama3" and "<tool>" in t) or variant == "seq", (name, t)
     tok = Tokenizer(os.path.join(out, "tokenizer.json"))
     for case in invalid_decode_cases():
         ids = [tok.vocab[BYTE_TO_CHAR[b]] for b in case]
