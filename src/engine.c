@@ -276,10 +276,9 @@ static void finish_request(db_engine *e, int slot, double t0)
     if (e->d) e->d->kv.len[slot] = 0;
 }
 
-/* Prefill a newly admitted request; its first token comes from the last prompt row. */
+/* Take request req_index into a free slot (state only; prefill_admitted runs the prompt). */
 static int admit(db_engine *e, int slot, int req_index, double t0, char *err, size_t errlen)
 {
-    db_target *t = e->t;
     slot_state *s = &e->slots[slot];
     db_request *r = &e->reqs[req_index];
     memset(&r->st, 0, sizeof r->st);
@@ -289,32 +288,57 @@ static int admit(db_engine *e, int slot, int req_index, double t0, char *err, si
     s->req = req_index;
     s->ring_n = 0;
     db_rng_seed(&s->rng, e->p.seed * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
-    t->kv.len[slot] = 0;
+    e->t->kv.len[slot] = 0;
     if (e->d) e->d->kv.len[slot] = 0;
     if (r->n_prompt < 1) return db_fail(err, errlen, DB_EINPUT, "request %d: empty prompt", req_index);
+    if (r->n_prompt + e->p.max_new_tokens + e->B + 1 > e->t->kv.cap)
+        return db_fail(err, errlen, DB_EINPUT, "request %d: prompt of %d tokens exceeds the sized maximum", req_index, r->n_prompt);
     for (int i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= e->V)
             return db_fail(err, errlen, DB_EINPUT, "request %d: token %d outside the vocabulary", req_index, r->prompt[i]);
-    int rc = DB_OK;
-    for (int i = 0; i < r->n_prompt && rc == DB_OK; i += e->prefill_chunk) {
-        int m = r->n_prompt - i < e->prefill_chunk ? r->n_prompt - i : e->prefill_chunk;
-        for (int j = 0; j < m; j++) {
-            e->rows[j] = (db_row){slot, i + j, r->prompt[i + j]};
-            e->ctx_slot[j] = slot;
-            e->ctx_pos[j] = i + j;
-        }
-        int last = m - 1, is_last = i + m == r->n_prompt;
-        rc = db_target_forward(t, e->rows, m, &last, is_last, err, errlen);
-        if (!rc && e->d) rc = db_drafter_add_context(e->d, t->s.taps, e->ctx_slot, e->ctx_pos, m, err, errlen);
-    }
-    int tok = 0;
-    if (!rc) rc = pick_tokens(e, t->s.logits, 1, &slot, &tok, err, errlen);
-    if (rc) return rc;
-    r->st.cycles = 1; /* the prefill is the first verify step */
-    r->st.t_first_token = db_now() - t0;
-    s->anchor = tok;
-    if (commit_token(e, r, req_index, tok)) finish_request(e, slot, t0);
     return DB_OK;
+}
+
+/* Prefill the prompts of the requests just admitted into slots[0..n), batched into target calls
+ * of up to max_rows rows (a call may hold the tail of one prompt and the head of the next);
+ * each request's first token comes from its last prompt row. */
+static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, char *err, size_t errlen)
+{
+    db_target *t = e->t;
+    int R = t->max_rows, si = 0, off = 0, rc = DB_OK;
+    while (si < n && rc == DB_OK) {
+        int m = 0, nl = 0;
+        while (si < n && m < R) {
+            db_request *r = &e->reqs[e->slots[slots[si]].req];
+            int take = r->n_prompt - off < R - m ? r->n_prompt - off : R - m;
+            for (int j = 0; j < take; j++) {
+                e->rows[m + j] = (db_row){slots[si], off + j, r->prompt[off + j]};
+                e->ctx_slot[m + j] = slots[si];
+                e->ctx_pos[m + j] = off + j;
+            }
+            m += take;
+            off += take;
+            if (off == r->n_prompt) {
+                e->logit_rows[nl] = m - 1;
+                e->active[nl++] = slots[si]; /* slot of each logits row, for its rng */
+                si++;
+                off = 0;
+            }
+        }
+        rc = db_target_forward(t, e->rows, m, e->logit_rows, nl, err, errlen);
+        if (!rc && e->d) rc = db_drafter_add_context(e->d, t->s.taps, e->ctx_slot, e->ctx_pos, m, err, errlen);
+        if (!rc && nl > 0) rc = pick_tokens(e, t->s.logits, nl, e->active, e->targ, err, errlen);
+        for (int j = 0; j < nl && !rc; j++) {
+            int slot = e->active[j];
+            slot_state *s = &e->slots[slot];
+            db_request *r = &e->reqs[s->req];
+            r->st.cycles = 1; /* the prefill is the first verify step */
+            r->st.t_first_token = db_now() - t0;
+            s->anchor = e->targ[j];
+            if (commit_token(e, r, s->req, e->targ[j])) finish_request(e, slot, t0);
+        }
+    }
+    return rc;
 }
 
 /* ---- one autoregressive step for every active request ---- */
@@ -511,24 +535,34 @@ int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_
 {
     e->reqs = reqs;
     int next = 0, done = 0, rc = DB_OK;
+    int *admitted = malloc(sizeof(int) * (size_t)e->conc), *before = malloc(sizeof(int) * (size_t)e->conc);
+    if (!admitted || !before) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     for (int s = 0; s < e->conc; s++) e->slots[s].req = -1;
     while (rc == DB_OK) {
-        for (int s = 0; s < e->conc && next < n && rc == DB_OK; s++) {
-            while (e->slots[s].req < 0 && next < n && rc == DB_OK) {
-                rc = admit(e, s, next++, t0, err, errlen);
-                if (rc == DB_OK && e->slots[s].req < 0 && progress) progress(user, ++done, n);
-            }
+        /* fill free slots; a request finished by its prefill frees its slot again */
+        for (;;) {
+            int na = 0;
+            for (int s = 0; s < e->conc && next < n && rc == DB_OK; s++)
+                if (e->slots[s].req < 0) {
+                    rc = admit(e, s, next++, t0, err, errlen);
+                    admitted[na++] = s;
+                }
+            if (rc || na == 0) break;
+            rc = prefill_admitted(e, admitted, na, t0, err, errlen);
+            for (int j = 0; j < na && !rc; j++)
+                if (e->slots[admitted[j]].req < 0 && progress) progress(user, ++done, n);
         }
         if (rc) break;
         int na = 0;
         for (int s = 0; s < e->conc; s++)
             if (e->slots[s].req >= 0) e->active[na++] = s;
         if (na == 0) break;
-        int before[na];
         for (int j = 0; j < na; j++) before[j] = e->slots[e->active[j]].req;
         rc = e->use_draft ? cycle(e, na, t0, err, errlen) : step_ar(e, na, t0, err, errlen);
         for (int j = 0; j < na && rc == DB_OK; j++)
             if (e->slots[e->active[j]].req != before[j] && progress) progress(user, ++done, n);
     }
+    free(admitted);
+    free(before);
     return rc;
 }

@@ -220,7 +220,7 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
     int group = nh / nkv;
     size_t kvw = (size_t)nkv * hd;
 #if HAVE_OPENMP
-#pragma omp parallel
+#pragma omp parallel if ((size_t)n * nh * (rows[n - 1].key_hi + 1) * hd > 65536)
 #endif
     {
         int maxk = 0;
@@ -324,7 +324,7 @@ static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, 
         return -1;
     }
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 1)
+#pragma omp parallel for schedule(static) if (n > 1 && (size_t)n * v > 65536)
 #endif
     for (int r = 0; r < n; r++) {
         const float *lr = logits + (size_t)r * v;
@@ -353,7 +353,7 @@ static void cpu_probs(db_backend *be, float *x, int n, int v, float temperature,
 {
     (void)be;
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 1)
+#pragma omp parallel for schedule(static) if (n > 1 && (size_t)n * v > 65536)
 #endif
     for (int r = 0; r < n; r++) db_probs_host(x + (size_t)r * v, v, temperature, top_p, top_k);
 }
@@ -400,7 +400,7 @@ static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int
         return -1;
     }
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 1)
+#pragma omp parallel for schedule(static) if (n > 1 && (size_t)n * k * k * r > 65536)
 #endif
     for (int t = 0; t < n; t++) {
         float ag[1024];
