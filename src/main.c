@@ -22,6 +22,7 @@ static void print_help(void)
            "DFlash 2 speculative-decoding benchmark.\n\n"
            "commands:\n"
            "  generate   decode one prompt and print the token ids\n"
+           "  run        the benchmark sweep (default: configs/default.ini) -> CSV + table\n"
            "  check-lossless  every variant's greedy output == ar, token for token\n"
            "  tokenize   text to token ids (or ids to text) with a tokenizer.json\n"
            "  info       compiled backends, devices and CPU topology\n\n"
@@ -52,6 +53,7 @@ int main(int argc, char **argv)
         {"info", db_cmd_info},
         {"tokenize", db_cmd_tokenize},
         {"check-lossless", db_cmd_check_lossless},
+        {"run", db_cmd_run},
     };
     char err[1024] = "";
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {

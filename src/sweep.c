@@ -16,7 +16,7 @@
 
 static const char *const variants[] = {"ar", "dflash", "selector-off", "conv-off", "dflash2"};
 static const char *const backends[] = {"cpu", "cuda", "hip"};
-static const char *const templates[] = {"none", "chatml", "llama3"};
+static const char *const templates[] = {"auto", "none", "chatml", "llama3"};
 static const char *const outputs[] = {"md", "csv", "json"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
 
@@ -60,7 +60,7 @@ void db_sweep_init(db_sweep *s)
     s->warmup = 1;
     strcpy(s->target, "models/tiny-qwen3");
     strcpy(s->drafter, "models/tiny-qwen3-dflash2-b16");
-    strcpy(s->chat_template, "none");
+    strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
 }
 
