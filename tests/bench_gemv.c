@@ -2,8 +2,9 @@
  *
  * Decoding is GEMV-bound: at N = 1 every weight byte is read once per token, so the best a
  * matmul can do is stream the weights at the machine's read bandwidth. One run:
- *   1. measures the read bandwidth (sum over a 512 MiB buffer) and the copy bandwidth
- *      (memcpy of 256 MiB, read + write bytes counted), 1 thread and all threads, best of 5;
+ *   1. measures the read bandwidth (sum over >= 512 MiB, and >= 4x the last-level cache) and
+ *      the copy bandwidth (memcpy of >= 256 MiB and >= 2x LLC, read + write bytes counted),
+ *      1 thread and all threads, best of 5;
  *   2. times be->ops->matmul on the CPU backend for bf16 and f32 weights of a few shapes
  *      (4096x4096, 11008x4096 = an MLP projection of a 7B model, 151936x1024 = a Qwen vocab
  *      head) at N = 1, 4, 16 activation rows, 1 thread and all threads;
@@ -49,6 +50,32 @@ static int ncpu(void)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 #endif
+}
+
+/* last-level cache bytes (0 when unknown): buffers well past it measure DRAM, not cache */
+static size_t llc_bytes(void)
+{
+    long v = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (v > 0) return (size_t)v;
+    size_t best = 0;
+    for (int idx = 0; idx < 8; idx++) {
+        char path[96], buf[32];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(buf, sizeof buf, f)) {
+            char *end;
+            unsigned long long n = strtoull(buf, &end, 10);
+            if (*end == 'K') n <<= 10;
+            else if (*end == 'M') n <<= 20;
+            if (n > best) best = (size_t)n;
+        }
+        fclose(f);
+    }
+    return best;
 }
 
 /* ---------------------------------------------------------------- bandwidth */
@@ -217,28 +244,36 @@ int main(int argc, char **argv)
     int ntc = all > 1 ? 2 : 1;
 
     /* 1. bandwidth */
-    size_t rd_bytes = (quick ? 64u : 512u) << 20, cp_bytes = (quick ? 32u : 256u) << 20;
+    /* read >= 512 MiB and >= 4x the last-level cache; copy >= 256 MiB and >= 2x LLC; at most
+     * an eighth of the RAM each */
+    size_t llc = llc_bytes(), mib = (size_t)1 << 20;
+    size_t rd_bytes = (quick ? 64 : 512) * mib, cp_bytes = (quick ? 32 : 256) * mib;
+    if (!quick && 4 * llc > rd_bytes) rd_bytes = (4 * llc + mib - 1) / mib * mib;
+    if (!quick && 2 * llc > cp_bytes) cp_bytes = (2 * llc + mib - 1) / mib * mib;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psz > 0) {
+        size_t cap = (size_t)pages * (size_t)psz / 8 / mib * mib;
+        if (rd_bytes > cap && cap >= 64 * mib) rd_bytes = cap;
+        if (cp_bytes > cap && cap >= 32 * mib) cp_bytes = cap;
+    }
     double rbw[2], cbw[2];
     {
         uint64_t *buf = xalloc(rd_bytes);
+        memset(buf, 1, rd_bytes); /* page in before timing */
+        for (int t = 0; t < ntc; t++) rbw[t] = read_bw(buf, rd_bytes / sizeof *buf, tcounts[t]);
+        free(buf);
         char *a = xalloc(cp_bytes), *b = xalloc(cp_bytes);
-        /* first touch from every thread count's layout: plain memset is enough here */
-        memset(buf, 1, rd_bytes);
         memset(a, 2, cp_bytes);
         memset(b, 0, cp_bytes);
-        for (int t = 0; t < ntc; t++) {
-            rbw[t] = read_bw(buf, rd_bytes / sizeof *buf, tcounts[t]);
-            cbw[t] = copy_bw(b, a, cp_bytes, tcounts[t]);
-        }
-        free(buf);
+        for (int t = 0; t < ntc; t++) cbw[t] = copy_bw(b, a, cp_bytes, tcounts[t]);
         free(a);
         free(b);
     }
 
     db_backend *probe = make_backend(1, 0);
     printf("## GEMV vs memory bandwidth (CPU backend)\n\n");
-    printf("CPU: %s; SIMD kernel %s; %d hardware threads; OpenBLAS %s\n\n", probe->device_name,
-           probe->simd, all, HAVE_OPENBLAS ? "yes" : "no");
+    printf("CPU: %s; SIMD kernel %s; %d hardware threads; last-level cache %.0f MiB; OpenBLAS %s"
+           "\n\n", probe->device_name, probe->simd, all, llc / 1048576.0, HAVE_OPENBLAS ? "yes" : "no");
     db_backend_destroy(probe);
 
     printf("| threads | read GB/s (sum, %zu MiB) | copy GB/s (memcpy %zu MiB, read+write) |\n",
@@ -282,8 +317,9 @@ int main(int argc, char **argv)
                         int blas = HAVE_OPENBLAS && !det && n >= 16;
                         if (det && n < 16) continue; /* same SIMD path as the default backend */
                         result r = time_matmul(be, &w, n);
-                        printf("| %s | %dx%d (%s) | %.0f | %d | %d | %s | %.3f | %.1f | %.0f%% | %.1f |\n",
-                               db_dtype_name(dt), O, I, what, bytes / 1048576.0, be->threads, n,
+                        printf("| %s | %dx%d (%s) | %.0f%s | %d | %d | %s | %.3f | %.1f | %.0f%% | %.1f |\n",
+                               db_dtype_name(dt), O, I, what, bytes / 1048576.0,
+                               llc && bytes <= llc ? " *" : "", be->threads, n,
                                blas ? "OpenBLAS" : det ? "SIMD (deterministic)" : "SIMD",
                                r.ms, r.gbs, 100.0 * r.gbs / rbw[t], r.gflops);
                         fflush(stdout);
@@ -294,7 +330,8 @@ int main(int argc, char **argv)
             free(wd);
         }
     printf("\nweight GB/s = O*I*sizeof(dtype) / time of one call (best of >= 2); \"vs read BW\" "
-           "compares it with the read bandwidth at the same thread count. Total %.1f s.\n",
+           "compares it with the read bandwidth at the same thread count; * = the weights fit in the "
+           "last-level cache, so ratios above 100%% are cache, not DRAM. Total %.1f s.\n",
            db_now() - t_start);
     return (int)(sink & 0);
 }
