@@ -4,7 +4,9 @@
 #include "cli_args.h"
 #include "decode.h"
 #include "engine.h"
+#include "prompt.h"
 #include "session.h"
+#include "tokenizer.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -46,7 +48,9 @@ static void print_stats(const db_request *r, int B, double secs)
 int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
 {
     const char *target_dir = NULL, *drafter_dir = NULL, *ids_text = NULL, *ids_file = NULL,
-               *backend = "cpu", *variant_name = NULL;
+               *backend = "cpu", *variant_name = NULL, *prompt_text = NULL, *dataset = NULL,
+               *tok_path = NULL, *template_name = "auto";
+    int index = 0, thinking = 0;
     int max_new = 64, threads = 0, deterministic = 0, help = 0, block = 0, top_k = 0, seed = 0,
         trace = 0;
     float temperature = 0.0f, top_p = 1.0f;
@@ -55,6 +59,12 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
         {"drafter", 'd', DB_ARG_STR, &drafter_dir, "DFlash / DFlash 2 drafter directory"},
         {"variant", 'v', DB_ARG_STR, &variant_name, "ar, dflash, selector-off, conv-off, dflash2 (default: dflash2 / dflash with a drafter, else ar)"},
         {"block-size", 'B', DB_ARG_INT, &block, "draft block size (default: the drafter's)"},
+        {"prompt", 'p', DB_ARG_STR, &prompt_text, "prompt text (chat template applied; output printed as text)"},
+        {"dataset", 0, DB_ARG_STR, &dataset, "take the prompt from a dataset (built-in name or path)"},
+        {"index", 'i', DB_ARG_INT, &index, "sample index in --dataset (default 0)"},
+        {"tokenizer", 0, DB_ARG_STR, &tok_path, "tokenizer.json (default: the target directory's)"},
+        {"chat-template", 0, DB_ARG_STR, &template_name, "auto (default), none, chatml, llama3"},
+        {"thinking", 0, DB_ARG_FLAG, &thinking, "Qwen3 thinking on (chatml: no empty think block)"},
         {"prompt-ids", 0, DB_ARG_STR, &ids_text, "prompt token ids, e.g. 1,2,3"},
         {"prompt-ids-file", 0, DB_ARG_STR, &ids_file, "file of prompt token ids (commas or whitespace)"},
         {"max-new-tokens", 'n', DB_ARG_INT, &max_new, "tokens to generate (default 64)"},
@@ -77,17 +87,37 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
         return DB_OK;
     }
     if (!target_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR is required");
-    if (!ids_text == !ids_file)
-        return db_fail(err, errlen, DB_EINPUT, "give exactly one of --prompt-ids, --prompt-ids-file");
+    if (!!ids_text + !!ids_file + !!prompt_text + !!dataset != 1)
+        return db_fail(err, errlen, DB_EINPUT, "give exactly one of --prompt, --dataset, --prompt-ids, --prompt-ids-file");
     if (max_new < 1) return db_fail(err, errlen, DB_EINPUT, "--max-new-tokens must be >= 1");
     db_variant variant = drafter_dir ? DB_VAR_DFLASH2 : DB_VAR_AR;
     if (variant_name && db_variant_parse(variant_name, &variant) != 0)
         return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s' (ar, dflash, selector-off, conv-off, dflash2)", variant_name);
-    char *file_text = NULL;
-    if (ids_file && (rc = db_read_file(ids_file, &file_text, NULL, err, errlen))) return rc;
-    int *prompt = NULL, n_prompt = 0;
-    rc = db_parse_ids(ids_text ? ids_text : file_text, &prompt, &n_prompt, err, errlen);
-    free(file_text);
+    db_chat_template tmpl = DB_CHAT_AUTO;
+    if (strcmp(template_name, "auto") != 0 && (rc = db_chat_template_parse(template_name, &tmpl, err, errlen)))
+        return rc;
+    int *prompt = NULL, n_prompt = 0, text_mode = prompt_text || dataset;
+    db_tokenizer tok = {0};
+    if (text_mode) {
+        rc = db_tokenizer_load(&tok, tok_path ? tok_path : target_dir, err, errlen);
+        db_dataset ds = {0};
+        char *turns[1] = {(char *)prompt_text};
+        db_sample one = {.turns = turns, .n_turns = 1};
+        const db_sample *sm = &one;
+        if (!rc && dataset) {
+            rc = db_dataset_load(&ds, dataset, 0, 0, err, errlen);
+            if (!rc && (index < 0 || index >= ds.n))
+                rc = db_fail(err, errlen, DB_EINPUT, "--index %d outside %s (%d samples)", index, ds.path, ds.n);
+            if (!rc) sm = &ds.samples[index];
+        }
+        if (!rc) rc = db_prompt_render(&tok, tmpl, thinking, sm, 0, NULL, &prompt, &n_prompt, err, errlen);
+        db_dataset_free(&ds);
+    } else {
+        char *file_text = NULL;
+        if (ids_file && (rc = db_read_file(ids_file, &file_text, NULL, err, errlen))) return rc;
+        rc = db_parse_ids(ids_text ? ids_text : file_text, &prompt, &n_prompt, err, errlen);
+        free(file_text);
+    }
     if (!rc && n_prompt == 0) rc = db_fail(err, errlen, DB_EINPUT, "empty prompt");
     db_session s = {0};
     db_session_opts so = {backend, target_dir, variant == DB_VAR_AR ? NULL : drafter_dir, threads, deterministic};
@@ -108,9 +138,21 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
         rc = db_engine_run(e, &r, 1, t0, NULL, NULL, err, errlen);
         t1 = db_now();
     }
-    if (!rc) {
+    if (!rc && text_mode) {
+        char *text;
+        size_t tl;
+        rc = db_tokenizer_decode(&tok, out, r.n_out, 1, &text, &tl, err, errlen);
+        if (!rc) {
+            fwrite(text, 1, tl, stdout);
+            printf("\n");
+            free(text);
+        }
+    } else if (!rc) {
         for (int i = 0; i < r.n_out; i++) printf("%s%d", i ? "," : "", out[i]);
         printf("\n");
+    }
+    if (!rc) {
+        fflush(stdout);
         fprintf(stderr, "variant %s, block %d, backend %s (%s), load %.2f s\n", db_variant_name(variant),
                 variant == DB_VAR_AR ? 1 : p.block_size, backend, s.be->simd, s.load_s);
         print_stats(&r, variant == DB_VAR_AR ? 1 : p.block_size, t1 - t0);
@@ -118,6 +160,7 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     db_engine_destroy(e);
     free(out);
     free(prompt);
+    db_tokenizer_free(&tok);
     db_session_close(&s);
     return rc;
 }
