@@ -115,6 +115,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     if (p->max_new_tokens < 1) return db_fail(err, errlen, DB_EINPUT, "max_new_tokens must be >= 1");
     if (p->temperature < 0) return db_fail(err, errlen, DB_EINPUT, "temperature must be >= 0");
     if (!(p->top_p > 0 && p->top_p <= 1)) return db_fail(err, errlen, DB_EINPUT, "top_p must be in (0, 1]");
+    if (p->top_k < 0) return db_fail(err, errlen, DB_EINPUT, "top_k must be >= 0 (0 = all)");
     int use_draft = p->variant != DB_VAR_AR;
     int B = use_draft ? p->block_size : 1;
     if (use_draft && (B < 2 || B > d->cfg.block_size || B > DB_MAX_BLOCK))

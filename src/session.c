@@ -8,6 +8,7 @@ int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t e
 {
     memset(s, 0, sizeof *s);
     double t0 = db_now();
+    if (o->threads < 0) return db_fail(err, errlen, DB_EINPUT, "threads must be >= 0 (0 = all cores)");
     db_backend_opts bo = {.threads = o->threads, .deterministic = o->deterministic};
     if (db_backend_create(o->backend, &bo, &s->be, err, errlen) != 0) return DB_EINPUT;
     int rc = db_target_load(&s->target, s->be, o->target, err, errlen);

@@ -19,11 +19,6 @@ ok() { # cond-status, description
     if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
 }
 diag() { sed 's/^/# /'; }
-# a check the engine is known to fail: "not ok ... # TODO" while broken, plain "ok" once fixed
-known_bug() { # cond-status, description, bug
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2 # TODO known engine bug: $3"; fi
-}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-cli-bad-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
@@ -127,11 +122,9 @@ expect_refused "--temperature -1: exit 2" "temperature" -- \
 expect_refused "--top-p 0: exit 2" "top_p" -- generate --target "$TIED" --prompt-ids 1,2 --top-p 0
 expect_refused "--top-p 1.5: exit 2" "top_p" -- generate --target "$TIED" --prompt-ids 1,2 --top-p 1.5
 run generate --target "$TIED" --prompt-ids 1,2 -n 2 -T 1 --top-k -3
-known_bug "$([ "$rc" = 2 ]; echo $?)" "--top-k -3: exit 2 (got $rc)" \
-    "src/engine.c db_engine_create checks temperature and top_p but not top_k < 0 (taken as 'all')"
+ok "$([ "$rc" = 2 ]; echo $?)" "--top-k -3: exit 2 (got $rc)"
 run generate --target "$TIED" --prompt-ids 1,2 -n 2 --threads -3
-known_bug "$([ "$rc" = 2 ]; echo $?)" "--threads -3: exit 2 (got $rc)" \
-    "src/cli_generate.c passes a negative --threads on; the CPU backend takes it as 'all cores'"
+ok "$([ "$rc" = 2 ]; echo $?)" "--threads -3: exit 2 (got $rc)"
 expect_refused "unknown command: exit 2 naming it" "frobnicate" -- frobnicate
 expect_refused "stray argument: exit 2 naming it" "stray" -- \
     generate --target "$TIED" --prompt-ids 1,2 stray
