@@ -173,16 +173,24 @@ uint16_t db_f32_to_f16(float f)
     return (uint16_t)h;
 }
 
+/* src may be unaligned (a mapped file whose header length is odd): load through memcpy */
 void db_convert_to_f32(float *dst, const void *src, db_dtype dtype, size_t n)
 {
-    const uint16_t *h = src;
+    const unsigned char *b = src;
+    uint16_t h;
     switch (dtype) {
     case DB_F32: memcpy(dst, src, n * sizeof(float)); break;
     case DB_BF16:
-        for (size_t i = 0; i < n; i++) dst[i] = db_bf16_to_f32(h[i]);
+        for (size_t i = 0; i < n; i++) {
+            memcpy(&h, b + 2 * i, 2);
+            dst[i] = db_bf16_to_f32(h);
+        }
         break;
     case DB_F16:
-        for (size_t i = 0; i < n; i++) dst[i] = db_f16_to_f32(h[i]);
+        for (size_t i = 0; i < n; i++) {
+            memcpy(&h, b + 2 * i, 2);
+            dst[i] = db_f16_to_f32(h);
+        }
         break;
     }
 }
@@ -216,11 +224,14 @@ void db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
     for (int i = 0; i < n; i++) buf[i] = (val_id){x[i], i};
     qsort(buf, (size_t)n, sizeof *buf, val_id_desc);
     int keep = top_k > 0 && top_k < n ? top_k : n, kp = 0;
-    double cum = 0.0;
-    while (kp < keep) { /* nucleus: the smallest prefix whose mass reaches top_p */
+    /* top-k first, then the nucleus of the top-k-renormalised distribution (as the Hugging Face
+     * warpers chain them): the smallest prefix whose share of the kept mass reaches top_p */
+    double kmass = 0.0, cum = 0.0;
+    for (int j = 0; j < keep; j++) kmass += buf[j].v;
+    while (kp < keep) {
         cum += buf[kp].v;
         kp++;
-        if (cum >= top_p) break;
+        if (cum >= top_p * kmass) break;
     }
     double kept = 0.0;
     for (int j = 0; j < kp; j++) kept += buf[j].v;

@@ -110,12 +110,14 @@ static int parse_base(ctx *c, const cJSON *root, db_model_config *m)
     const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
     m->n_eos = 0;
     if (cJSON_IsNumber(eos)) {
+        if (eos->valuedouble != floor(eos->valuedouble))
+            return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eos_token_id must be an integer", c->path);
         m->eos[m->n_eos++] = eos->valueint;
     } else if (cJSON_IsArray(eos)) {
         const cJSON *e;
         cJSON_ArrayForEach(e, eos)
         {
-            if (!cJSON_IsNumber(e) || m->n_eos == DB_MAX_EOS)
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || m->n_eos == DB_MAX_EOS)
                 return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eos_token_id must be an int or a list of at most %d ints", c->path, DB_MAX_EOS);
             m->eos[m->n_eos++] = e->valueint;
         }
@@ -220,7 +222,8 @@ int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_lay
         const cJSON *e;
         if (!rc) cJSON_ArrayForEach(e, ids)
             {
-                if (!cJSON_IsNumber(e) || e->valueint < 0 || e->valueint >= target_layers) {
+                if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valueint < 0 ||
+                    e->valueint >= target_layers) {
                     rc = db_fail(err, errlen, DB_EINPUT, "%s: target_layer_ids entry outside the target's %d layers", c.path, target_layers);
                     break;
                 }

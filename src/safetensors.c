@@ -166,7 +166,7 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
                          (unsigned long long)data_size);
             break;
         }
-        if (oe - ob != count * db_dtype_size(t.dtype)) {
+        if (count > UINT64_MAX / db_dtype_size(t.dtype) || oe - ob != count * db_dtype_size(t.dtype)) {
             rc = db_fail(err, errlen, DB_EINPUT,
                          "%s: tensor '%s': %llu bytes of data but shape needs %llu", f->path, nm,
                          (unsigned long long)(oe - ob),
@@ -206,12 +206,16 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
             sp[i].name = t->name;
         }
         if (sp) qsort(sp, (size_t)n, sizeof *sp, span_cmp);
+        /* compare with the furthest-reaching earlier tensor, not just the previous one: a
+         * zero-byte tensor between two overlapping ones must not hide the overlap */
+        int far = 0;
         for (int i = 1; sp && i < n; i++) {
-            if (sp[i].begin < sp[i - 1].end && sp[i].end > sp[i].begin) {
+            if (sp[i].end > sp[i].begin && sp[i].begin < sp[far].end) {
                 rc = db_fail(err, errlen, DB_EINPUT, "%s: tensors '%s' and '%s' overlap",
-                             f->path, sp[i - 1].name, sp[i].name);
+                             f->path, sp[far].name, sp[i].name);
                 break;
             }
+            if (sp[i].end > sp[far].end) far = i;
         }
         free(sp);
     }
@@ -295,7 +299,12 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, cha
         }
         s->nfiles++;
         rc = map_file(&s->files[s->nfiles - 1], p, err, errlen);
-        if (rc) break;
+        if (rc) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", err);
+            rc = db_fail(err, errlen, rc, "%s (shard of tensor '%s' in %s)", why, e->string, index_path);
+            break;
+        }
         rc = parse_file(s, s->nfiles - 1, &cap, wm, err, errlen);
         if (rc) break;
     }

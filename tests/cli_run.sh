@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# cli_run.sh — `dflash-bench run` end to end on the embedded pair (TAP). meson's test_env sets
+# DB_BIN and DB_SOURCE_ROOT.
+#   a tiny sweep (ar + dflash2, concurrency 1 and 2, block sizes 4 and 8): every file written,
+#   one header line, schema_version first, one summary row per point, rates in [0, 1],
+#   tau <= block size, speedup of ar == 1, acceptance rows per position, histogram shares sum to 1;
+#   -o csv: stdout parses as CSV and holds exactly summary.csv;
+#   a run killed with SIGKILL mid-sweep and resumed has every point exactly once;
+#   scripts/plot writes non-empty PNGs (skipped without gnuplot);
+#   check-lossless passes on the pair and exits 1 on a planted mismatch.
+set -u
+
+BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
+ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
+PY=/usr/bin/python3
+TARGET="$ROOT/models/tiny-qwen3"
+DRAFTER="$ROOT/models/tiny-qwen3-dflash2-b16"
+if [ ! -f "$TARGET/config.json" ] || [ ! -f "$DRAFTER/config.json" ]; then
+    echo "1..0 # SKIP the embedded pair is not in models/"
+    exit 0
+fi
+if [ ! -x "$PY" ]; then
+    echo "1..0 # SKIP /usr/bin/python3 (used to check the CSV files) is missing"
+    exit 0
+fi
+
+n=0
+failed=0
+ok() { # status, description
+    n=$((n + 1))
+    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-cli-run-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
+trap 'rm -rf "$tmp"' EXIT
+cd "$ROOT" || exit 1
+
+common=(--target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 3 --max-new-tokens 16
+        --warmup 0 --threads 1)
+
+# ---- the tiny sweep, stdout as CSV ----
+"$BIN" run "${common[@]}" --variant ar,dflash2 -c 1,2 -B 4,8 --out "$tmp/r1" -o csv \
+    >"$tmp/stdout.csv" 2>"$tmp/stderr"
+rc=$?
+ok "$rc" "tiny sweep exits 0 (rc $rc)"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/stderr"
+
+check=$("$PY" - "$tmp/r1" "$tmp/stdout.csv" <<'EOF'
+import csv, sys, os, math
+d, stdout_csv = sys.argv[1], sys.argv[2]
+problems = []
+def rows(name):
+    with open(os.path.join(d, name), newline='') as f:
+        r = list(csv.reader(f))
+    if not r or r[0][0] != 'schema_version':
+        problems.append(f'{name}: first column is not schema_version')
+    if sum(1 for x in r if x and x[0] == 'schema_version') != 1:
+        problems.append(f'{name}: not exactly one header line')
+    return [dict(zip(r[0], x)) for x in r[1:]]
+for f in ('summary.csv', 'acceptance.csv', 'histogram.csv', 'requests.csv', 'meta.json', 'points.done'):
+    if not os.path.getsize(os.path.join(d, f)):
+        problems.append(f'{f} missing or empty')
+summ = rows('summary.csv'); acc = rows('acceptance.csv'); hist = rows('histogram.csv'); reqs = rows('requests.csv')
+ids = [r['point_id'] for r in summ]
+if len(summ) != 6 or len(set(ids)) != 6:
+    problems.append(f'{len(summ)} summary rows / {len(set(ids))} distinct points, expected 6')
+for r in summ:
+    B = int(r['block_size']); tau = float(r['tau'])
+    if not (1.0 <= tau <= B + 1e-9):
+        problems.append(f"{r['point_id']}: tau {tau} outside [1, {B}]")
+    if r['variant'] == 'ar' and abs(float(r['speedup']) - 1.0) > 1e-9:
+        problems.append(f"ar speedup {r['speedup']} != 1")
+    if r['variant'] != 'ar':
+        pos = sorted(int(a['position']) for a in acc if a['point_id'] == r['point_id'])
+        if pos != list(range(1, B)):
+            problems.append(f"{r['point_id']}: acceptance positions {pos}")
+        shares = [float(h['share']) for h in hist if h['point_id'] == r['point_id']]
+        if abs(sum(shares) - 1.0) > 1e-6:
+            problems.append(f"{r['point_id']}: histogram shares sum to {sum(shares)}")
+for a in acc:
+    for k in ('conditional_rate', 'survival_rate', 'recall_at_1', 'recall_at_k'):
+        if a[k] != '' and not (0.0 <= float(a[k]) <= 1.0):
+            problems.append(f"{a['point_id']} position {a['position']}: {k} {a[k]} outside [0,1]")
+if len(reqs) != 6 * 3:
+    problems.append(f'{len(reqs)} request rows, expected 18')
+with open(stdout_csv, newline='') as f:
+    out = list(csv.reader(f))
+with open(os.path.join(d, 'summary.csv'), newline='') as f:
+    ref = list(csv.reader(f))
+if out != ref:
+    problems.append('-o csv stdout is not exactly summary.csv')
+print('\n'.join(problems) if problems else 'OK')
+EOF
+)
+ok "$([ "$check" = OK ]; echo $?)" "tiny sweep files: headers, 6 points, rates in [0,1], tau <= B, ar speedup 1, positions, shares, -o csv == summary.csv"
+[ "$check" = OK ] || echo "$check" | sed 's/^/# /'
+
+# ---- kill mid-sweep, then resume ----
+"$BIN" run "${common[@]}" --variant ar,dflash,dflash2 -c 1,2,3 -B 4,8 --out "$tmp/r2" -o md \
+    >/dev/null 2>"$tmp/stderr2" &
+pid=$!
+for _ in $(seq 1 600); do
+    [ -f "$tmp/r2/points.done" ] && [ "$(wc -l <"$tmp/r2/points.done")" -ge 3 ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+before=$(wc -l <"$tmp/r2/points.done" 2>/dev/null || echo 0)
+"$BIN" run "${common[@]}" --variant ar,dflash,dflash2 -c 1,2,3 -B 4,8 --resume "$tmp/r2" -o md \
+    >/dev/null 2>"$tmp/stderr3"
+rc=$?
+ok "$rc" "resume after SIGKILL (killed with $before points done) exits 0"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/stderr3"
+check=$("$PY" - "$tmp/r2" <<'EOF'
+import csv, sys, os, collections
+d = sys.argv[1]
+with open(os.path.join(d, 'summary.csv'), newline='') as f:
+    r = list(csv.DictReader(f))
+c = collections.Counter(x['point_id'] for x in r)
+# per concurrency: ar + 2 blocks x 2 variants = 5; 3 concurrencies
+bad = [k for k, v in c.items() if v != 1]
+with open(os.path.join(d, 'acceptance.csv'), newline='') as f:
+    acc = list(csv.DictReader(f))
+dup = collections.Counter((a['point_id'], a['position']) for a in acc)
+print('OK' if len(c) == 15 and not bad and all(v == 1 for v in dup.values()) else f'{len(c)} points, duplicated: {bad}')
+EOF
+)
+ok "$([ "$check" = OK ]; echo $?)" "resumed summary has each of the 15 points exactly once ($check)"
+
+# ---- plots ----
+if command -v gnuplot >/dev/null 2>&1; then
+    "$ROOT/scripts/plot" "$tmp/r1" >/dev/null 2>"$tmp/plot.err"
+    rc=$?
+    pngs=$(find "$tmp/r1" -name '*.png' -size +1k | wc -l)
+    ok "$([ "$rc" = 0 ] && [ "$pngs" -ge 3 ]; echo $?)" "scripts/plot writes non-empty PNGs ($pngs)"
+else
+    n=$((n + 1))
+    echo "ok $n - scripts/plot # SKIP gnuplot not installed"
+fi
+
+# ---- check-lossless on the trained pair ----
+"$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" --random-prompts 6 -n 24 -B 4,16 \
+    >"$tmp/cl" 2>&1
+rc=$?
+ok "$rc" "check-lossless passes on the embedded pair"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/cl"
+"$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" --random-prompts 3 -n 16 -B 4 \
+    --debug-plant-mismatch 3 >"$tmp/cl2" 2>&1
+rc=$?
+ok "$([ "$rc" = 1 ] && grep -q "prompt 0 differs at output position 2" "$tmp/cl2"; echo $?)" \
+    "check-lossless exits 1 on a planted mismatch, naming prompt and position (rc $rc)"
+
+echo "1..$n"
+[ "$failed" = 0 ]
