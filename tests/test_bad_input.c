@@ -9,10 +9,7 @@
  *
  * Each case also runs an untouched copy first (positive control), so a broken helper cannot
  * make the "refused" checks pass vacuously.
- *
- * Checks marked "known engine bug" are emitted as TAP "not ok ... # TODO" while the engine
- * still gets them wrong (meson counts them as expected failures) and as a plain "ok" once it
- * is fixed; see the report of the session that wrote this file. */
+ */
 #include "drafter.h"
 #include "model_config.h"
 #include "safetensors.h"

@@ -32,9 +32,7 @@
  *    values and one f32 ulp either side, overflow to inf, NaN stays NaN (also signalling NaNs
  *    whose payload is in the low bits), plus random f32 bit patterns, all against a table
  *    search written here.
- *
- * Checks marked "known engine bug" are emitted as "not ok ... # TODO" while the engine still
- * fails them (meson counts an expected failure) and as plain "ok" once fixed. */
+ */
 #include "config.h"
 #include "backend.h"
 #include "cpu/cpu_kernels.h"
