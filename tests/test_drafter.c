@@ -240,7 +240,8 @@ static int drafter_with_block(const char *src, int block, char *out, size_t n)
     buf[m] = 0;
     cJSON *j = cJSON_Parse(buf);
     cJSON *dc = cJSON_GetObjectItem(j, "dflash_config");
-    cJSON_ReplaceItemInObject(dc, "block_size", cJSON_CreateNumber(block));
+    if (cJSON_GetObjectItem(dc, "block_size"))
+        cJSON_ReplaceItemInObject(dc, "block_size", cJSON_CreateNumber(block));
     if (cJSON_GetObjectItem(j, "block_size"))
         cJSON_ReplaceItemInObject(j, "block_size", cJSON_CreateNumber(block));
     char *s = cJSON_Print(j);
