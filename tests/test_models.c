@@ -1,0 +1,107 @@
+/* test_models.c — the embedded trained pair (models/) against the golden figures the PyTorch
+ * evaluation (scripts/train/evaluate.py, reference cycle of scripts/reference/) wrote into
+ * models/eval-golden.json: for one prompt per family and every variant, the greedy block-16
+ * cycle must reproduce the reference exactly — output ids, accepted count of every cycle, and so
+ * tau. Skips when models/ has no trained pair. */
+#include "engine.h"
+#include "tap.h"
+#include "test_util.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    int n;
+    int acc[4096];
+} trace;
+
+static void on_cycle(void *user, int req, int pos, const int *block, int b, int a, int bonus)
+{
+    (void)req, (void)pos, (void)block, (void)b, (void)bonus;
+    trace *t = user;
+    if (t->n < 4096) t->acc[t->n++] = a;
+}
+
+int main(void)
+{
+    const char *root = getenv("DB_SOURCE_ROOT");
+    char models[1024], tdir[1100], d2[1100], d1[1100];
+    snprintf(models, sizeof models, "%s/models", root ? root : ".");
+    snprintf(tdir, sizeof tdir, "%s/tiny-qwen3", models);
+    snprintf(d2, sizeof d2, "%s/tiny-qwen3-dflash2-b16", models);
+    snprintf(d1, sizeof d1, "%s/tiny-qwen3-dflash-b16", models);
+    cJSON *g = NULL;
+    char gp[1200];
+    snprintf(gp, sizeof gp, "%s/eval-golden.json", models);
+    if (access(gp, R_OK) != 0 || access(tdir, R_OK) != 0) tap_skip_all("no trained pair in models/");
+    FILE *f = fopen(gp, "rb");
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *txt = malloc((size_t)len + 1);
+    size_t got = fread(txt, 1, (size_t)len, f);
+    fclose(f);
+    txt[got] = 0;
+    g = cJSON_Parse(txt);
+    free(txt);
+    char err[512];
+    db_backend *be;
+    db_backend_opts bo = {.deterministic = 1};
+    db_target t;
+    db_drafter dr[2];
+    if (!g || db_backend_create("cpu", &bo, &be, err, sizeof err) ||
+        db_target_load(&t, be, tdir, err, sizeof err) ||
+        db_drafter_load(&dr[0], be, d2, &t, err, sizeof err) ||
+        db_drafter_load(&dr[1], be, d1, &t, err, sizeof err)) {
+        tap_ok(0, "load the trained pair and eval-golden.json: %s", g ? err : "not JSON");
+        return tap_done();
+    }
+    int B = cJSON_GetObjectItem(g, "block_size")->valueint;
+    int max_new = cJSON_GetObjectItem(g, "max_new_tokens")->valueint;
+    const cJSON *fam;
+    cJSON_ArrayForEach(fam, cJSON_GetObjectItem(g, "families"))
+    {
+        int np, *prompt = tu_ints(cJSON_GetObjectItem(fam, "prompt_ids"), &np);
+        const cJSON *v;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItem(fam, "variants"))
+        {
+            /* keys: dflash2 / selector-off / conv-off on the DFlash 2 checkpoint,
+             * dflash2-ckpt-as-dflash = variant dflash on it, dflash-v1 = the DFlash 1 checkpoint */
+            db_drafter *d = strcmp(v->string, "dflash-v1") == 0 ? &dr[1] : &dr[0];
+            db_variant var;
+            if (d == &dr[1] || strcmp(v->string, "dflash2-ckpt-as-dflash") == 0) var = DB_VAR_DFLASH;
+            else if (db_variant_parse(v->string, &var) != 0) continue;
+            trace *tr = calloc(1, sizeof *tr);
+            db_gen_params p = {.variant = var, .block_size = B, .top_p = 1.0f, .max_new_tokens = max_new,
+                               .on_cycle = on_cycle, .on_cycle_user = tr};
+            int *out = malloc(sizeof(int) * (size_t)max_new);
+            db_request r = {.prompt = prompt, .n_prompt = np, .out = out};
+            db_engine *e = NULL;
+            int ok = db_engine_create(&e, &t, d, &p, 1, np, err, sizeof err) == 0 &&
+                     db_engine_run(e, &r, 1, db_now(), NULL, NULL, err, sizeof err) == 0;
+            if (!ok) tap_diag("%s", err);
+            db_engine_destroy(e);
+            int ne, na, *expect = tu_ints(cJSON_GetObjectItem(v, "output_ids"), &ne);
+            int *acc = tu_ints(cJSON_GetObjectItem(v, "accepted_per_cycle"), &na);
+            double gtau = cJSON_GetObjectItem(v, "tau")->valuedouble;
+            double tau = r.st.cycles ? (double)r.st.output_tokens / r.st.cycles : 0;
+            int same_out = ok && r.n_out == ne && memcmp(out, expect, sizeof(int) * (size_t)ne) == 0;
+            int same_acc = ok && tr->n == na && memcmp(tr->acc, acc, sizeof(int) * (size_t)na) == 0;
+            tap_ok(same_out && same_acc && (tau - gtau) * (tau - gtau) < 1e-12,
+                   "%s/%s: %d tokens, %d cycles, tau %.4f == reference %.4f (ids %s, accepted counts %s)",
+                   fam->string, v->string, r.n_out, tr->n, tau, gtau, same_out ? "same" : "DIFFER",
+                   same_acc ? "same" : "DIFFER");
+            free(expect), free(acc), free(out), free(tr);
+        }
+        free(prompt);
+    }
+    db_drafter_free(&dr[0]);
+    db_drafter_free(&dr[1]);
+    db_target_free(&t);
+    db_backend_destroy(be);
+    cJSON_Delete(g);
+    return tap_done();
+}
