@@ -239,3 +239,52 @@ void db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
     for (int j = 0; j < kp; j++) x[buf[j].i] = (float)(buf[j].v / kept);
     free(buf);
 }
+
+void db_fill_random_host(void *dst, size_t n, db_dtype dt, uint64_t seed, uint64_t offset,
+                         float scale, float mean)
+{
+    switch (dt) {
+    case DB_F32:
+        for (size_t i = 0; i < n; i++)
+            ((float *)dst)[i] = db_fill_random_value(seed, offset + i, scale, mean);
+        break;
+    case DB_BF16:
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = db_f32_to_bf16(db_fill_random_value(seed, offset + i, scale, mean));
+        break;
+    case DB_F16:
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = db_f32_to_f16(db_fill_random_value(seed, offset + i, scale, mean));
+        break;
+    }
+}
+
+int db_fill_random(db_backend *be, void *dst, size_t n, db_dtype dt, uint64_t seed,
+                   uint64_t offset, float scale, float mean)
+{
+    if (be->ops->fill_random) {
+        be->ops->fill_random(be, dst, n, dt, seed, offset, scale, mean);
+        return 0;
+    }
+    /* fallback: 1 Mi elements at a time through a host buffer */
+    const size_t chunk = (size_t)1 << 20;
+    size_t es = db_dtype_size(dt);
+    void *buf = malloc((n < chunk ? n : chunk) * es + 1);
+    if (!buf) {
+        snprintf(be->err, sizeof be->err, "fill_random: out of host memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i += chunk) {
+        size_t m = n - i < chunk ? n - i : chunk;
+        db_fill_random_host(buf, m, dt, seed, offset + i, scale, mean);
+        rc = be->ops->upload(be, (char *)dst + i * es, buf, m * es);
+    }
+    free(buf);
+    return rc;
+}
+
+size_t db_mem_available(db_backend *be)
+{
+    return be->ops->mem_available ? be->ops->mem_available(be) : 0;
+}

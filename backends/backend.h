@@ -114,6 +114,17 @@ typedef struct {
     int (*pair_scores)(db_backend *be, float *out, const float *g, const int *prev,
                        const int *cand, const db_weight *pred, const db_weight *succ, int n,
                        int k, int r);
+
+    /* Synthetic weights (capacity planning), generated in place on the device: dst[i], i < n,
+     * stored in dtype dt, = db_fill_random_value(seed, offset + i, scale, mean) rounded to dt
+     * (round to nearest even). Counter-based, so the result is the same on every backend, thread
+     * count and chunking. Optional: NULL makes db_fill_random() generate host chunks and upload
+     * them. */
+    void (*fill_random)(db_backend *be, void *dst, size_t n, db_dtype dt, uint64_t seed,
+                        uint64_t offset, float scale, float mean);
+    /* Bytes the device can still allocate (CPU: MemAvailable of /proc/meminfo, capped by the
+     * cgroup limit); 0 when unknown. Optional: NULL means unknown. */
+    size_t (*mem_available)(db_backend *be);
 } db_backend_ops;
 
 struct db_backend {
@@ -147,6 +158,35 @@ void db_weight_free(db_backend *be, db_weight *w);
  * restricted to the top_k largest (0 = all; ties -> smaller index) and the top_p nucleus
  * (1 = all), renormalised. Backends and the engine share it so both sides filter alike. */
 void db_probs_host(float *x, int n, float temperature, float top_p, int top_k);
+
+/* The fill_random value of element k of stream `seed` (before the dtype conversion):
+ *   z = seed + (k + 1) * 0x9E3779B97F4A7C15                    (mod 2^64; splitmix64's k-th state)
+ *   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+ *   z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+ *   z =  z ^ (z >> 31)
+ *   r = (float)((int32_t)(z >> 40) - 8388608) * 2^-23           (uniform on [-1, 1), exact)
+ *   v = (float)((double)mean + (double)scale * (double)r)       (the product is exact in double,
+ *                                                                so a fused multiply-add gives
+ *                                                                the same value)
+ * Mean `mean`, standard deviation scale / sqrt(3). A GPU kernel reproduces it bit for bit. */
+static inline float db_fill_random_value(uint64_t seed, uint64_t k, float scale, float mean)
+{
+    uint64_t z = seed + (k + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    float r = (float)((int32_t)(z >> 40) - 8388608) * 0x1p-23f;
+    return (float)((double)mean + (double)scale * (double)r);
+}
+/* fill_random on host memory (the reference; the CPU backend runs it in parallel chunks) */
+void db_fill_random_host(void *dst, size_t n, db_dtype dt, uint64_t seed, uint64_t offset,
+                         float scale, float mean);
+/* fill_random through the backend's op, or host chunks uploaded one at a time when it has none
+ * (never a host copy of the whole tensor). 0, or negative with the message in be->err. */
+int db_fill_random(db_backend *be, void *dst, size_t n, db_dtype dt, uint64_t seed,
+                   uint64_t offset, float scale, float mean);
+/* the backend's mem_available op, 0 when it has none or does not know */
+size_t db_mem_available(db_backend *be);
 
 /* host conversions */
 float db_bf16_to_f32(uint16_t h);

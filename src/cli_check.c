@@ -144,7 +144,7 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
     int *blocks = NULL, nblocks = 0;
     if (blocks_text && (rc = db_parse_ids(blocks_text, &blocks, &nblocks, err, errlen))) return rc;
     db_session s;
-    db_session_opts so = {backend, target_dir, drafter_dir, threads, 1};
+    db_session_opts so = {backend, target_dir, drafter_dir, threads, 1, NULL};
     if ((rc = db_session_open(&s, &so, err, errlen))) {
         free(blocks);
         return rc;

@@ -120,7 +120,7 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     }
     if (!rc && n_prompt == 0) rc = db_fail(err, errlen, DB_EINPUT, "empty prompt");
     db_session s = {0};
-    db_session_opts so = {backend, target_dir, variant == DB_VAR_AR ? NULL : drafter_dir, threads, deterministic};
+    db_session_opts so = {backend, target_dir, variant == DB_VAR_AR ? NULL : drafter_dir, threads, deterministic, NULL};
     if (!rc) rc = db_session_open(&s, &so, err, errlen);
     if (!rc) rc = db_session_check_ids(&s, prompt, n_prompt, err, errlen);
     /* a v1 checkpoint runs DFlash 1 by default */

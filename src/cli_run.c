@@ -328,7 +328,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     int need_drafter = 0;
     for (int i = 0; i < nkeys; i++) need_drafter |= strcmp(keys[i].variant, "ar") != 0;
     db_session_opts so = {c.sw.backend[0], c.sw.target, need_drafter ? c.sw.drafter : NULL,
-                          c.sw.threads, c.sw.deterministic};
+                          c.sw.threads, c.sw.deterministic, NULL};
     if (!rc) rc = db_session_open(&c.s, &so, err, errlen);
     int session_open = rc == DB_OK;
     if (!rc) {

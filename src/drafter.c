@@ -1,6 +1,7 @@
 /* drafter.c — DFlash / DFlash 2 drafter: loading, context materialization, block forward
  * (see drafter.h for the equations and notation). */
 #include "drafter.h"
+#include "synthetic.h"
 #include "util.h"
 
 #include <math.h>
@@ -34,6 +35,10 @@ static int load_conv(db_dynconv_w *cw, db_backend *be, const db_st_set *st, cons
     int64_t dims[3] = {2, K, H};
     int rc = db_st_expect(st, n1, 3, dims, &t, err, errlen);
     if (rc) return rc;
+    if (st->synthetic) {
+        if ((rc = db_synth_conv_base(&cw->base, be, st, n1, K, H, err, errlen))) return rc;
+        return db_load_matrix(&cw->proj, be, st, n2, 2 * K * G, H, err, errlen);
+    }
     cw->base = db_upload_f32(be, t->data, t->dtype, (size_t)2 * K * H);
     if (!cw->base) return db_fail(err, errlen, DB_ERUNTIME, "cannot upload '%s'", n1);
     return db_load_matrix(&cw->proj, be, st, n2, 2 * K * G, H, err, errlen);
@@ -66,6 +71,12 @@ static int load_selector(db_drafter *d, char *err, size_t errlen)
 int db_drafter_load(db_drafter *d, db_backend *be, const char *dir, const db_target *target,
                     char *err, size_t errlen)
 {
+    return db_drafter_load_ex(d, be, dir, target, NULL, err, errlen);
+}
+
+int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_target *target,
+                       const db_synth_opts *syn, char *err, size_t errlen)
+{
     memset(d, 0, sizeof *d);
     d->be = be;
     d->target = target;
@@ -88,7 +99,10 @@ int db_drafter_load(db_drafter *d, db_backend *be, const char *dir, const db_tar
     if (c->block_size > DB_MAX_BLOCK_SIZE)
         return db_fail(err, errlen, DB_EINPUT, "%s: block_size %d above the supported %d",
                        c->base.path, c->block_size, DB_MAX_BLOCK_SIZE);
-    if ((rc = db_st_open_dir(&d->st, dir, err, errlen))) return rc;
+    if (syn)
+        db_st_open_synthetic(&d->st, c->base.path, db_synth_model_seed(syn->seed, "drafter"), syn->dtype);
+    else if ((rc = db_st_open_dir(&d->st, dir, err, errlen)))
+        return rc;
     int H = c->base.hidden;
     char r1[300], r2[300], r3[300];
     if ((rc = db_load_matrix(&d->fc, be, &d->st, resolve(&d->st, "fc.weight", r1, sizeof r1), H,
@@ -149,6 +163,32 @@ static void release_state(db_drafter *d)
     memset(&d->s, 0, sizeof d->s);
 }
 
+/* floats of each state view, in db_drafter_state order */
+#define STATE_VIEWS 18
+static void state_sizes(const db_drafter_config *c, const db_drafter_opts *o, size_t s[STATE_VIEWS])
+{
+    const db_model_config *m = &c->base;
+    size_t Rc = (size_t)o->max_ctx_rows, Rb = (size_t)o->max_requests * o->max_block,
+           R1 = (size_t)o->max_requests * (o->max_block > 1 ? o->max_block - 1 : 1);
+    size_t H = (size_t)m->hidden, qd = (size_t)m->n_heads * m->head_dim,
+           kvd = (size_t)m->n_kv_heads * m->head_dim, I = (size_t)m->intermediate,
+           D = (size_t)2 * (c->conv_kernel > 0 ? c->conv_kernel : 1) *
+               (c->conv_group > 0 ? H / (size_t)c->conv_group : 1),
+           r = (size_t)(c->selector_rank > 0 ? c->selector_rank : 1), V = (size_t)m->vocab;
+    size_t v[STATE_VIEWS] = {Rc * H,   Rc * kvd, Rc * kvd, Rb * H,   Rb * H, Rb * H,
+                             Rb * D,   Rb * qd,  Rb * kvd, Rb * kvd, Rb * qd, Rb * H,
+                             Rb * H,   Rb * I,   Rb * I,   R1 * H,   R1 * V, R1 * r};
+    memcpy(s, v, sizeof v);
+}
+
+size_t db_drafter_state_bytes(const db_drafter_config *c, const db_drafter_opts *o)
+{
+    size_t s[STATE_VIEWS], total = 0;
+    state_sizes(c, o, s);
+    for (int i = 0; i < STATE_VIEWS; i++) total += s[i];
+    return total * sizeof(float);
+}
+
 int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t errlen)
 {
     const db_drafter_config *c = &d->cfg;
@@ -160,21 +200,13 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
     int rc = db_kv_init(&d->kv, d->be, m->n_layers, o->slots, o->capacity,
                         m->n_kv_heads * m->head_dim, err, errlen);
     if (rc) return rc;
-    size_t Rc = (size_t)o->max_ctx_rows, Rb = (size_t)o->max_requests * o->max_block,
-           R1 = (size_t)o->max_requests * (o->max_block > 1 ? o->max_block - 1 : 1);
-    size_t H = (size_t)m->hidden, qd = (size_t)m->n_heads * m->head_dim,
-           kvd = (size_t)m->n_kv_heads * m->head_dim, I = (size_t)m->intermediate,
-           D = (size_t)2 * (c->conv_kernel > 0 ? c->conv_kernel : 1) *
-               (c->conv_group > 0 ? H / (size_t)c->conv_group : 1),
-           r = (size_t)(c->selector_rank > 0 ? c->selector_rank : 1), V = (size_t)m->vocab;
-    size_t sizes[] = {Rc * H, Rc * kvd, Rc * kvd, Rb * H, Rb * H, Rb * H, Rb * D, Rb * qd,
-                      Rb * kvd, Rb * kvd, Rb * qd, Rb * H, Rb * H, Rb * I, Rb * I, R1 * H, R1 * V,
-                      R1 * r};
-    float **views[] = {&d->s.u, &d->s.k, &d->s.v, &d->s.x, &d->s.xn, &d->s.xc, &d->s.delta,
-                       &d->s.q, &d->s.bk, &d->s.bv, &d->s.att, &d->s.z, &d->s.zc, &d->s.gate,
-                       &d->s.up, &d->s.y, &d->s.logits, &d->s.g};
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
+    size_t Rc = (size_t)o->max_ctx_rows, Rb = (size_t)o->max_requests * o->max_block;
+    size_t sizes[STATE_VIEWS];
+    state_sizes(c, o, sizes);
+    float **views[STATE_VIEWS] = {&d->s.u, &d->s.k, &d->s.v, &d->s.x, &d->s.xn, &d->s.xc,
+                                  &d->s.delta, &d->s.q, &d->s.bk, &d->s.bv, &d->s.att, &d->s.z,
+                                  &d->s.zc, &d->s.gate, &d->s.up, &d->s.y, &d->s.logits, &d->s.g};
+    size_t total = db_drafter_state_bytes(c, o) / sizeof(float);
     d->scratch = d->be->ops->alloc(d->be, total * sizeof(float));
     size_t hr = Rc > Rb ? Rc : Rb;
     d->ids = calloc(hr, sizeof(int));
@@ -186,7 +218,7 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
         return db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.1f MiB of drafter activations",
                        (double)total * 4 / 1048576.0);
     float *p = d->scratch;
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    for (size_t i = 0; i < STATE_VIEWS; i++) {
         *views[i] = p;
         p += sizes[i];
     }

@@ -82,6 +82,13 @@ typedef struct {
 /* Load a drafter for `target` (shapes checked against it: hidden size, vocab, tap layers). */
 int db_drafter_load(db_drafter *d, db_backend *be, const char *dir, const db_target *target,
                     char *err, size_t errlen);
+/* syn NULL: db_drafter_load; else synthetic weights of the config `dir` names (a checkpoint
+ * directory or a config.json path), generated on the backend (synthetic.h): every tensor of
+ * the config's kind is present (a DFlash 2 config gets convolutions and the selector). */
+int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_target *target,
+                       const db_synth_opts *syn, char *err, size_t errlen);
+/* Device bytes of the activation state db_drafter_alloc carves for o (KV caches not included). */
+size_t db_drafter_state_bytes(const db_drafter_config *c, const db_drafter_opts *o);
 int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t errlen);
 void db_drafter_free(db_drafter *d);
 

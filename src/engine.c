@@ -58,6 +58,7 @@ typedef struct {
     int req;   /* request index, -1 when free */
     int anchor;
     db_rng rng;
+    db_rng replay_rng; /* acceptance replay draws (their own stream: sampling is unaffected) */
     pending *ring; /* [B] */
     int ring_n;
 } slot_state;
@@ -121,6 +122,10 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     if (use_draft && (B < 2 || B > d->cfg.block_size || B > DB_MAX_BLOCK))
         return db_fail(err, errlen, DB_EINPUT, "block size %d outside 2..%d (the drafter's block_size, %s)",
                        B, d->cfg.block_size < DB_MAX_BLOCK ? d->cfg.block_size : DB_MAX_BLOCK, d->cfg.base.path);
+    if (use_draft && p->replay_rates && B - 1 > p->replay_n)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "the acceptance profile has %d positions; block size %d needs %d", p->replay_n,
+                       B, B - 1);
     db_engine *e = calloc(1, sizeof *e);
     if (!e) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     e->t = t;
@@ -240,7 +245,7 @@ static int commit_token(db_engine *e, db_request *r, int req_index, int tok)
         tok = (tok + 1) % e->V;
     r->out[r->n_out++] = tok;
     r->st.output_tokens++;
-    if (is_eos(e, tok)) {
+    if (!e->p.ignore_eos && is_eos(e, tok)) {
         r->st.finished_by_eos = 1;
         return 1;
     }
@@ -289,6 +294,7 @@ static int admit(db_engine *e, int slot, int req_index, double t0, char *err, si
     s->req = req_index;
     s->ring_n = 0;
     db_rng_seed(&s->rng, e->p.seed * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
+    db_rng_seed(&s->replay_rng, (e->p.seed ^ 0x7265706c6179ull) * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
     e->t->kv.len[slot] = 0;
     if (e->d) e->d->kv.len[slot] = 0;
     if (r->n_prompt < 1) return db_fail(err, errlen, DB_EINPUT, "request %d: empty prompt", req_index);
@@ -442,6 +448,25 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
     return DB_OK;
 }
 
+/* Acceptance replay for request j of the batch: position i is accepted with the profile's
+ * conditional rate once positions < i were; the bonus is the target's argmax at the stop row
+ * (from the downloaded distribution when sampling: the same argmax, ties to the smaller id). */
+static int replay_accept(db_engine *e, int j, slot_state *ss, int *bonus)
+{
+    int B = e->B, a = 0;
+    while (a < B - 1 && db_rng_uniform(&ss->replay_rng) < (double)e->p.replay_rates[a]) a++;
+    if (!e->sampling) {
+        *bonus = e->targ[j * B + a];
+    } else {
+        const float *p = e->p_host + ((size_t)j * B + a) * e->V;
+        int best = 0;
+        for (int v = 1; v < e->V; v++)
+            if (p[v] > p[best]) best = v;
+        *bonus = best;
+    }
+    return a;
+}
+
 static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
 {
     db_target *t = e->t;
@@ -479,7 +504,9 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
         req_of[j] = ss->req;
         db_request *r = &e->reqs[ss->req];
         int P0 = t->kv.len[s] - B, bonus, a;
-        if (!e->sampling)
+        if (e->p.replay_rates)
+            a = replay_accept(e, j, ss, &bonus);
+        else if (!e->sampling)
             a = db_accept_greedy(e->draft + j * B, e->targ + j * B, B, &bonus);
         else
             a = db_accept_sample(e->draft + j * B, e->p_host + (size_t)j * B * e->V,

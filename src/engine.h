@@ -47,6 +47,14 @@ typedef struct {
     int max_new_tokens;
     uint64_t seed;
     int recall_k;         /* top-k width for recall@k / oracle (default 16) */
+    /* Acceptance replay (capacity planning): when replay_rates is set, verification accepts
+     * draft position i (1..B-1, reached) with probability replay_rates[i-1], drawn from a
+     * stream of its own seeded per request (seed, request index), instead of the greedy /
+     * sampling rule; the bonus token is the target's argmax at the stop row. Every kernel of
+     * the cycle still runs at full size. B-1 must not exceed replay_n. */
+    const float *replay_rates;
+    int replay_n;
+    int ignore_eos;       /* run every request to max_new_tokens (synthetic weights) */
     /* debug knobs for the tests that must see the checks fail */
     int debug_plant_mismatch; /* > 0: corrupt the N-th committed token of request 0 */
     int debug_broken_accept;  /* accept every draft regardless of p/q */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     const char *path;
@@ -150,10 +151,16 @@ static int parse_base(ctx *c, const cJSON *root, db_model_config *m)
     return DB_OK;
 }
 
+/* dir: a checkpoint directory (its config.json) or a config file itself (--target-config) */
 static int load_json(const char *dir, char *path, size_t pathlen, cJSON **root, char *err, size_t errlen)
 {
-    if (db_path_join(path, pathlen, dir, "config.json") != 0)
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        if (strlen(dir) >= pathlen) return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+        snprintf(path, pathlen, "%s", dir);
+    } else if (db_path_join(path, pathlen, dir, "config.json") != 0) {
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    }
     char *txt;
     int rc = db_read_file(path, &txt, NULL, err, errlen);
     if (rc) return rc;

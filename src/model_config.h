@@ -52,6 +52,7 @@ typedef struct {
     int selector_top_k;          /* k */
 } db_drafter_config;
 
+/* dir: a checkpoint directory (reads dir/config.json) or the path of a config file */
 int db_model_config_load(db_model_config *c, const char *dir, char *err, size_t errlen);
 /* target_layers: the target's layer count, for the default target_layer_ids formula */
 int db_drafter_config_load(db_drafter_config *c, const char *dir, int target_layers, char *err,

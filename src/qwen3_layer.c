@@ -1,5 +1,6 @@
 /* qwen3_layer.c — loading and sublayers of one decoder layer (see qwen3_layer.h). */
 #include "qwen3_layer.h"
+#include "synthetic.h"
 #include "util.h"
 
 #include <math.h>
@@ -9,6 +10,7 @@
 int db_load_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char *name, int rows,
                    int cols, char *err, size_t errlen)
 {
+    if (st->synthetic) return db_synth_matrix(w, be, st, name, rows, cols, err, errlen);
     const db_st_tensor *t;
     int64_t dims[2] = {rows, cols};
     int rc = db_st_expect(st, name, 2, dims, &t, err, errlen);
@@ -22,6 +24,7 @@ int db_load_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char
 int db_load_vector(float **out, db_backend *be, const db_st_set *st, const char *name, int n,
                    char *err, size_t errlen)
 {
+    if (st->synthetic) return db_synth_vector(out, be, st, name, n, err, errlen);
     const db_st_tensor *t;
     int64_t dims[1] = {n};
     int rc = db_st_expect(st, name, 1, dims, &t, err, errlen);

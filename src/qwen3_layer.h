@@ -26,7 +26,8 @@ int db_layer_load(db_layer *l, db_backend *be, const db_st_set *st, const db_mod
                   const char *prefix, char *err, size_t errlen);
 void db_layer_free(db_layer *l, db_backend *be);
 
-/* Upload tensor `name` as a matrix [rows, cols] in its file dtype / as an f32 vector [n]. */
+/* Upload tensor `name` as a matrix [rows, cols] in its file dtype / as an f32 vector [n]; on a
+ * synthetic set (safetensors.h) generate it on the backend instead (synthetic.h). */
 int db_load_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char *name, int rows,
                    int cols, char *err, size_t errlen);
 int db_load_vector(float **out, db_backend *be, const db_st_set *st, const char *name, int n,

@@ -37,6 +37,14 @@ typedef struct {
     int nfiles;
     db_st_tensor *tensors; /* sorted by name */
     int ntensors;
+    /* Synthetic set (capacity planning, see synthetic.h): no file; every name is present,
+     * db_st_find / db_st_expect hand out the placeholder `any` (no data), and the loaders
+     * (db_load_matrix, db_load_vector, the drafter's conv loader) generate the tensor on the
+     * backend from `seed` and the tensor's name instead of reading it. */
+    int synthetic;
+    uint64_t seed;         /* weight seed of the model (tensor seeds derive from it + name) */
+    db_dtype dtype;        /* storage dtype of the generated matrices */
+    db_st_tensor any;
 } db_st_set;
 
 /* Open every safetensors file of a checkpoint directory. */
@@ -44,6 +52,8 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen);
 /* Open one file (tests, tools). */
 int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen);
 void db_st_close(db_st_set *s);
+/* A synthetic set named `label` (the config file it stands for) with weight seed `seed`. */
+void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dtype dtype);
 
 const db_st_tensor *db_st_find(const db_st_set *s, const char *name);
 const char *db_st_file_of(const db_st_set *s, const db_st_tensor *t);

@@ -4,16 +4,21 @@
 
 #include <string.h>
 
-int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t errlen)
+int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    double t0 = db_now();
     if (o->threads < 0) return db_fail(err, errlen, DB_EINPUT, "threads must be >= 0 (0 = all cores)");
     db_backend_opts bo = {.threads = o->threads, .deterministic = o->deterministic};
     if (db_backend_create(o->backend, &bo, &s->be, err, errlen) != 0) return DB_EINPUT;
-    int rc = db_target_load(&s->target, s->be, o->target, err, errlen);
+    return DB_OK;
+}
+
+int db_session_load_models(db_session *s, const db_session_opts *o, char *err, size_t errlen)
+{
+    double t0 = db_now();
+    int rc = db_target_load_ex(&s->target, s->be, o->target, o->synthetic, err, errlen);
     if (!rc && o->drafter) {
-        rc = db_drafter_load(&s->drafter, s->be, o->drafter, &s->target, err, errlen);
+        rc = db_drafter_load_ex(&s->drafter, s->be, o->drafter, &s->target, o->synthetic, err, errlen);
         s->has_drafter = rc == DB_OK;
     }
     if (rc) {
@@ -22,6 +27,12 @@ int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t e
     }
     s->load_s = db_now() - t0;
     return DB_OK;
+}
+
+int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t errlen)
+{
+    int rc = db_session_open_backend(s, o, err, errlen);
+    return rc ? rc : db_session_load_models(s, o, err, errlen);
 }
 
 void db_session_close(db_session *s)

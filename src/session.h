@@ -18,13 +18,18 @@ typedef struct {
 
 typedef struct {
     const char *backend;   /* "cpu", ... */
-    const char *target;    /* checkpoint directory */
+    const char *target;    /* checkpoint directory (synthetic: its config.json, or a directory) */
     const char *drafter;   /* NULL for none */
     int threads;
     int deterministic;
+    const db_synth_opts *synthetic; /* non-NULL: random weights of the configs' shapes */
 } db_session_opts;
 
 int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t errlen);
+/* the two halves of db_session_open: the backend alone (to ask it for memory before loading),
+ * then the models onto it */
+int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, size_t errlen);
+int db_session_load_models(db_session *s, const db_session_opts *o, char *err, size_t errlen);
 void db_session_close(db_session *s);
 
 /* Parse "1,2,3" (commas / whitespace) into ids; each must be < vocab. */

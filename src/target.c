@@ -9,11 +9,20 @@
 
 int db_target_load(db_target *t, db_backend *be, const char *dir, char *err, size_t errlen)
 {
+    return db_target_load_ex(t, be, dir, NULL, err, errlen);
+}
+
+int db_target_load_ex(db_target *t, db_backend *be, const char *dir, const db_synth_opts *syn,
+                      char *err, size_t errlen)
+{
     memset(t, 0, sizeof *t);
     t->be = be;
     int rc = db_model_config_load(&t->cfg, dir, err, errlen);
     if (rc) return rc;
-    if ((rc = db_st_open_dir(&t->st, dir, err, errlen))) return rc;
+    if (syn)
+        db_st_open_synthetic(&t->st, t->cfg.path, db_synth_model_seed(syn->seed, "target"), syn->dtype);
+    else if ((rc = db_st_open_dir(&t->st, dir, err, errlen)))
+        return rc;
     const db_model_config *c = &t->cfg;
     if ((rc = db_load_matrix(&t->embed, be, &t->st, "model.embed_tokens.weight", c->vocab,
                              c->hidden, err, errlen)) ||
@@ -55,6 +64,25 @@ size_t db_target_weight_bytes(const db_target *t)
     return b;
 }
 
+/* widths (floats per row) of the state views, in db_target_state order */
+#define STATE_VIEWS 11
+static void state_widths(const db_model_config *c, int n_taps, size_t w[STATE_VIEWS])
+{
+    size_t H = (size_t)c->hidden, qd = (size_t)c->n_heads * c->head_dim,
+           kvd = (size_t)c->n_kv_heads * c->head_dim, T = n_taps > 0 ? (size_t)n_taps : 1;
+    size_t v[STATE_VIEWS] = {H, H, qd, kvd, kvd, qd, (size_t)c->intermediate,
+                             (size_t)c->intermediate, T * H, H, (size_t)c->vocab};
+    memcpy(w, v, sizeof v);
+}
+
+size_t db_target_state_bytes(const db_model_config *c, int max_rows, int n_taps)
+{
+    size_t w[STATE_VIEWS], total = 0;
+    state_widths(c, n_taps, w);
+    for (int i = 0; i < STATE_VIEWS; i++) total += w[i] * (size_t)max_rows;
+    return total * sizeof(float);
+}
+
 static void release_state(db_target *t)
 {
     if (t->scratch) t->be->ops->dfree(t->be, t->scratch);
@@ -88,15 +116,13 @@ int db_target_alloc(db_target *t, const db_target_opts *o, char *err, size_t err
     int rc = db_kv_init(&t->kv, t->be, c->n_layers, o->slots, o->capacity,
                         c->n_kv_heads * c->head_dim, err, errlen);
     if (rc) return rc;
-    int R = o->max_rows, H = c->hidden, qd = c->n_heads * c->head_dim,
-        kvd = c->n_kv_heads * c->head_dim, T = t->n_taps > 0 ? t->n_taps : 1;
+    int R = o->max_rows;
+    size_t widths[STATE_VIEWS];
+    state_widths(c, t->n_taps, widths);
     /* one allocation carved into the state's views */
-    size_t widths[] = {H, H, qd, kvd, kvd, qd, c->intermediate, c->intermediate, (size_t)T * H, H,
-                       c->vocab};
-    float **views[] = {&t->s.x, &t->s.xn, &t->s.q, &t->s.k, &t->s.v, &t->s.att,
-                       &t->s.gate, &t->s.up, &t->s.taps, &t->s.hid, &t->s.logits};
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) total += widths[i] * (size_t)R;
+    float **views[STATE_VIEWS] = {&t->s.x, &t->s.xn, &t->s.q, &t->s.k, &t->s.v, &t->s.att,
+                                  &t->s.gate, &t->s.up, &t->s.taps, &t->s.hid, &t->s.logits};
+    size_t total = db_target_state_bytes(c, R, t->n_taps) / sizeof(float);
     t->scratch = t->be->ops->alloc(t->be, total * sizeof(float));
     t->attn_rows = calloc((size_t)R, sizeof *t->attn_rows);
     t->pos = calloc((size_t)R, sizeof(int));
@@ -106,7 +132,7 @@ int db_target_alloc(db_target *t, const db_target_opts *o, char *err, size_t err
         return db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.1f MiB of activations",
                        (double)total * 4 / 1048576.0);
     float *p = t->scratch;
-    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+    for (size_t i = 0; i < STATE_VIEWS; i++) {
         *views[i] = p;
         p += widths[i] * (size_t)R;
     }

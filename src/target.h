@@ -11,6 +11,7 @@
 #include "model_config.h"
 #include "qwen3_layer.h"
 #include "safetensors.h"
+#include "synthetic.h"
 
 /* One input row: token `token` of request slot `slot` at absolute position `pos`. Rows of one
  * slot must appear in order, at consecutive positions starting at that slot's cache length. */
@@ -58,11 +59,18 @@ typedef struct {
 } db_target_opts;
 
 int db_target_load(db_target *t, db_backend *be, const char *dir, char *err, size_t errlen);
+/* syn NULL: db_target_load; else synthetic weights of the config `dir` names (a checkpoint
+ * directory or a config.json path), generated on the backend (synthetic.h) */
+int db_target_load_ex(db_target *t, db_backend *be, const char *dir, const db_synth_opts *syn,
+                      char *err, size_t errlen);
 /* Allocate caches and scratch; taps must name layers < L. */
 int db_target_alloc(db_target *t, const db_target_opts *o, char *err, size_t errlen);
 void db_target_free(db_target *t);
 /* Bytes of weights the target keeps on the device. */
 size_t db_target_weight_bytes(const db_target *t);
+/* Device bytes of the activation state db_target_alloc carves for max_rows rows and n_taps
+ * tap layers (KV caches not included: db_kv_bytes). */
+size_t db_target_state_bytes(const db_model_config *c, int max_rows, int n_taps);
 
 /* Forward n <= max_rows rows, appending their K/V. Logits are produced for the rows listed in
  * logit_rows (indices into rows, n_logits of them) into s.logits[0..n_logits); s.taps holds
