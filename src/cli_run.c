@@ -9,6 +9,7 @@
  * (sizing the engine and decoding answers between turns are outside it), so
  * throughput = committed tokens of every turn / wall seconds. Every variant sees the same
  * prompts and the same per-request seeds, so speedup pairs with `ar` prompt by prompt. */
+#include "capacity.h"
 #include "cli.h"
 #include "engine.h"
 #include "prompt.h"
@@ -17,8 +18,10 @@
 #include "report_out.h"
 #include "results_dir.h"
 #include "run_meta.h"
+#include "profile.h"
 #include "session.h"
 #include "sweep.h"
+#include "synthetic.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -33,6 +36,7 @@ typedef struct {
     db_dataset ds;
     int **ids; /* [n_samples] first-turn prompt ids */
     int *len;
+    int synthetic; /* synthetic-<N>: random ids, one turn, no text */
 } prompt_set;
 
 typedef struct {
@@ -46,9 +50,17 @@ typedef struct {
     int n_sets;
     db_point_raw *done;   /* completed points of this invocation (baselines for speedup) */
     int n_done;
+    /* capacity planning */
+    db_model_config tcfg;     /* the configs, read before any weight loads */
+    db_drafter_config dcfg;
+    int need_drafter;
+    db_dtype wdtype;          /* storage dtype of the weights (synthetic: the chosen one) */
+    db_profile profiles[DB_SWEEP_MAX]; /* acceptance profiles, in sweep order */
+    db_hw hw;                 /* device figures for the roofline (predict) */
 } run_ctx;
 
-static const char *const bool_keys[] = {"no-baseline", "no_baseline", "thinking", "deterministic"};
+static const char *const bool_keys[] = {"no-baseline", "no_baseline", "thinking", "deterministic",
+                                        "synthetic", "predict"};
 
 static void usage(void)
 {
@@ -68,7 +80,16 @@ static void usage(void)
            "  -r/--repetitions N (1), --warmup N (1), --target DIR, --drafter DIR,\n"
            "  --chat-template auto|none|chatml|llama3, --thinking, --no-baseline, --deterministic,\n"
            "  --threads N, --config FILE.ini, --out DIR, --label S, --resume DIR,\n"
-           "  -o/--output md|csv|json (stdout format)\n");
+           "  -o/--output md|csv|json (stdout format)\n"
+           "capacity planning (rows say weights=synthetic / acceptance_source=replay:<file>):\n"
+           "  --synthetic          random weights of the configs' shapes, made on the backend\n"
+           "  --target-config F, --drafter-config F   config.json files (with --synthetic)\n"
+           "  --dtype bf16|f16|f32 synthetic weight dtype (bf16)\n"
+           "  --prompt-tokens N    synthetic prompts: N random ids (dataset synthetic-N; 128)\n"
+           "  --acceptance-profile LIST  replay these per-position acceptance rates (an axis;\n"
+           "                       FILE.csv or FILE.csv#POINT; configs/profiles/)\n"
+           "  --predict            roofline prediction per row (predicted_tok_s), measuring the\n"
+           "                       device unless --bandwidth-gbs X and --gflops X are given\n");
 }
 
 /* flags -> sweep keys; --config is applied first so later flags override it */
@@ -124,15 +145,51 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
     return db_sweep_validate(&c->sw, err, errlen);
 }
 
+/* synthetic-<N>: max_samples prompts of N ids drawn uniformly from the vocabulary, seeded by
+ * the run's seed and the prompt's index (the same prompts for every point and variant) */
+static int synthetic_set(prompt_set *ps, int n_tokens, int n, int vocab, uint64_t seed, char *err,
+                         size_t errlen)
+{
+    ps->synthetic = 1;
+    ps->ds.samples = calloc((size_t)n, sizeof *ps->ds.samples);
+    ps->ids = calloc((size_t)n, sizeof(int *));
+    ps->len = calloc((size_t)n, sizeof(int));
+    if (!ps->ds.samples || !ps->ids || !ps->len) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    snprintf(ps->ds.name, sizeof ps->ds.name, "%s", ps->name);
+    for (int j = 0; j < n; j++) {
+        db_sample *sm = &ps->ds.samples[j];
+        sm->turns = calloc(1, sizeof(char *));
+        if (sm->turns) sm->turns[0] = calloc(1, 1);
+        ps->ids[j] = malloc(sizeof(int) * (size_t)n_tokens);
+        if (!sm->turns || !sm->turns[0] || !ps->ids[j]) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        sm->n_turns = 1;
+        sm->line = j + 1;
+        ps->ds.n = j + 1;
+        db_rng r;
+        db_rng_seed(&r, db_synth_mix(seed ^ db_synth_fnv1a("synthetic-prompts")) + (uint64_t)j);
+        for (int t = 0; t < n_tokens; t++) ps->ids[j][t] = (int)(db_rng_next(&r) % (uint64_t)vocab);
+        ps->len[j] = n_tokens;
+    }
+    return DB_OK;
+}
+
 static int load_sets(run_ctx *c, char *err, size_t errlen)
 {
-    c->sets = calloc((size_t)c->sw.n_dataset, sizeof *c->sets);
+    int synth_only = c->sw.synthetic && !c->sw.dataset_set;
+    c->n_sets = synth_only ? 1 : c->sw.n_dataset;
+    c->sets = calloc((size_t)c->n_sets, sizeof *c->sets);
     if (!c->sets) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    c->n_sets = c->sw.n_dataset;
     for (int i = 0; i < c->n_sets; i++) {
         prompt_set *ps = &c->sets[i];
-        snprintf(ps->name, sizeof ps->name, "%s", c->sw.dataset[i]);
-        int rc = db_dataset_load(&ps->ds, c->sw.dataset[i], c->sw.max_samples, c->sw.seed, err, errlen);
+        int nt = c->sw.prompt_tokens, rc;
+        if (synth_only) snprintf(ps->name, sizeof ps->name, "synthetic-%d", nt);
+        else snprintf(ps->name, sizeof ps->name, "%s", c->sw.dataset[i]);
+        if (db_dataset_is_synthetic(ps->name, &nt)) {
+            if ((rc = synthetic_set(ps, nt, c->sw.max_samples, c->tcfg.vocab, c->sw.seed, err, errlen)))
+                return rc;
+            continue;
+        }
+        rc = db_dataset_load(&ps->ds, c->sw.dataset[i], c->sw.max_samples, c->sw.seed, err, errlen);
         if (rc) return rc;
         ps->ids = calloc((size_t)ps->ds.n, sizeof(int *));
         ps->len = calloc((size_t)ps->ds.n, sizeof(int));
@@ -140,7 +197,10 @@ static int load_sets(run_ctx *c, char *err, size_t errlen)
             rc = db_prompt_render(&c->tok, c->tmpl, c->sw.thinking, &ps->ds.samples[j], 0, NULL,
                                   &ps->ids[j], &ps->len[j], err, errlen);
             if (rc) return rc;
-            if ((rc = db_session_check_ids(&c->s, ps->ids[j], ps->len[j], err, errlen))) return rc;
+            for (int t = 0; t < ps->len[j]; t++)
+                if (ps->ids[j][t] < 0 || ps->ids[j][t] >= c->tcfg.vocab)
+                    return db_fail(err, errlen, DB_EINPUT, "%s: prompt %d: token id %d outside the vocabulary (%d) of %s",
+                                   ps->name, j, ps->ids[j][t], c->tcfg.vocab, c->tcfg.path);
         }
     }
     return DB_OK;
@@ -150,7 +210,7 @@ static void free_sets(run_ctx *c)
 {
     for (int i = 0; i < c->n_sets; i++) {
         prompt_set *ps = &c->sets[i];
-        for (int j = 0; j < ps->ds.n; j++) free(ps->ids[j]);
+        for (int j = 0; j < ps->ds.n && ps->ids; j++) free(ps->ids[j]);
         free(ps->ids);
         free(ps->len);
         db_dataset_free(&ps->ds);
@@ -247,7 +307,12 @@ static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, c
         return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
     db_gen_params p = {.variant = v, .block_size = k->block_size, .temperature = k->temperature,
                        .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
-                       .seed = c->sw.seed};
+                       .seed = c->sw.seed, .ignore_eos = c->sw.synthetic};
+    for (int i = 0; i < c->sw.n_profile; i++) /* replayed acceptance: "replay:<profile>" */
+        if (!strncmp(k->acceptance_source, "replay:", 7) && !strcmp(k->acceptance_source + 7, c->sw.profile[i])) {
+            p.replay_rates = c->profiles[i].rate;
+            p.replay_n = c->profiles[i].n;
+        }
     int per_pass = 0;
     for (int j = 0; j < ps->ds.n; j++) per_pass += ps->ds.samples[j].n_turns;
     memset(raw, 0, sizeof *raw);
@@ -277,6 +342,9 @@ static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, c
         if (!rc && got != per_pass) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, per_pass);
     }
     raw->peak_mem_mb = (double)c->s.be->bytes_peak / 1048576.0;
+    if (!rc && c->sw.predict)
+        raw->predicted_tok_s = db_roofline_point(&c->tcfg, c->need_drafter ? &c->dcfg : NULL, c->wdtype,
+                                                 &c->hw, raw);
     return rc;
 }
 
@@ -315,10 +383,12 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
         free(keys);
         return db_fail(err, errlen, DB_EINPUT, "backend '%s' is not compiled into this binary (see --version)", c.sw.backend[0]);
     }
-    for (int d = 0; d < c.sw.n_dataset && !rc; d++) {
+    for (int d = 0; d < c.sw.n_dataset && !rc && !(c.sw.synthetic && !c.sw.dataset_set); d++) {
         char path[1024];
-        rc = db_dataset_resolve(c.sw.dataset[d], path, sizeof path, err, errlen);
+        if (!db_dataset_is_synthetic(c.sw.dataset[d], NULL))
+            rc = db_dataset_resolve(c.sw.dataset[d], path, sizeof path, err, errlen);
     }
+    for (int i = 0; i < c.sw.n_profile && !rc; i++) rc = db_profile_load(&c.profiles[i], c.sw.profile[i], err, errlen);
     if (!rc) {
         if (c.resume) snprintf(c.out_dir, sizeof c.out_dir, "%s", c.resume);
         else if (c.sw.out[0]) snprintf(c.out_dir, sizeof c.out_dir, "%s", c.sw.out);
@@ -327,40 +397,112 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     }
     int need_drafter = 0;
     for (int i = 0; i < nkeys; i++) need_drafter |= strcmp(keys[i].variant, "ar") != 0;
-    db_session_opts so = {c.sw.backend[0], c.sw.target, need_drafter ? c.sw.drafter : NULL,
-                          c.sw.threads, c.sw.deterministic, NULL};
-    if (!rc) rc = db_session_open(&c.s, &so, err, errlen);
+    c.need_drafter = need_drafter;
+    /* what the models are: checkpoint directories, or (synthetic) their configs alone */
+    const char *tpath = c.sw.synthetic && c.sw.target_config[0] ? c.sw.target_config : c.sw.target;
+    const char *dpath = c.sw.synthetic && c.sw.drafter_config[0] ? c.sw.drafter_config : c.sw.drafter;
+    db_synth_opts syn = {.seed = c.sw.seed, .dtype = DB_BF16};
+    if (!rc && c.sw.synthetic) db_dtype_parse(c.sw.dtype, &syn.dtype);
+    /* configs first: prompts, memory and profiles are checked against them before any weight
+     * is loaded */
+    if (!rc) rc = db_model_config_load(&c.tcfg, tpath, err, errlen);
+    if (!rc && need_drafter) rc = db_drafter_config_load(&c.dcfg, dpath, c.tcfg.n_layers, err, errlen);
+    int maxb = 1;
+    for (int i = 0; i < nkeys; i++)
+        if (strcmp(keys[i].variant, "ar") != 0 && keys[i].block_size > maxb) maxb = keys[i].block_size;
+    for (int i = 0; i < c.sw.n_profile && !rc; i++)
+        if (c.profiles[i].n < maxb - 1)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: %d positions, but block size %d drafts %d",
+                         c.sw.profile[i], c.profiles[i].n, maxb, maxb - 1);
+    int need_tok = 0;
+    for (int d = 0; d < c.sw.n_dataset && !(c.sw.synthetic && !c.sw.dataset_set); d++)
+        need_tok |= !db_dataset_is_synthetic(c.sw.dataset[d], NULL);
+    if (!rc && need_tok) rc = db_tokenizer_load(&c.tok, c.sw.target, err, errlen);
+    c.tmpl = DB_CHAT_NONE;
+    if (!rc && need_tok) {
+        if (strcmp(c.sw.chat_template, "auto") == 0)
+            c.tmpl = db_chat_template_detect(&c.tok, c.tcfg.model_type);
+        else
+            rc = db_chat_template_parse(c.sw.chat_template, &c.tmpl, err, errlen);
+    }
+    for (int i = 0; i < nkeys && !rc; i++) /* synthetic prompts have no template */
+        snprintf(keys[i].chat_template, sizeof keys[i].chat_template, "%s",
+                 db_chat_template_name(db_dataset_is_synthetic(keys[i].dataset, NULL) ? DB_CHAT_NONE : c.tmpl));
+    if (!rc) rc = load_sets(&c, err, errlen);
+    db_session_opts so = {c.sw.backend[0], tpath, need_drafter ? dpath : NULL, c.sw.threads,
+                          c.sw.deterministic, c.sw.synthetic ? &syn : NULL};
+    if (!rc) rc = db_session_open_backend(&c.s, &so, err, errlen);
     int session_open = rc == DB_OK;
+    /* the storage dtype: chosen (synthetic) or the checkpoint's (its embedding's) */
+    c.wdtype = syn.dtype;
+    if (!rc && !c.sw.synthetic) {
+        db_st_set st;
+        if ((rc = db_st_open_dir(&st, tpath, err, errlen)) == DB_OK) {
+            const db_st_tensor *e = db_st_find(&st, "model.embed_tokens.weight");
+            if (e) c.wdtype = e->dtype;
+            db_st_close(&st);
+        }
+    }
+    /* memory: refuse what cannot fit before allocating anything */
+    if (!rc) {
+        db_mem_need need = {db_weights_bytes(&c.tcfg, need_drafter ? &c.dcfg : NULL, c.wdtype), 0, 0};
+        for (int i = 0; i < nkeys; i++) {
+            prompt_set *ps = find_set(&c, keys[i].dataset);
+            int maxp = 1, turns = 1;
+            for (int j = 0; ps && j < ps->ds.n; j++) {
+                maxp = ps->len[j] > maxp ? ps->len[j] : maxp;
+                turns = ps->ds.samples[j].n_turns > turns ? ps->ds.samples[j].n_turns : turns;
+            }
+            /* a later turn carries the earlier turns and answers (an estimate: its text is not
+             * known yet) */
+            maxp = maxp * turns + keys[i].max_new_tokens * (turns - 1);
+            db_engine_shape es = {keys[i].concurrency, strcmp(keys[i].variant, "ar") ? keys[i].block_size : 1,
+                                  maxp, keys[i].max_new_tokens, keys[i].temperature > 0};
+            double kv, act;
+            db_engine_bytes(&c.tcfg, need_drafter ? &c.dcfg : NULL, &es, &kv, &act);
+            if (kv + act > need.kv + need.act) need.kv = kv, need.act = act;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "this sweep (%s)", c.sw.synthetic ? "synthetic weights" : "its checkpoints");
+        rc = db_mem_check(&need, db_mem_available(c.s.be), what, err, errlen);
+    }
+    /* device figures for the roofline, measured before the models take the memory */
+    if (!rc && c.sw.predict) {
+        if (!(c.sw.bandwidth_gbs > 0 && c.sw.gflops > 0)) rc = db_hw_measure(c.s.be, c.wdtype, 0, &c.hw, err, errlen);
+        if (!rc && c.sw.bandwidth_gbs > 0) {
+            c.hw.bw = c.sw.bandwidth_gbs * 1e9;
+            snprintf(c.hw.bw_source, sizeof c.hw.bw_source, "given: --bandwidth-gbs %g", c.sw.bandwidth_gbs);
+        }
+        if (!rc && c.sw.gflops > 0) {
+            c.hw.flops = c.sw.gflops * 1e9;
+            snprintf(c.hw.flops_source, sizeof c.hw.flops_source, "given: --gflops %g", c.sw.gflops);
+        }
+        if (!rc)
+            fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c.hw.bw / 1e9, c.hw.bw_source,
+                    c.hw.flops / 1e9, c.hw.flops_source);
+    }
+    if (!rc) {
+        rc = db_session_load_models(&c.s, &so, err, errlen);
+        if (rc) session_open = 0; /* closed by the failed load */
+    }
     if (!rc) {
         db_variant v;
-        int maxb = 0;
-        for (int i = 0; i < nkeys && !rc; i++) {
-            if (db_variant_parse(keys[i].variant, &v) == 0 && v != DB_VAR_AR) {
+        for (int i = 0; i < nkeys && !rc; i++)
+            if (db_variant_parse(keys[i].variant, &v) == 0 && v != DB_VAR_AR)
                 rc = db_variant_check(v, &c.s.drafter, err, errlen);
-                if (keys[i].block_size > maxb) maxb = keys[i].block_size;
-            }
-        }
         if (!rc && need_drafter && maxb > c.s.drafter.cfg.block_size)
             rc = db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", maxb,
                          c.s.drafter.cfg.block_size, c.s.drafter.cfg.base.path);
     }
-    if (!rc) rc = db_tokenizer_load(&c.tok, c.sw.target, err, errlen);
-    if (!rc) {
-        if (strcmp(c.sw.chat_template, "auto") == 0)
-            c.tmpl = db_chat_template_detect(&c.tok, c.s.target.cfg.model_type);
-        else
-            rc = db_chat_template_parse(c.sw.chat_template, &c.tmpl, err, errlen);
-    }
-    for (int i = 0; i < nkeys && !rc; i++)
-        snprintf(keys[i].chat_template, sizeof keys[i].chat_template, "%s", db_chat_template_name(c.tmpl));
-    if (!rc) rc = load_sets(&c, err, errlen);
     db_run_meta meta;
     db_run_meta_init(&meta, argc, argv, c.sw.seed, c.sw.label, time(NULL));
     db_results res = {0};
     int res_open = 0;
     if (!rc) {
         db_run_meta_set_backend(&meta, c.sw.backend[0], c.s.be->device_name, c.s.be->simd, c.s.be->threads);
-        rc = db_run_meta_set_models(&meta, c.sw.target, need_drafter ? c.sw.drafter : NULL,
+        /* synthetic: the config files stand for the models (name and sha256 are theirs) */
+        rc = db_run_meta_set_models(&meta, c.sw.synthetic ? c.tcfg.path : tpath,
+                                    need_drafter ? (c.sw.synthetic ? c.dcfg.base.path : dpath) : NULL,
                                     db_dtype_name(c.s.target.embed.dtype), err, errlen);
     }
     if (!rc) res_open = (rc = db_results_open(&res, c.out_dir, c.resume != NULL, err, errlen)) == DB_OK;

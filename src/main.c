@@ -24,6 +24,7 @@ static void print_help(void)
            "  generate   decode one prompt and print the token ids\n"
            "  run        the benchmark sweep (default: configs/default.ini) -> CSV + table\n"
            "  check-lossless  every variant's greedy output == ar, token for token\n"
+           "  plan       capacity planning: roofline vs a synthetic run, from config.json shapes\n"
            "  tokenize   text to token ids (or ids to text) with a tokenizer.json\n"
            "  info       compiled backends, devices and CPU topology\n\n"
            "  dflash-bench <command> --help   options of a command\n"
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
         {"tokenize", db_cmd_tokenize},
         {"check-lossless", db_cmd_check_lossless},
         {"run", db_cmd_run},
+        {"plan", db_cmd_plan},
     };
     char err[1024] = "";
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {

@@ -60,8 +60,14 @@ static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
                  fx(hi, sizeof hi, 2, s->speedup_ci_hi));
     char bs[16];
     snprintf(bs, sizeof bs, ar ? "-" : "%d", k->block_size);
+    /* capacity-planning rows say so in the table too: replayed acceptance, synthetic weights */
+    char ds[160], var[200], vb[200];
+    snprintf(ds, sizeof ds, "%s%s", k->dataset, !strcmp(k->weights, "synthetic") ? " (synthetic weights)" : "");
+    snprintf(var, sizeof var, "%s%s%s%s", k->variant, strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? " (" : "",
+             strcmp(k->acceptance_source, "measured") ? k->acceptance_source : "",
+             strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? ")" : "");
     return fprintf(f, "| %s | %s | %s | %d | %g | %s ± %s | %s%s%s | %s | %s | %s |\n",
-                   md_cell(dsb, sizeof dsb, k->dataset), k->variant, bs, k->concurrency,
+                   md_cell(dsb, sizeof dsb, ds), md_cell(vb, sizeof vb, var), bs, k->concurrency,
                    (double)k->temperature,
                    fx(tp, sizeof tp, 1, s->throughput_tok_s),
                    fx(sd, sizeof sd, 1, s->throughput_stddev), fx(sp, sizeof sp, 2, s->speedup),

@@ -62,6 +62,21 @@ void db_sweep_init(db_sweep *s)
     strcpy(s->drafter, "models/tiny-qwen3-dflash2-b16");
     strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
+    strcpy(s->dtype, "bf16");
+    s->prompt_tokens = 128;
+}
+
+int db_dataset_is_synthetic(const char *name, int *n)
+{
+    const char *p = "synthetic-";
+    size_t pl = strlen(p);
+    if (strncmp(name, p, pl) != 0 || !isdigit((unsigned char)name[pl])) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(name + pl, &end, 10);
+    if (errno || *end || v < 1 || v > (1 << 24)) return 0;
+    if (n) *n = (int)v;
+    return 1;
 }
 
 /* ---- scalar parsing ---- */
@@ -334,9 +349,55 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
     if (!strcmp(key, "backend"))
         return parse_name_list(k, v, backends, COUNT(backends), s->backend[0], sizeof s->backend[0],
                                &s->n_backend, err, errlen);
-    if (!strcmp(key, "dataset"))
-        return parse_name_list(k, v, NULL, 0, s->dataset[0], sizeof s->dataset[0], &s->n_dataset,
-                               err, errlen);
+    if (!strcmp(key, "dataset")) {
+        int rc = parse_name_list(k, v, NULL, 0, s->dataset[0], sizeof s->dataset[0], &s->n_dataset,
+                                 err, errlen);
+        if (!rc) s->dataset_set = 1;
+        return rc;
+    }
+    if (!strcmp(key, "acceptance_profile")) {
+        /* paths: a list of its own (names up to 120 characters, so "replay:<path>" fits) */
+        char tmp[DB_SWEEP_MAX][128];
+        int n = 0;
+        const char *p = v;
+        if (!v) return db_fail(err, errlen, DB_EINPUT, "%s: a value is required", k);
+        for (;;) {
+            const char *c = strchr(p, ',');
+            size_t len = c ? (size_t)(c - p) : strlen(p);
+            char tok[512];
+            int tl = trimmed(p, len, tok, sizeof tok);
+            if (tl == 0) return db_fail(err, errlen, DB_EINPUT, "%s: empty value in list '%s'", k, v);
+            if (tl < 0 || tl > 120)
+                return db_fail(err, errlen, DB_EINPUT, "%s: '%.*s' is longer than 120 characters", k, (int)len, p);
+            if (!strcmp(tok, "none") && !c && n == 0) break; /* "none": measured acceptance */
+            for (int i = 0; i < n; i++)
+                if (!strcmp(tmp[i], tok)) return db_fail(err, errlen, DB_EINPUT, "%s: '%s' listed twice", k, tok);
+            if (n == DB_SWEEP_MAX) return db_fail(err, errlen, DB_EINPUT, "%s: more than %d values", k, DB_SWEEP_MAX);
+            for (const char *q = tok; *q; q++)
+                if (iscntrl((unsigned char)*q)) return db_fail(err, errlen, DB_EINPUT, "%s: control character in '%s'", k, tok);
+            strcpy(tmp[n++], tok);
+            if (!c) break;
+            p = c + 1;
+        }
+        memcpy(s->profile, tmp, sizeof tmp[0] * (size_t)n);
+        s->n_profile = n;
+        return DB_OK;
+    }
+    if (!strcmp(key, "dtype")) {
+        static const char *const dtypes[] = {"bf16", "f16", "f32"};
+        return parse_choice(k, v, dtypes, COUNT(dtypes), s->dtype, sizeof s->dtype, err, errlen);
+    }
+    if (!strcmp(key, "bandwidth_gbs") || !strcmp(key, "gflops")) {
+        char t[64];
+        float x = 0;
+        if (!v || trimmed(v, strlen(v), t, sizeof t) < 0)
+            return db_fail(err, errlen, DB_EINPUT, "%s: a value is required", k);
+        int rc = parse_float(k, t, &x, err, errlen);
+        if (rc) return rc;
+        if (!(x > 0)) return db_fail(err, errlen, DB_EINPUT, "%s: %g must be > 0", k, (double)x);
+        *(!strcmp(key, "gflops") ? &s->gflops : &s->bandwidth_gbs) = x;
+        return DB_OK;
+    }
     if (!strcmp(key, "variant"))
         return parse_name_list(k, v, variants, COUNT(variants), s->variant[0], sizeof s->variant[0],
                                &s->n_variant, err, errlen);
@@ -377,6 +438,7 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
         {"repetitions", offsetof(db_sweep, repetitions), 1, 1000000},
         {"warmup", offsetof(db_sweep, warmup), 0, 1000000},
         {"threads", offsetof(db_sweep, threads), 0, 1 << 16},
+        {"prompt_tokens", offsetof(db_sweep, prompt_tokens), 1, 1 << 24},
     };
     for (size_t j = 0; j < sizeof ints / sizeof *ints; j++)
         if (!strcmp(key, ints[j].name))
@@ -401,6 +463,8 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
         {"thinking", offsetof(db_sweep, thinking)},
         {"no_baseline", offsetof(db_sweep, no_baseline)},
         {"deterministic", offsetof(db_sweep, deterministic)},
+        {"synthetic", offsetof(db_sweep, synthetic)},
+        {"predict", offsetof(db_sweep, predict)},
     };
     for (size_t j = 0; j < sizeof bools / sizeof *bools; j++)
         if (!strcmp(key, bools[j].name))
@@ -411,6 +475,8 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
     } strs[] = {
         {"target", offsetof(db_sweep, target), sizeof s->target},
         {"drafter", offsetof(db_sweep, drafter), sizeof s->drafter},
+        {"target_config", offsetof(db_sweep, target_config), sizeof s->target_config},
+        {"drafter_config", offsetof(db_sweep, drafter_config), sizeof s->drafter_config},
         {"out", offsetof(db_sweep, out), sizeof s->out},
         {"label", offsetof(db_sweep, label), sizeof s->label},
     };
@@ -507,6 +573,23 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
                        "top_k >= 0, max_new_tokens >= 1, max_samples >= 1, repetitions >= 1, "
                        "warmup >= 0 and threads >= 0 are required");
     if (!s->target[0]) return db_fail(err, errlen, DB_EINPUT, "target: no target model given");
+    if (!s->synthetic) {
+        if (s->target_config[0] || s->drafter_config[0])
+            return db_fail(err, errlen, DB_EINPUT,
+                           "%s: a config alone has no weights; add --synthetic for random weights "
+                           "of its shapes", s->target_config[0] ? "target_config" : "drafter_config");
+        if (strcmp(s->dtype, "bf16") != 0)
+            return db_fail(err, errlen, DB_EINPUT,
+                           "dtype %s: only synthetic weights take a dtype (checkpoints keep their own)", s->dtype);
+    } else {
+        for (int i = 0; s->dataset_set && i < s->n_dataset; i++)
+            if (!db_dataset_is_synthetic(s->dataset[i], NULL))
+                return db_fail(err, errlen, DB_EINPUT,
+                               "dataset %s: synthetic weights have no tokenizer; prompts are random "
+                               "ids (--prompt-tokens N, or --dataset synthetic-N)", s->dataset[i]);
+    }
+    if (s->n_profile > 0 && !drafter)
+        return db_fail(err, errlen, DB_EINPUT, "acceptance_profile: no drafter variant to replay it");
     if (ar && !drafter && s->no_baseline)
         return db_fail(err, errlen, DB_EINPUT,
                        "nothing to run: only the 'ar' variant was asked for, with no_baseline");
@@ -514,11 +597,14 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
 }
 
 static void key_fill(db_point_key *k, const db_sweep *s, int b, int d, int t, int c,
-                     const char *variant, int block)
+                     const char *variant, int block, int profile)
 {
     memset(k, 0, sizeof *k);
     snprintf(k->backend, sizeof k->backend, "%s", s->backend[b]);
-    snprintf(k->dataset, sizeof k->dataset, "%s", s->dataset[d]);
+    if (s->synthetic && !s->dataset_set)
+        snprintf(k->dataset, sizeof k->dataset, "synthetic-%d", s->prompt_tokens);
+    else
+        snprintf(k->dataset, sizeof k->dataset, "%s", s->dataset[d]);
     snprintf(k->variant, sizeof k->variant, "%s", variant);
     k->block_size = block;
     k->concurrency = s->concurrency[c];
@@ -529,7 +615,9 @@ static void key_fill(db_point_key *k, const db_sweep *s, int b, int d, int t, in
     snprintf(k->chat_template, sizeof k->chat_template, "%s", s->chat_template);
     k->thinking = s->thinking;
     strcpy(k->acceptance_source, "measured");
-    strcpy(k->weights, "file");
+    if (profile >= 0)
+        snprintf(k->acceptance_source, sizeof k->acceptance_source, "replay:%s", s->profile[profile]);
+    strcpy(k->weights, s->synthetic ? "synthetic" : "file");
 }
 
 int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, size_t errlen)
@@ -545,21 +633,25 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
     }
     /* the baseline runs even when not listed: speedup needs it, unless --no-baseline */
     int run_ar = (has_ar || ndraft) && !s->no_baseline;
-    size_t per = (size_t)run_ar + (size_t)ndraft * (size_t)s->n_block_size;
-    size_t total = (size_t)s->n_backend * (size_t)s->n_dataset * (size_t)s->n_temperature *
+    int nprof = s->n_profile > 0 ? s->n_profile : 1;
+    int ndata = s->synthetic && !s->dataset_set ? 1 : s->n_dataset;
+    size_t per = (size_t)run_ar + (size_t)nprof * (size_t)ndraft * (size_t)s->n_block_size;
+    size_t total = (size_t)s->n_backend * (size_t)ndata * (size_t)s->n_temperature *
                    (size_t)s->n_concurrency * per;
     db_point_key *k = calloc(total ? total : 1, sizeof *k);
     if (!k) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for %zu sweep points", total);
     size_t m = 0;
     for (int b = 0; b < s->n_backend; b++)
-        for (int d = 0; d < s->n_dataset; d++)
+        for (int d = 0; d < ndata; d++)
             for (int t = 0; t < s->n_temperature; t++)
                 for (int c = 0; c < s->n_concurrency; c++) {
-                    if (run_ar) key_fill(&k[m++], s, b, d, t, c, "ar", 1);
-                    for (int bs = 0; bs < s->n_block_size && ndraft; bs++)
-                        for (int v = 0; v < s->n_variant; v++)
-                            if (db_variant_uses_drafter(s->variant[v]))
-                                key_fill(&k[m++], s, b, d, t, c, s->variant[v], s->block_size[bs]);
+                    if (run_ar) key_fill(&k[m++], s, b, d, t, c, "ar", 1, -1);
+                    for (int pr = 0; pr < nprof; pr++)
+                        for (int bs = 0; bs < s->n_block_size && ndraft; bs++)
+                            for (int v = 0; v < s->n_variant; v++)
+                                if (db_variant_uses_drafter(s->variant[v]))
+                                    key_fill(&k[m++], s, b, d, t, c, s->variant[v], s->block_size[bs],
+                                             s->n_profile > 0 ? pr : -1);
                 }
     *out = k;
     *n = (int)m;

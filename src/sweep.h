@@ -9,8 +9,11 @@
  * the order given, so an ini file loaded first is overridden by later flags.
  *
  * Point order (stable, what points.done and the output tables follow): backend, dataset,
- * temperature, concurrency, then the `ar` baseline once (block_size 1), then block size, then
- * the drafter variants in the order listed. The baseline therefore always precedes the points
+ * temperature, concurrency, then the `ar` baseline once (block_size 1), then acceptance profile
+ * (when profiles are replayed), then block size, then the drafter variants in the order listed.
+ * Replayed drafter points carry acceptance_source "replay:<profile>"; `ar` stays "measured"
+ * (it accepts nothing). Synthetic weights mark every point weights = "synthetic" and, unless a
+ * dataset is given, replace the dataset axis by "synthetic-<prompt_tokens>". The baseline therefore always precedes the points
  * whose speedup it defines. `ar` runs whenever anything runs (speedup needs it), listed or not,
  * unless no_baseline is set; it has no block size, so it is one point per (backend, dataset,
  * temperature, concurrency), never one per block size. */
@@ -53,6 +56,19 @@ typedef struct {
     int thinking, no_baseline, deterministic;
     char output[8];         /* stdout format: md, csv, json */
     int threads;            /* 0 = all cores */
+    /* capacity planning (capacity.h, synthetic.h, profile.h) */
+    int synthetic;          /* random weights of the configs' shapes, generated on the backend */
+    char target_config[512], drafter_config[512]; /* config.json files (synthetic); "" = the
+                                                      config.json of target / drafter */
+    char dtype[8];          /* storage dtype of synthetic weights: bf16 (default), f16, f32 */
+    int prompt_tokens;      /* length of synthetic prompts (dataset synthetic-<N>), default 128 */
+    int dataset_set;        /* the dataset axis was given (not the default) */
+    /* acceptance profiles to replay (an axis; none = measured acceptance): each path is a
+     * profile spec of profile.h, at most 120 characters */
+    char profile[DB_SWEEP_MAX][128];
+    int n_profile;
+    int predict;            /* roofline prediction in every row (predicted_tok_s) */
+    double bandwidth_gbs, gflops; /* device figures for the prediction; 0 = measure */
 } db_sweep;
 
 /* the default sweep (configs/default.ini spells out the same values) */
@@ -68,6 +84,9 @@ int db_sweep_load_ini(db_sweep *s, const char *path, char *err, size_t errlen);
 int db_sweep_validate(const db_sweep *s, char *err, size_t errlen);
 /* the points in the order above (validates first); *out is malloc'd, free() it */
 int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, size_t errlen);
+
+/* "synthetic-<N>" (N >= 1 prompt tokens): the dataset of N random token ids per prompt; *n = N */
+int db_dataset_is_synthetic(const char *name, int *n);
 
 /* the variant names and whether a variant runs the drafter / selector / convolutions */
 int db_variant_known(const char *name);
