@@ -73,7 +73,7 @@ def main():
     ap.add_argument("--drafter-minutes", type=float, default=20.0, help="joint budget of both drafters")
     ap.add_argument("--distill-prompts", type=int, default=4608)
     ap.add_argument("--stream-tokens", type=float, default=14e6)
-    ap.add_argument("--eval-prompts", type=int, default=12, help="prompts per family in evaluation")
+    ap.add_argument("--eval-prompts", type=int, default=5, help="prompts per family in evaluation")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--skip-eval", action="store_true")

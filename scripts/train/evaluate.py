@@ -26,7 +26,7 @@ from bpe import Tokenizer  # noqa: E402
 
 B = 16
 VARIANTS = {"tiny-qwen3-dflash-b16": ["dflash"],
-            "tiny-qwen3-dflash2-b16": ["dflash2", "selector-off", "conv-off", "dflash"]}
+            "tiny-qwen3-dflash2-b16": ["dflash2", "selector-off", "conv-off"]}
 
 
 def family_prompts(n, seed):
@@ -252,8 +252,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default=os.path.join(ROOT, "models"))
     ap.add_argument("--work", default=os.path.join(ROOT, ".train-work"))
-    ap.add_argument("--prompts", type=int, default=12)
-    ap.add_argument("--max-new", type=int, default=128)
+    ap.add_argument("--prompts", type=int, default=5)
+    ap.add_argument("--max-new", type=int, default=96)
     ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args(argv)
     torch.set_num_threads(int(os.environ.get("TRAIN_THREADS", "2")))
