@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* the text without comment lines ('#' first) and blank lines */
 static char *strip_comments(const char *text, size_t *len)
@@ -32,6 +33,50 @@ static char *strip_comments(const char *text, size_t *len)
     return out;
 }
 
+/* the directory of the running executable, or "" */
+static void exe_dir(char *buf, size_t n)
+{
+    buf[0] = 0;
+    ssize_t k = readlink("/proc/self/exe", buf, n - 1);
+    if (k <= 0) {
+        buf[0] = 0;
+        return;
+    }
+    buf[k] = 0;
+    char *slash = strrchr(buf, '/');
+    if (slash) *slash = 0;
+    else buf[0] = 0;
+}
+
+static int is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* a preset name (no '/'): NAME or NAME.csv in $DFLASH_BENCH_PROFILES, next to the executable
+ * (../configs/profiles, ../share/dflash-bench/profiles) or in ./configs/profiles */
+static int resolve_preset(const char *name, char *path, size_t n)
+{
+    if (is_file(name) || strchr(name, '/')) return snprintf(path, n, "%s", name) < (int)n ? 0 : -1;
+    char dirs[4][1024], exe[900];
+    int nd = 0;
+    const char *env = getenv("DFLASH_BENCH_PROFILES");
+    if (env && *env) snprintf(dirs[nd++], sizeof dirs[0], "%.900s", env);
+    exe_dir(exe, sizeof exe);
+    if (exe[0]) {
+        snprintf(dirs[nd++], sizeof dirs[0], "%s/../configs/profiles", exe);
+        snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/dflash-bench/profiles", exe);
+    }
+    snprintf(dirs[nd++], sizeof dirs[0], "configs/profiles");
+    for (int i = 0; i < nd; i++)
+        for (int ext = 0; ext < 2; ext++) {
+            if (snprintf(path, n, "%s/%s%s", dirs[i], name, ext ? ".csv" : "") >= (int)n) continue;
+            if (is_file(path)) return 0;
+        }
+    return snprintf(path, n, "%s", name) < (int)n ? 0 : -1; /* the open reports it missing */
+}
+
 static int parse_num(const char *s, double *out)
 {
     if (!*s) return -1;
@@ -49,14 +94,15 @@ int db_profile_load(db_profile *p, const char *spec, char *err, size_t errlen)
     memset(p, 0, sizeof *p);
     if (strlen(spec) >= sizeof p->spec) return db_fail(err, errlen, DB_EINPUT, "acceptance profile: path too long");
     snprintf(p->spec, sizeof p->spec, "%s", spec);
-    char path[512], sel[512] = "";
-    snprintf(path, sizeof path, "%s", spec);
-    struct stat sb;
-    char *hash = strrchr(path, '#');
-    if (hash && stat(path, &sb) != 0) { /* FILE#TEXT */
+    char path[1200], name[512], sel[512] = "";
+    snprintf(name, sizeof name, "%s", spec);
+    char *hash = strrchr(name, '#');
+    if (hash && !is_file(name)) { /* FILE#TEXT */
         snprintf(sel, sizeof sel, "%s", hash + 1);
         *hash = 0;
     }
+    if (resolve_preset(name, path, sizeof path) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "acceptance profile: path too long");
     char *raw;
     int rc = db_read_file(path, &raw, NULL, err, errlen);
     if (rc) return rc;
