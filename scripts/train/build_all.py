@@ -69,9 +69,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default=os.path.join(ROOT, ".train-work"))
     ap.add_argument("--out", default=os.path.join(ROOT, "models"))
-    ap.add_argument("--target-minutes", type=float, default=25.0)
-    ap.add_argument("--drafter-minutes", type=float, default=20.0, help="joint budget of both drafters")
-    ap.add_argument("--distill-prompts", type=int, default=4608)
+    ap.add_argument("--target-minutes", type=float, default=20.0)
+    ap.add_argument("--drafter-minutes", type=float, default=10.0, help="joint budget of both drafters")
+    ap.add_argument("--target-steps", type=int, default=None,
+                    help="fixed step count (overrides the time budget; the committed target used 747)")
+    ap.add_argument("--drafter-steps", type=int, default=None,
+                    help="fixed step count (overrides the time budget; the committed drafters used 197)")
+    ap.add_argument("--distill-prompts", type=int, default=3072)
     ap.add_argument("--stream-tokens", type=float, default=14e6)
     ap.add_argument("--eval-prompts", type=int, default=5, help="prompts per family in evaluation")
     ap.add_argument("--seed", type=int, default=1234)
@@ -135,7 +139,8 @@ def main():
     # ---- target
     targp = os.path.join(a.work, "target.pt")
     if stage(targp, a.force):
-        target, tinfo = train_target(tcfg, st["tokens"].long().tolist(), a.target_minutes * 60, a.seed, logf=logf)
+        target, tinfo = train_target(tcfg, st["tokens"].long().tolist(), a.target_minutes * 60, a.seed, logf=logf,
+                                     steps=a.target_steps)
         tinfo["stream_counts"] = st["counts"]
         torch.save({"state": target.state_dict(), "info": tinfo, "cfg": tcfg}, targp)
     from models import Qwen3Target, DFlashDrafter
@@ -179,7 +184,7 @@ def main():
     drp = os.path.join(a.work, "drafters.pt")
     if stage(drp, a.force):
         d1, d2, dinfo = train_drafters(cfgs, target, train_seqs, val, a.drafter_minutes * 60, a.seed + 8, B=B,
-                                       logf=logf)
+                                       logf=logf, steps=a.drafter_steps)
         taps = cfgs["v1"]["dflash_config"]["target_layer_ids"]
         mid = cfgs["v1"]["dflash_config"]["mask_token_id"]
         dinfo["val_block_tau"] = {

@@ -36,7 +36,7 @@ def steps_from_budget(step_fn, budget_s, probe=8):
 
 
 # ------------------------------------------------------------------------------------ target
-def train_target(cfg, tokens, budget_s, seed, seq_len=256, batch=32, peak_lr=3e-3, logf=None):
+def train_target(cfg, tokens, budget_s, seed, seq_len=256, batch=32, peak_lr=3e-3, logf=None, steps=None):
     torch.manual_seed(seed)
     model = Qwen3Target(cfg)
     log(f"target params {count_params(model)}", logf)
@@ -70,7 +70,7 @@ def train_target(cfg, tokens, budget_s, seed, seq_len=256, batch=32, peak_lr=3e-
     for i in range(probe):
         losses.append(step(i, 10 ** 9))
     dt = (time.time() - t0) / probe
-    total = max(probe + 1, int(budget_s / dt))
+    total = steps or max(probe + 1, int(budget_s / dt))
     log(f"target: {dt:.3f}s/step -> {total} steps ({total * batch * seq_len / 1e6:.1f}M tokens, "
         f"{len(tokens) / 1e6:.1f}M in stream)", logf)
     ema = losses[-1]
@@ -259,7 +259,7 @@ def block_tau(drafter, target, seqs, taps, B, mask_id, topk, use_selector=True, 
 
 
 def train_drafters(cfgs, target, seqs, val_seqs, budget_s, seed, B=16, gamma=7.0, batch=16, n_anchor=32,
-                   peak_lr=2e-3, logf=None):
+                   peak_lr=2e-3, logf=None, steps=None):
     """Trains the DFlash (v1) and DFlash 2 drafters jointly: same batches, same anchors, same
     target features, same number of steps."""
     torch.manual_seed(seed)
@@ -309,7 +309,7 @@ def train_drafters(cfgs, target, seqs, val_seqs, budget_s, seed, B=16, gamma=7.0
     for i in range(probe):
         r = step(i, 10 ** 9)
     dt = (time.time() - t0) / probe
-    total = max(probe + 1, int(budget_s / dt))
+    total = steps or max(probe + 1, int(budget_s / dt))
     log(f"drafters: {dt:.3f}s/step -> {total} steps", logf)
     ema = {"v1": r["v1"]["base"], "v2": r["v2"]["base"], "sel": r["v2"]["sel"]}
     for i in range(probe, total):
