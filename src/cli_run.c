@@ -388,7 +388,8 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
         if (!db_dataset_is_synthetic(c.sw.dataset[d], NULL))
             rc = db_dataset_resolve(c.sw.dataset[d], path, sizeof path, err, errlen);
     }
-    for (int i = 0; i < c.sw.n_profile && !rc; i++) rc = db_profile_load(&c.profiles[i], c.sw.profile[i], err, errlen);
+    for (int i = 0; i < c.sw.n_profile && !rc; i++)
+        if (strcmp(c.sw.profile[i], "none") != 0) rc = db_profile_load(&c.profiles[i], c.sw.profile[i], err, errlen);
     if (!rc) {
         if (c.resume) snprintf(c.out_dir, sizeof c.out_dir, "%s", c.resume);
         else if (c.sw.out[0]) snprintf(c.out_dir, sizeof c.out_dir, "%s", c.sw.out);
@@ -411,7 +412,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     for (int i = 0; i < nkeys; i++)
         if (strcmp(keys[i].variant, "ar") != 0 && keys[i].block_size > maxb) maxb = keys[i].block_size;
     for (int i = 0; i < c.sw.n_profile && !rc; i++)
-        if (c.profiles[i].n < maxb - 1)
+        if (strcmp(c.sw.profile[i], "none") != 0 && c.profiles[i].n < maxb - 1)
             rc = db_fail(err, errlen, DB_EINPUT, "%s: %d positions, but block size %d drafts %d",
                          c.sw.profile[i], c.profiles[i].n, maxb, maxb - 1);
     int need_tok = 0;

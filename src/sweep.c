@@ -369,7 +369,7 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
             if (tl == 0) return db_fail(err, errlen, DB_EINPUT, "%s: empty value in list '%s'", k, v);
             if (tl < 0 || tl > 120)
                 return db_fail(err, errlen, DB_EINPUT, "%s: '%.*s' is longer than 120 characters", k, (int)len, p);
-            if (!strcmp(tok, "none") && !c && n == 0) break; /* "none": measured acceptance */
+            if (!strcmp(tok, "none") && !c && n == 0) break; /* alone: no replay at all */
             for (int i = 0; i < n; i++)
                 if (!strcmp(tmp[i], tok)) return db_fail(err, errlen, DB_EINPUT, "%s: '%s' listed twice", k, tok);
             if (n == DB_SWEEP_MAX) return db_fail(err, errlen, DB_EINPUT, "%s: more than %d values", k, DB_SWEEP_MAX);
@@ -615,7 +615,7 @@ static void key_fill(db_point_key *k, const db_sweep *s, int b, int d, int t, in
     snprintf(k->chat_template, sizeof k->chat_template, "%s", s->chat_template);
     k->thinking = s->thinking;
     strcpy(k->acceptance_source, "measured");
-    if (profile >= 0)
+    if (profile >= 0 && strcmp(s->profile[profile], "none") != 0) /* "none" in the list: measured */
         snprintf(k->acceptance_source, sizeof k->acceptance_source, "replay:%s", s->profile[profile]);
     strcpy(k->weights, s->synthetic ? "synthetic" : "file");
 }

@@ -63,8 +63,9 @@ typedef struct {
     char dtype[8];          /* storage dtype of synthetic weights: bf16 (default), f16, f32 */
     int prompt_tokens;      /* length of synthetic prompts (dataset synthetic-<N>), default 128 */
     int dataset_set;        /* the dataset axis was given (not the default) */
-    /* acceptance profiles to replay (an axis; none = measured acceptance): each path is a
-     * profile spec of profile.h, at most 120 characters */
+    /* acceptance profiles to replay (an axis; empty = measured acceptance): each entry a
+     * profile spec of profile.h (at most 120 characters), or "none" for a measured point
+     * among replayed ones; "none" alone empties the axis */
     char profile[DB_SWEEP_MAX][128];
     int n_profile;
     int predict;            /* roofline prediction in every row (predicted_tok_s) */
