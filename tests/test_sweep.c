@@ -254,10 +254,17 @@ static void ini(void)
     db_point_key *k;
     int n = 0;
     if (rc == 0) rc = db_sweep_points(&s, &k, &n, err, sizeof err);
-    tap_ok(rc == 0 && n == 5 * 3 * 5 && s.n_block_size == 1 && s.block_size[0] == 8 &&
-               s.temperature[0] == 1 && fabsf(s.top_p - 0.95f) < 1e-7f && s.top_k == 20 &&
-               s.max_new_tokens == 4096 && s.n_dataset == 5,
-           "configs/paper-h200.ini: B8, c 1/8/32, T1 p0.95 k20, 4096 tokens, 5 datasets (%s)",
+    /* the SPEC 6 grid as a capacity-planning run: per concurrency 1, 8, 32 one measured `ar`
+     * point and dflash2 replayed with each of the five dataset families' profiles */
+    int replayed = 0;
+    for (int i = 0; rc == 0 && i < n; i++)
+        replayed += strncmp(k[i].acceptance_source, "replay:", 7) == 0 && k[i].block_size == 8;
+    tap_ok(rc == 0 && n == 3 * (1 + 5) && replayed == 15 && s.n_block_size == 1 &&
+               s.block_size[0] == 8 && s.n_concurrency == 3 && s.temperature[0] == 1 &&
+               fabsf(s.top_p - 0.95f) < 1e-7f && s.top_k == 20 && s.max_new_tokens == 4096 &&
+               s.synthetic,
+           "configs/paper-h200.ini: B8, c 1/8/32, T1 p0.95 k20, 4096 tokens, 5 replayed profiles on "
+           "the synthetic 27B-class pair (%s)",
            err);
     if (rc == 0) free(k);
 }
