@@ -121,7 +121,8 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *er
     w.data = be->ops->alloc(be, (size_t)O * I * es);
     m.data = be->ops->alloc(be, (size_t)I * I * es);
     float *x = be->ops->alloc(be, sizeof(float) * (size_t)N * I);
-    float *y = be->ops->alloc(be, sizeof(float) * (size_t)N * (O > I ? O : I));
+    size_t ny = (size_t)N * I > (size_t)O ? (size_t)N * I : (size_t)O; /* [N, I] or [1, O] */
+    float *y = be->ops->alloc(be, sizeof(float) * ny);
     int rc = DB_OK;
     if (!w.data || !m.data || !x || !y)
         rc = db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.0f MiB to measure the device",
