@@ -1,0 +1,767 @@
+/* test_gpu.c — every op of the GPU backends (cuda, hip: whichever this binary has) against the
+ * CPU backend, then the whole pipeline on the device (meson suite `gpu`).
+ *
+ * Skips the whole file (TAP "1..0 # SKIP no CUDA device") when no GPU backend is compiled in,
+ * or when none finds a device: CI and machines without a GPU. A backend that is compiled in
+ * and sees a device but fails to start is a failure, not a skip.
+ *
+ * Built a second time with -DDB_TEST_GPU_EMU=1 as test-gpu-emu (suite `unit`): then it checks
+ * the `gpu-emu` backend instead, the same kernels run on the CPU by backends/cuda/gpu_emu.h,
+ * with 32- and 64-lane warps, so CI executes every kernel without a GPU (smaller matmul
+ * shapes, and a shorter pipeline check, because the emulation is slow).
+ *
+ * Per op, random inputs (fresh per case, never zeros), the same on both backends; the GPU
+ * output buffer is poisoned with NaN first where the op overwrites it, so an unwritten element
+ * fails. Errors are max |gpu - cpu| / max |cpu| over the output:
+ *   f32 arithmetic (every op with f32 or bf16 / f16 weights widened to f32):      1e-5
+ *   matmul through cuBLAS with bf16 / f16 weights (activations rounded to the
+ *   weight dtype, non-deterministic mode, n >= 16):                              1e-2
+ * Exact (bitwise): embed, add, copy_rows, topk (ids and values, ties -> smaller id, -0 == +0),
+ * fill_random (== db_fill_random_host), the support of probs (which entries survive top-k /
+ * top-p; their values to 1e-5), batch invariance of deterministic matmul and of attention (a
+ * row alone == the row among others). Matmul runs three ways: deterministic (the row-dot
+ * kernel at every n), fast (cuBLAS from 16 rows) and fast with DB_GPU_NO_BLAS=1 (the
+ * backend's own tiled GEMM, HIP's large-n path).
+ *
+ * Then the pipeline: greedy generation with the tests/data/qwen3-f32-tied target and the
+ * tests/data/dflash2-f32 drafter, variants ar, dflash, selector-off, conv-off, dflash2 at
+ * concurrency 2, deterministic and fast mode, must give the CPU backend's tokens, and
+ * `dflash-bench check-lossless --backend NAME` must pass. */
+#include "config.h"
+#include "backend.h"
+#include "engine.h"
+#include "tap.h"
+#include "test_util.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern const db_backend_ops db_cpu_backend_ops;
+
+static db_rng rng;
+static db_backend *cpu;
+static char err[512];
+
+static float urand(float lo, float hi) { return lo + (hi - lo) * (float)db_rng_uniform(&rng); }
+
+static float *rand_floats(size_t n, float lo, float hi)
+{
+    float *v = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) v[i] = urand(lo, hi);
+    return v;
+}
+
+static int *rand_ints(size_t n, int lo, int hi) /* [lo, hi) */
+{
+    int *v = malloc(sizeof(int) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) v[i] = lo + (int)(db_rng_uniform(&rng) * (hi - lo));
+    return v;
+}
+
+/* host data -> new device buffer of backend be */
+static void *dev_put(db_backend *be, const void *host, size_t bytes)
+{
+    void *d = be->ops->alloc(be, bytes);
+    if (d && host && be->ops->upload(be, d, host, bytes) != 0) {
+        be->ops->dfree(be, d);
+        return NULL;
+    }
+    return d;
+}
+
+/* a device buffer of n floats filled with NaN (to see unwritten outputs) */
+static float *dev_poison(db_backend *be, size_t n)
+{
+    float *h = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) h[i] = NAN;
+    float *d = dev_put(be, h, sizeof(float) * n);
+    free(h);
+    return d;
+}
+
+static float *dev_get(db_backend *be, const void *d, size_t n)
+{
+    float *h = malloc(sizeof(float) * (n ? n : 1));
+    if (be->ops->download(be, h, d, sizeof(float) * n) != 0) {
+        tap_diag("download: %s", be->err);
+        for (size_t i = 0; i < n; i++) h[i] = NAN;
+    }
+    return h;
+}
+
+/* max |a - b| / max |b|; NaN anywhere -> infinity */
+static double rel_err(const float *a, const float *b, size_t n)
+{
+    double d = 0.0, m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i])) return INFINITY;
+        if (isnan(a[i])) continue;
+        double e = fabs((double)a[i] - (double)b[i]);
+        if (e > d) d = e;
+        if (fabs((double)b[i]) > m) m = fabs((double)b[i]);
+    }
+    return m > 0 ? d / m : d;
+}
+
+/* weights in dtype dt from f32 values (the CPU and the GPU get the same bits) */
+static void *to_dtype(const float *v, size_t n, db_dtype dt)
+{
+    if (dt == DB_F32) {
+        float *o = malloc(sizeof(float) * n);
+        memcpy(o, v, sizeof(float) * n);
+        return o;
+    }
+    uint16_t *o = malloc(sizeof(uint16_t) * n);
+    for (size_t i = 0; i < n; i++) o[i] = dt == DB_BF16 ? db_f32_to_bf16(v[i]) : db_f32_to_f16(v[i]);
+    return o;
+}
+
+/* ------------------------------------------------------------------------ memory */
+
+static void test_memory(db_backend *g, const char *name)
+{
+    size_t before = g->bytes_in_use;
+    const size_t n = 1000;
+    float *a = g->ops->alloc(g, sizeof(float) * n), *b = g->ops->alloc(g, sizeof(float) * n);
+    tap_ok(a && b && g->bytes_in_use == before + 2 * sizeof(float) * n && g->bytes_peak >= g->bytes_in_use,
+           "%s: alloc counts bytes (%zu in use)", name, g->bytes_in_use);
+    if (!a || !b) return;
+    float *z = dev_get(g, a, n);
+    int zero = 1;
+    for (size_t i = 0; i < n; i++) zero &= z[i] == 0.0f;
+    tap_ok(zero, "%s: alloc is zero-filled", name);
+    float *h = rand_floats(n, -1, 1);
+    g->ops->upload(g, a, h, sizeof(float) * n);
+    g->ops->copy(g, b + 10, a, sizeof(float) * (n - 10));
+    float *back = dev_get(g, b, n);
+    tap_ok(memcmp(back + 10, h, sizeof(float) * (n - 10)) == 0 && back[0] == 0.0f && g->ops->sync(g) == 0,
+           "%s: upload, copy at an offset, download round trip", name);
+    g->ops->dfree(g, a);
+    g->ops->dfree(g, b);
+    tap_ok(g->bytes_in_use == before, "%s: dfree returns the bytes", name);
+    void *empty = g->ops->alloc(g, 0);
+    tap_ok(empty != NULL, "%s: alloc(0) gives a pointer", name);
+    g->ops->dfree(g, empty);
+    free(z), free(h), free(back);
+}
+
+/* ------------------------------------------------------------------------ matmul */
+
+typedef struct {
+    int O, I;
+} shape;
+
+/* one (dtype, mode) sweep over shapes, n and accumulate; returns the worst relative error, and
+ * in deterministic mode checks that each row equals the row computed alone */
+static double matmul_sweep(db_backend *g, db_dtype dt, int *invariant)
+{
+#if DB_TEST_GPU_EMU /* the emulation runs a warp-level step per fiber switch: smaller cases */
+    static const shape shapes[] = {{37, 40}, {24, 256}, {19, 129}};
+    static const int ns[] = {1, 5, 17};
+#else
+    static const shape shapes[] = {{37, 40}, {64, 256}, {300, 129}, {160, 1024}};
+    static const int ns[] = {1, 5, 16, 40};
+#endif
+    double worst = 0.0;
+    *invariant = 1;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        int O = shapes[si].O, I = shapes[si].I;
+        float *wf = rand_floats((size_t)O * I, -1, 1);
+        void *wh = to_dtype(wf, (size_t)O * I, dt);
+        db_weight wc, wg;
+        db_weight_upload(cpu, &wc, wh, dt, O, I);
+        if (db_weight_upload(g, &wg, wh, dt, O, I) != 0) {
+            tap_diag("weight upload: %s", g->err);
+            worst = INFINITY;
+        }
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns && wg.data; ni++) {
+            int n = ns[ni];
+            for (int acc = 0; acc <= 1; acc++) {
+                float *x = rand_floats((size_t)n * I, -1, 1), *y0 = rand_floats((size_t)n * O, -2, 2);
+                float *xc = dev_put(cpu, x, sizeof(float) * n * I), *yc = dev_put(cpu, y0, sizeof(float) * n * O);
+                float *xg = dev_put(g, x, sizeof(float) * n * I);
+                float *yg = acc ? dev_put(g, y0, sizeof(float) * n * O) : dev_poison(g, (size_t)n * O);
+                cpu->ops->matmul(cpu, yc, xc, &wc, n, acc);
+                g->ops->matmul(g, yg, xg, &wg, n, acc);
+                float *yh = dev_get(g, yg, (size_t)n * O);
+                double e = rel_err(yh, yc, (size_t)n * O);
+                if (e > worst) worst = e;
+                if (g->deterministic && n > 1) { /* each row alone, at the same row offset */
+                    float *y1 = dev_poison(g, (size_t)n * O);
+                    if (acc) g->ops->upload(g, y1, y0, sizeof(float) * n * O);
+                    for (int r = 0; r < n; r++)
+                        g->ops->matmul(g, y1 + (size_t)r * O, xg + (size_t)r * I, &wg, 1, acc);
+                    float *y1h = dev_get(g, y1, (size_t)n * O);
+                    if (memcmp(y1h, yh, sizeof(float) * n * O) != 0) {
+                        *invariant = 0;
+                        tap_diag("matmul %s O=%d I=%d n=%d acc=%d: rows alone differ from the batch", db_dtype_name(dt),
+                                 O, I, n, acc);
+                    }
+                    free(y1h);
+                    g->ops->dfree(g, y1);
+                }
+                free(x), free(y0), free(yh);
+                cpu->ops->dfree(cpu, xc), cpu->ops->dfree(cpu, yc);
+                g->ops->dfree(g, xg), g->ops->dfree(g, yg);
+            }
+        }
+        db_weight_free(cpu, &wc);
+        db_weight_free(g, &wg);
+        free(wf), free(wh);
+    }
+    return worst;
+}
+
+static void test_matmul(db_backend *g, db_backend *g_noblas, const char *name)
+{
+    static const db_dtype dts[] = {DB_F32, DB_BF16, DB_F16};
+    for (size_t di = 0; di < 3; di++) {
+        db_dtype dt = dts[di];
+        int inv;
+        g->deterministic = 1;
+        double e = matmul_sweep(g, dt, &inv);
+        tap_ok(e <= 1e-5, "%s: matmul %s deterministic (row-dot kernel), rel err %.2e", name, db_dtype_name(dt), e);
+        tap_ok(inv, "%s: matmul %s deterministic: a row alone == the row in a batch (bitwise)", name,
+               db_dtype_name(dt));
+        g->deterministic = 0;
+        e = matmul_sweep(g, dt, &inv);
+        double bound = dt == DB_F32 ? 1e-5 : 1e-2;
+        tap_ok(e <= bound, "%s: matmul %s fast (vendor BLAS from 16 rows), rel err %.2e (bound %.0e)", name,
+               db_dtype_name(dt), e, bound);
+        if (g_noblas) {
+            g_noblas->deterministic = 0;
+            e = matmul_sweep(g_noblas, dt, &inv);
+            tap_ok(e <= 1e-5, "%s: matmul %s fast, own tiled GEMM (DB_GPU_NO_BLAS=1), rel err %.2e", name,
+                   db_dtype_name(dt), e);
+        }
+    }
+    g->deterministic = 0;
+}
+
+/* ------------------------------------------------------------------------ elementwise, norms */
+
+static void test_rmsnorm(db_backend *g, const char *name)
+{
+    static const int cases[][2] = {{7, 16}, {3, 128}, {33, 1024}, {2, 4096}};
+    for (size_t ci = 0; ci < 4; ci++) {
+        int n = cases[ci][0], d = cases[ci][1];
+        for (int inplace = 0; inplace <= 1; inplace++) {
+            float *x = rand_floats((size_t)n * d, -3, 3), *w = rand_floats((size_t)d, 0.5f, 1.5f);
+            float *xc = dev_put(cpu, x, sizeof(float) * n * d), *wc = dev_put(cpu, w, sizeof(float) * d);
+            float *xg = dev_put(g, x, sizeof(float) * n * d), *wg = dev_put(g, w, sizeof(float) * d);
+            float *yc = inplace ? xc : dev_put(cpu, NULL, sizeof(float) * n * d);
+            float *yg = inplace ? xg : dev_poison(g, (size_t)n * d);
+            cpu->ops->rmsnorm(cpu, yc, xc, wc, n, d, 1e-6f);
+            g->ops->rmsnorm(g, yg, xg, wg, n, d, 1e-6f);
+            float *yh = dev_get(g, yg, (size_t)n * d);
+            double e = rel_err(yh, yc, (size_t)n * d);
+            tap_ok(e <= 1e-5, "%s: rmsnorm n=%d d=%d%s, rel err %.2e", name, n, d, inplace ? " in place" : "", e);
+            if (!inplace) cpu->ops->dfree(cpu, yc), g->ops->dfree(g, yg);
+            cpu->ops->dfree(cpu, xc), cpu->ops->dfree(cpu, wc), g->ops->dfree(g, xg), g->ops->dfree(g, wg);
+            free(x), free(w), free(yh);
+        }
+    }
+}
+
+static void test_rope(db_backend *g, const char *name)
+{
+    static const int hds[] = {16, 64, 128};
+    for (size_t hi = 0; hi < 3; hi++) {
+        int n = 6, nh = 4, hd = hds[hi];
+        size_t len = (size_t)n * nh * hd;
+        float *x = rand_floats(len, -2, 2);
+        int *pos = rand_ints((size_t)n, 0, 200000);
+        pos[0] = 0;
+        pos[1] = 1;
+        float *xc = dev_put(cpu, x, sizeof(float) * len), *xg = dev_put(g, x, sizeof(float) * len);
+        cpu->ops->rope(cpu, xc, pos, n, nh, hd, 1000000.0f);
+        g->ops->rope(g, xg, pos, n, nh, hd, 1000000.0f);
+        float *yh = dev_get(g, xg, len);
+        double e = rel_err(yh, xc, len);
+        tap_ok(e <= 1e-5, "%s: rope hd=%d positions up to 2e5, rel err %.2e", name, hd, e);
+        cpu->ops->dfree(cpu, xc), g->ops->dfree(g, xg);
+        free(x), free(pos), free(yh);
+    }
+}
+
+static void test_elementwise(db_backend *g, const char *name)
+{
+    const size_t n = 100003;
+    float *a = rand_floats(n, -8, 8), *b = rand_floats(n, -2, 2);
+    float *ac = dev_put(cpu, a, sizeof(float) * n), *bc = dev_put(cpu, b, sizeof(float) * n);
+    float *ag = dev_put(g, a, sizeof(float) * n), *bg = dev_put(g, b, sizeof(float) * n);
+    float *oc = dev_put(cpu, NULL, sizeof(float) * n), *og = dev_poison(g, n);
+    cpu->ops->swiglu(cpu, oc, ac, bc, n);
+    g->ops->swiglu(g, og, ag, bg, n);
+    float *h = dev_get(g, og, n);
+    double e = rel_err(h, oc, n);
+    tap_ok(e <= 1e-5, "%s: swiglu, rel err %.2e", name, e);
+    free(h);
+    cpu->ops->add(cpu, ac, bc, n);
+    g->ops->add(g, ag, bg, n);
+    h = dev_get(g, ag, n);
+    tap_ok(memcmp(h, ac, sizeof(float) * n) == 0, "%s: add (bitwise)", name);
+    free(h);
+    static const float mc[][2] = {{1.5f, 20.0f}, {0.5f, 0.0f}, {1.0f, 3.0f}};
+    for (int i = 0; i < 3; i++) {
+        cpu->ops->scale_softcap(cpu, bc, n, mc[i][0], mc[i][1]);
+        g->ops->scale_softcap(g, bg, n, mc[i][0], mc[i][1]);
+        h = dev_get(g, bg, n);
+        e = rel_err(h, bc, n);
+        tap_ok(e <= 1e-5, "%s: scale_softcap mult %.1f cap %.0f, rel err %.2e", name, mc[i][0], mc[i][1], e);
+        free(h);
+    }
+    cpu->ops->dfree(cpu, ac), cpu->ops->dfree(cpu, bc), cpu->ops->dfree(cpu, oc);
+    g->ops->dfree(g, ag), g->ops->dfree(g, bg), g->ops->dfree(g, og);
+    free(a), free(b);
+}
+
+static void test_embed_copy_rows(db_backend *g, const char *name)
+{
+    static const db_dtype dts[] = {DB_F32, DB_BF16, DB_F16};
+    const int V = 50, d = 40, n = 9;
+    for (int di = 0; di < 3; di++) {
+        float *tf = rand_floats((size_t)V * d, -4, 4);
+        void *th = to_dtype(tf, (size_t)V * d, dts[di]);
+        db_weight tc, tg;
+        db_weight_upload(cpu, &tc, th, dts[di], V, d);
+        db_weight_upload(g, &tg, th, dts[di], V, d);
+        int *ids = rand_ints((size_t)n, 0, V);
+        ids[0] = V - 1;
+        float *oc = dev_put(cpu, NULL, sizeof(float) * n * d), *og = dev_poison(g, (size_t)n * d);
+        cpu->ops->embed(cpu, oc, &tc, ids, n);
+        g->ops->embed(g, og, &tg, ids, n);
+        float *h = dev_get(g, og, (size_t)n * d);
+        tap_ok(memcmp(h, oc, sizeof(float) * n * d) == 0, "%s: embed %s (bitwise)", name, db_dtype_name(dts[di]));
+        db_weight_free(cpu, &tc), db_weight_free(g, &tg);
+        cpu->ops->dfree(cpu, oc), g->ops->dfree(g, og);
+        free(tf), free(th), free(ids), free(h);
+    }
+    /* copy_rows: strides, index maps, NULL maps */
+    const int rows = 12, ss = 40, ds = 50, width = 33, m = 6;
+    float *src = rand_floats((size_t)rows * ss, -1, 1), *dst = rand_floats((size_t)rows * ds, -1, 1);
+    float *sc = dev_put(cpu, src, sizeof(float) * rows * ss), *dc = dev_put(cpu, dst, sizeof(float) * rows * ds);
+    float *sg = dev_put(g, src, sizeof(float) * rows * ss), *dg = dev_put(g, dst, sizeof(float) * rows * ds);
+    int dmap[6] = {11, 0, 5, 3, 7, 2}, smap[6] = {4, 4, 0, 11, 9, 1};
+    const int *dm[3] = {dmap, NULL, dmap}, *sm[3] = {smap, smap, NULL};
+    int same = 1;
+    for (int v = 0; v < 3; v++) {
+        cpu->ops->copy_rows(cpu, dc, ds, dm[v], sc, ss, sm[v], m, width);
+        g->ops->copy_rows(g, dg, ds, dm[v], sg, ss, sm[v], m, width);
+        float *h = dev_get(g, dg, (size_t)rows * ds);
+        same &= memcmp(h, dc, sizeof(float) * rows * ds) == 0;
+        free(h);
+    }
+    tap_ok(same, "%s: copy_rows with strides, index maps and NULL maps (bitwise)", name);
+    cpu->ops->dfree(cpu, sc), cpu->ops->dfree(cpu, dc), g->ops->dfree(g, sg), g->ops->dfree(g, dg);
+    free(src), free(dst);
+}
+
+/* ------------------------------------------------------------------------ attention */
+
+static void test_attention(db_backend *g, const char *name)
+{
+    static const int hds[] = {16, 64, 128};
+    const int slots = 3, cap = 300, nh = 8, nkv = 2, n = 7;
+    const db_attn_row rows[7] = {{0, 0, 1},   {1, 0, 300}, {2, 5, 137}, {0, 10, 10},
+                                 {1, 250, 300}, {2, 0, 33}, {0, 31, 97}};
+    for (int hi = 0; hi < 3; hi++) {
+        int hd = hds[hi];
+        size_t kvn = (size_t)slots * cap * nkv * hd, qn = (size_t)n * nh * hd;
+        float *k = rand_floats(kvn, -1, 1), *v = rand_floats(kvn, -1, 1), *q = rand_floats(qn, -3, 3);
+        float *kc = dev_put(cpu, k, sizeof(float) * kvn), *vc = dev_put(cpu, v, sizeof(float) * kvn);
+        float *qc = dev_put(cpu, q, sizeof(float) * qn), *oc = dev_put(cpu, NULL, sizeof(float) * qn);
+        float *kg = dev_put(g, k, sizeof(float) * kvn), *vg = dev_put(g, v, sizeof(float) * kvn);
+        float *qg = dev_put(g, q, sizeof(float) * qn), *og = dev_poison(g, qn), *o1 = dev_poison(g, qn);
+        float scale = 1.0f / sqrtf((float)hd);
+        cpu->ops->attention(cpu, oc, qc, kc, vc, cap, rows, n, nh, nkv, hd, scale);
+        g->ops->attention(g, og, qg, kg, vg, cap, rows, n, nh, nkv, hd, scale);
+        for (int r = 0; r < n; r++)
+            g->ops->attention(g, o1 + (size_t)r * nh * hd, qg + (size_t)r * nh * hd, kg, vg, cap, rows + r, 1, nh, nkv,
+                              hd, scale);
+        float *h = dev_get(g, og, qn), *h1 = dev_get(g, o1, qn);
+        double e = rel_err(h, oc, qn);
+        tap_ok(e <= 1e-5, "%s: attention hd=%d GQA 8:2, key ranges 0..300 incl. empty, rel err %.2e", name, hd, e);
+        tap_ok(memcmp(h, h1, sizeof(float) * qn) == 0, "%s: attention hd=%d: a row alone == the row in a batch", name,
+               hd);
+        cpu->ops->dfree(cpu, kc), cpu->ops->dfree(cpu, vc), cpu->ops->dfree(cpu, qc), cpu->ops->dfree(cpu, oc);
+        g->ops->dfree(g, kg), g->ops->dfree(g, vg), g->ops->dfree(g, qg), g->ops->dfree(g, og), g->ops->dfree(g, o1);
+        free(k), free(v), free(q), free(h), free(h1);
+    }
+}
+
+/* ------------------------------------------------------------------------ topk, probs */
+
+/* logits: mode 0 continuous; 1 few distinct values (ties), with -0 / +0 and -inf mixed in */
+static float *make_logits(size_t n, int mode)
+{
+    float *x = rand_floats(n, -6, 6);
+    if (mode == 1)
+        for (size_t i = 0; i < n; i++) {
+            x[i] = floorf(x[i] * 2.0f) / 8.0f;
+            if (x[i] == 0.0f && (i & 1)) x[i] = -0.0f;
+            if (i % 97 == 5) x[i] = -INFINITY;
+        }
+    return x;
+}
+
+static void test_topk(db_backend *g, const char *name)
+{
+    static const int cases[][3] = {{3, 96, 1}, {4, 96, 4}, {5, 1000, 16}, {2, 50000, 64}, {3, 151936, 16},
+                                   {2, 151936, 1}, {4, 7, 7}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        int n = cases[ci][0], v = cases[ci][1], k = cases[ci][2];
+        for (int mode = 0; mode <= 1; mode++) {
+            size_t len = (size_t)n * v;
+            float *x = make_logits(len, mode);
+            float *xc = dev_put(cpu, x, sizeof(float) * len), *xg = dev_put(g, x, sizeof(float) * len);
+            int *ic = malloc(sizeof(int) * n * k), *ig = malloc(sizeof(int) * n * k);
+            float *vc = malloc(sizeof(float) * n * k), *vg = malloc(sizeof(float) * n * k);
+            memset(ig, 0xff, sizeof(int) * n * k);
+            int rc = cpu->ops->topk(cpu, ic, vc, xc, n, v, k);
+            int rg = g->ops->topk(g, ig, vg, xg, n, v, k);
+            if (rg) tap_diag("%s", g->err);
+            int same = rc == 0 && rg == 0 && memcmp(ic, ig, sizeof(int) * n * k) == 0 &&
+                       memcmp(vc, vg, sizeof(float) * n * k) == 0;
+            tap_ok(same, "%s: topk n=%d V=%d k=%d %s (ids and values exact)", name, n, v, k,
+                   mode ? "many ties, -0/+0, -inf" : "continuous");
+            int *ig2 = malloc(sizeof(int) * n * k);
+            rg = g->ops->topk(g, ig2, NULL, xg, n, v, k);
+            tap_ok(rg == 0 && memcmp(ig2, ic, sizeof(int) * n * k) == 0, "%s: topk n=%d V=%d k=%d without values", name,
+                   n, v, k);
+            cpu->ops->dfree(cpu, xc), g->ops->dfree(g, xg);
+            free(x), free(ic), free(ig), free(vc), free(vg), free(ig2);
+        }
+    }
+    int dummy;
+    float *xg = dev_put(g, NULL, sizeof(float) * 8);
+    tap_ok(g->ops->topk(g, &dummy, NULL, xg, 1, 8, 9) != 0, "%s: topk k > V is an error", name);
+    g->ops->dfree(g, xg);
+}
+
+static void test_probs(db_backend *g, const char *name)
+{
+    static const int vs[] = {96, 5000, 151936};
+    static const struct {
+        float t, p;
+        int k;
+    } fs[] = {{1.0f, 1.0f, 0}, {0.7f, 0.9f, 0}, {1.0f, 0.5f, 20}, {1.3f, 1.0f, 50}, {1.0f, 0.95f, 20},
+              {0.6f, 0.3f, 0}, {1.0f, 1e-6f, 0}, {1.0f, 1.0f, 1}};
+    for (int vi = 0; vi < 3; vi++) {
+        int v = vs[vi], n = v > 10000 ? 2 : 4;
+        size_t len = (size_t)n * v;
+        for (size_t fi = 0; fi < sizeof fs / sizeof *fs; fi++) {
+            for (int mode = 0; mode <= 1; mode++) {
+                float *x = make_logits(len, mode);
+                if (mode == 1) /* no -inf here: the reference's expf(-inf) path is not the point */
+                    for (size_t i = 0; i < len; i++)
+                        if (isinf(x[i])) x[i] = -6.0f;
+                float *xc = dev_put(cpu, x, sizeof(float) * len), *xg = dev_put(g, x, sizeof(float) * len);
+                cpu->ops->probs(cpu, xc, n, v, fs[fi].t, fs[fi].p, fs[fi].k);
+                g->ops->probs(g, xg, n, v, fs[fi].t, fs[fi].p, fs[fi].k);
+                float *h = dev_get(g, xg, len);
+                size_t support_diff = 0, kept = 0;
+                for (size_t i = 0; i < len; i++) {
+                    support_diff += (h[i] != 0.0f) != (xc[i] != 0.0f);
+                    kept += xc[i] != 0.0f;
+                }
+                double e = rel_err(h, xc, len);
+                tap_ok(support_diff == 0 && e <= 1e-5,
+                       "%s: probs V=%d T=%.1f top_p=%g top_k=%d %s: support equal (%zu kept, %zu differ), rel err %.2e",
+                       name, v, fs[fi].t, fs[fi].p, fs[fi].k, mode ? "ties" : "continuous", kept, support_diff, e);
+                cpu->ops->dfree(cpu, xc), g->ops->dfree(g, xg);
+                free(x), free(h);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ DFlash 2 ops */
+
+static void test_dynconv(db_backend *g, const char *name)
+{
+    const int nb = 3, B = 5, H = 32, K = 2, G = 4, rows = nb * B;
+    float *in = rand_floats((size_t)rows * H, -2, 2), *base = rand_floats((size_t)2 * K * H, -1, 1);
+    float *delta = rand_floats((size_t)rows * 2 * K * G, -0.5f, 0.5f);
+    float *ic = dev_put(cpu, in, sizeof(float) * rows * H), *bc = dev_put(cpu, base, sizeof(float) * 2 * K * H);
+    float *dc = dev_put(cpu, delta, sizeof(float) * rows * 2 * K * G);
+    float *ig = dev_put(g, in, sizeof(float) * rows * H), *bg = dev_put(g, base, sizeof(float) * 2 * K * H);
+    float *dg = dev_put(g, delta, sizeof(float) * rows * 2 * K * G);
+    for (int phase = 0; phase <= 1; phase++) {
+        float *oc = dev_put(cpu, NULL, sizeof(float) * rows * H), *og = dev_poison(g, (size_t)rows * H);
+        cpu->ops->dynconv(cpu, oc, ic, bc + (size_t)phase * K * H, dc, phase, nb, B, H, K, G);
+        g->ops->dynconv(g, og, ig, bg + (size_t)phase * K * H, dg, phase, nb, B, H, K, G);
+        float *h = dev_get(g, og, (size_t)rows * H);
+        double e = rel_err(h, oc, (size_t)rows * H);
+        tap_ok(e <= 1e-5, "%s: dynconv phase %d, 3 blocks of 5, rel err %.2e", name, phase, e);
+        cpu->ops->dfree(cpu, oc), g->ops->dfree(g, og);
+        free(h);
+    }
+    cpu->ops->dfree(cpu, ic), cpu->ops->dfree(cpu, bc), cpu->ops->dfree(cpu, dc);
+    g->ops->dfree(g, ig), g->ops->dfree(g, bg), g->ops->dfree(g, dg);
+    free(in), free(base), free(delta);
+}
+
+static void test_pair_scores(db_backend *g, const char *name)
+{
+    static const int cases[][3] = {{6, 4, 8}, {5, 16, 256}, {2, 33, 1100}}; /* n, k, r */
+    static const db_dtype dts[] = {DB_F32, DB_BF16, DB_F16};
+    const int V = 100;
+    for (int ci = 0; ci < 3; ci++) {
+        for (int di = 0; di < 3; di++) {
+            int n = cases[ci][0], k = cases[ci][1], r = cases[ci][2];
+            float *pf = rand_floats((size_t)V * r, -1, 1), *sf = rand_floats((size_t)V * r, -1, 1);
+            void *ph = to_dtype(pf, (size_t)V * r, dts[di]), *sh = to_dtype(sf, (size_t)V * r, dts[di]);
+            float *gv = rand_floats((size_t)n * r, -1, 1);
+            int *prev = rand_ints((size_t)n * k, 0, V), *cand = rand_ints((size_t)n * k, 0, V);
+            db_weight pc, sc, pg, sg;
+            db_weight_upload(cpu, &pc, ph, dts[di], V, r), db_weight_upload(cpu, &sc, sh, dts[di], V, r);
+            db_weight_upload(g, &pg, ph, dts[di], V, r), db_weight_upload(g, &sg, sh, dts[di], V, r);
+            float *gc = dev_put(cpu, gv, sizeof(float) * n * r), *gg = dev_put(g, gv, sizeof(float) * n * r);
+            size_t on = (size_t)n * k * k;
+            float *oc = malloc(sizeof(float) * on), *og = malloc(sizeof(float) * on);
+            for (size_t i = 0; i < on; i++) og[i] = NAN;
+            int rc = cpu->ops->pair_scores(cpu, oc, gc, prev, cand, &pc, &sc, n, k, r);
+            int rg = g->ops->pair_scores(g, og, gg, prev, cand, &pg, &sg, n, k, r);
+            if (rg) tap_diag("%s", g->err);
+            double e = rc || rg ? INFINITY : rel_err(og, oc, on);
+            tap_ok(e <= 1e-5, "%s: pair_scores n=%d k=%d r=%d %s codebooks, rel err %.2e", name, n, k, r,
+                   db_dtype_name(dts[di]), e);
+            db_weight_free(cpu, &pc), db_weight_free(cpu, &sc), db_weight_free(g, &pg), db_weight_free(g, &sg);
+            cpu->ops->dfree(cpu, gc), g->ops->dfree(g, gg);
+            free(pf), free(sf), free(ph), free(sh), free(gv), free(prev), free(cand), free(oc), free(og);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ the pipeline */
+
+enum { NPROMPT = 3, MAX_NEW = 24 };
+
+/* a backend from its ops table (registry backends and the emulation alike) */
+static db_backend *make_backend(const db_backend_ops *ops, int deterministic, char *msg, size_t msglen)
+{
+    db_backend *be = calloc(1, sizeof *be);
+    db_backend_opts o = {.threads = 2, .deterministic = deterministic, .device = 0};
+    be->ops = ops;
+    if (ops->init(be, &o) != 0) {
+        snprintf(msg, msglen, "%s", be->err);
+        free(be);
+        return NULL;
+    }
+    return be;
+}
+
+/* greedy generation of three prompts at concurrency 2 on backend `ops` */
+static int generate(const db_backend_ops *ops, int deterministic, db_variant v, int max_new,
+                    int out[NPROMPT][MAX_NEW], int nout[NPROMPT])
+{
+    db_backend *be = make_backend(ops, deterministic, err, sizeof err);
+    if (!be) return -1;
+    db_target t;
+    db_drafter d;
+    int has_d = 0, rc = db_target_load(&t, be, tu_data("qwen3-f32-tied"), err, sizeof err);
+    if (rc) {
+        db_backend_destroy(be);
+        return rc;
+    }
+    if (v != DB_VAR_AR) {
+        rc = db_drafter_load(&d, be, tu_data("dflash2-f32"), &t, err, sizeof err);
+        has_d = rc == 0;
+    }
+    static const int p0[] = {1, 17, 4, 60, 2}, p1[] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, p2[] = {42};
+    const int *prompts[NPROMPT] = {p0, p1, p2};
+    const int lens[NPROMPT] = {5, 12, 1};
+    db_gen_params p = {.variant = v, .block_size = 8, .top_p = 1.0f, .max_new_tokens = max_new, .seed = 1};
+    db_engine *e = NULL;
+    if (!rc) rc = db_engine_create(&e, &t, has_d ? &d : NULL, &p, 2, 12, err, sizeof err);
+    if (!rc) {
+        db_request r[NPROMPT];
+        memset(r, 0, sizeof r);
+        for (int i = 0; i < NPROMPT; i++) {
+            r[i].prompt = prompts[i];
+            r[i].n_prompt = lens[i];
+            r[i].out = out[i];
+        }
+        rc = db_engine_run(e, r, NPROMPT, db_now(), NULL, NULL, err, sizeof err);
+        for (int i = 0; i < NPROMPT; i++) nout[i] = r[i].n_out;
+    }
+    db_engine_destroy(e);
+    if (!rc && be->ops->sync(be) != 0) {
+        snprintf(err, sizeof err, "%s", be->err);
+        rc = -1;
+    }
+    if (has_d) db_drafter_free(&d);
+    db_target_free(&t);
+    db_backend_destroy(be);
+    return rc;
+}
+
+/* every variant, deterministic and fast mode: the GPU's tokens == the CPU backend's. The CPU's
+ * speculative variants equal its ar (test_drafter), so equality here also makes every GPU
+ * variant lossless. `quick` (the emulation): ar, dflash and dflash2 deterministic, dflash2
+ * fast, 12 tokens. */
+static void test_pipeline(const db_backend_ops *ops, int quick)
+{
+    const char *name = ops->name;
+    int max_new = quick ? 12 : MAX_NEW;
+    for (int det = 1; det >= 0; det--) {
+        for (int v = DB_VAR_AR; v < DB_VAR_COUNT; v++) {
+            if (quick && (v == DB_VAR_SELECTOR_OFF || v == DB_VAR_CONV_OFF || (!det && v != DB_VAR_DFLASH2)))
+                continue;
+            int oc[NPROMPT][MAX_NEW], og[NPROMPT][MAX_NEW], nc[NPROMPT], ng[NPROMPT];
+            memset(og, 0xff, sizeof og);
+            int rc = generate(&db_cpu_backend_ops, det, (db_variant)v, max_new, oc, nc);
+            if (rc) tap_diag("cpu: %s", err);
+            int rg = rc ? -1 : generate(ops, det, (db_variant)v, max_new, og, ng);
+            if (!rc && rg) tap_diag("%s: %s", name, err);
+            int same = !rc && !rg;
+            for (int i = 0; same && i < NPROMPT; i++)
+                same = nc[i] == ng[i] && memcmp(oc[i], og[i], sizeof(int) * (size_t)nc[i]) == 0;
+            tap_ok(same, "%s: greedy %s (%s mode), %d prompts x %d tokens at concurrency 2 == cpu backend", name,
+                   db_variant_name((db_variant)v), det ? "deterministic" : "fast", NPROMPT, max_new);
+        }
+    }
+}
+
+__attribute__((unused)) static void test_check_lossless(const char *name)
+{
+    const char *bin = getenv("DB_BIN");
+    if (!bin) {
+        tap_ok(1, "%s: check-lossless # SKIP DB_BIN not set", name);
+        return;
+    }
+    char cmd[4096], log[] = "/tmp/db-test-gpu-XXXXXX";
+    int fd = mkstemp(log);
+    if (fd < 0) {
+        tap_ok(0, "%s: check-lossless: temporary file", name);
+        return;
+    }
+    close(fd);
+    snprintf(cmd, sizeof cmd,
+             "'%s' check-lossless --backend %s --target '%s' --drafter '%s' --random-prompts 6 "
+             "--max-new-tokens 32 --concurrency 3 > '%s' 2>&1",
+             bin, name, tu_data("qwen3-f32-tied"), tu_data("dflash2-f32"), log);
+    int rc = system(cmd);
+    FILE *f = fopen(log, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        tap_diag("%s", line);
+    }
+    if (f) fclose(f);
+    remove(log);
+    tap_ok(rc == 0, "%s: dflash-bench check-lossless --backend %s (every variant == ar, deterministic)", name, name);
+}
+
+/* ------------------------------------------------------------------------ main */
+
+/* ------------------------------------------------------------------------ synthetic weights */
+
+static void test_fill_random(db_backend *g, const char *name)
+{
+    static const db_dtype dts[] = {DB_F32, DB_BF16, DB_F16};
+    const size_t n = 100003;
+    for (int di = 0; di < 3; di++) {
+        size_t bytes = n * db_dtype_size(dts[di]);
+        void *d = g->ops->alloc(g, bytes), *ref = malloc(bytes), *h = malloc(bytes);
+        db_fill_random_host(ref, n, dts[di], 99, 12345, 0.02f, 0.5f);
+        int rc = db_fill_random(g, d, n, dts[di], 99, 12345, 0.02f, 0.5f);
+        rc |= g->ops->download(g, h, d, bytes);
+        tap_ok(rc == 0 && memcmp(h, ref, bytes) == 0, "%s: fill_random %s == the host reference (bitwise)", name,
+               db_dtype_name(dts[di]));
+        g->ops->dfree(g, d);
+        free(ref), free(h);
+    }
+    tap_ok(db_mem_available(g) > 0, "%s: mem_available %.1f GiB", name, (double)db_mem_available(g) / 1073741824.0);
+}
+
+/* ------------------------------------------------------------------------ main */
+
+static int no_device(const char *msg)
+{
+    return strstr(msg, "no CUDA device") || strstr(msg, "no HIP device");
+}
+
+/* every op of one GPU backend, then the pipeline (0: none, 1: quick, 2: full); 0 when it
+ * has no device */
+static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_init)
+{
+    const char *name = ops->name;
+    db_backend *g = make_backend(ops, 0, err, sizeof err), *g_noblas = NULL;
+    if (!g) {
+        if (no_device(err)) {
+            printf("# %s: %s\n", name, err);
+            return 0;
+        }
+        tap_ok(0, "%s: backend init: %s", name, err);
+        (*failed_init)++;
+        return 0;
+    }
+    tap_diag("%s: %s, %s", name, g->device_name, g->simd);
+    if (strcmp(name, "cuda") == 0) { /* the own tiled GEMM, which HIP uses, on this device too */
+        setenv("DB_GPU_NO_BLAS", "1", 1);
+        g_noblas = make_backend(ops, 0, err, sizeof err);
+        unsetenv("DB_GPU_NO_BLAS");
+    }
+    test_memory(g, name);
+    test_matmul(g, g_noblas, name);
+    test_rmsnorm(g, name);
+    test_rope(g, name);
+    test_elementwise(g, name);
+    test_embed_copy_rows(g, name);
+    test_attention(g, name);
+    test_topk(g, name);
+    test_probs(g, name);
+    test_dynconv(g, name);
+    test_pair_scores(g, name);
+    test_fill_random(g, name);
+    int rc = g->ops->sync(g);
+    tap_ok(rc == 0, "%s: no device error latched (%s)", name, rc ? g->err : "ok");
+    tap_ok(g->bytes_in_use == 0, "%s: every test buffer freed (%zu bytes left)", name, g->bytes_in_use);
+    db_backend_destroy(g_noblas);
+    db_backend_destroy(g);
+    if (pipeline) test_pipeline(ops, pipeline == 1);
+    return 1;
+}
+
+#if DB_TEST_GPU_EMU
+extern const db_backend_ops db_gpu_emu_backend_ops;
+#endif
+
+int main(void)
+{
+    db_rng_seed(&rng, 20251130);
+    cpu = make_backend(&db_cpu_backend_ops, 1, err, sizeof err);
+    if (!cpu) {
+        printf("Bail out! cpu backend: %s\n", err);
+        return 1;
+    }
+    int ran = 0, failed_init = 0;
+#if DB_TEST_GPU_EMU
+    /* the kernels on the CPU (backends/cuda/gpu_emu.h), with 32- and 64-lane warps */
+    setenv("DB_GPU_EMU_WARP", "32", 1);
+    ran += test_backend(&db_gpu_emu_backend_ops, 1, &failed_init);
+    setenv("DB_GPU_EMU_WARP", "64", 1);
+    ran += test_backend(&db_gpu_emu_backend_ops, 0, &failed_init);
+#else
+    int compiled = 0;
+    for (int i = 0; db_backends[i]; i++) {
+        if (strcmp(db_backends[i]->name, "cpu") == 0) continue;
+        compiled++;
+        if (test_backend(db_backends[i], 2, &failed_init)) {
+            ran++;
+            test_check_lossless(db_backends[i]->name);
+        }
+    }
+    if (!compiled) tap_skip_all("no CUDA device: no GPU backend compiled into this binary (-Dcuda / -Dhip)");
+#endif
+    db_backend_destroy(cpu);
+    if (!ran && !failed_init) tap_skip_all("no CUDA device");
+    return tap_done();
+}
