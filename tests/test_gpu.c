@@ -7,8 +7,9 @@
  *
  * Built a second time with -DDB_TEST_GPU_EMU=1 as test-gpu-emu (suite `unit`): then it checks
  * the `gpu-emu` backend instead, the same kernels run on the CPU by backends/cuda/gpu_emu.h,
- * with 32- and 64-lane warps, so CI executes every kernel without a GPU (smaller matmul
- * shapes, and a shorter pipeline check, because the emulation is slow).
+ * with 32-lane warps, then 64-lane warps resumed in reverse thread order, so CI executes every
+ * kernel without a GPU (smaller matmul shapes, and a shorter pipeline check, because the
+ * emulation is slow).
  *
  * Per op, random inputs (fresh per case, never zeros), the same on both backends; the GPU
  * output buffer is poisoned with NaN first where the op overwrites it, so an unwritten element
@@ -510,18 +511,19 @@ static void test_dynconv(db_backend *g, const char *name)
 static void test_pair_scores(db_backend *g, const char *name)
 {
     static const int cases[][3] = {{6, 4, 8}, {5, 16, 256}, {2, 33, 1100}}; /* n, k, r */
-    static const db_dtype dts[] = {DB_F32, DB_BF16, DB_F16};
+    static const db_dtype dts[][2] = {{DB_F32, DB_F32}, {DB_BF16, DB_BF16}, {DB_F16, DB_F16}, {DB_BF16, DB_F32}};
     const int V = 100;
     for (int ci = 0; ci < 3; ci++) {
-        for (int di = 0; di < 3; di++) {
+        for (int di = 0; di < 4; di++) {
             int n = cases[ci][0], k = cases[ci][1], r = cases[ci][2];
+            db_dtype dp = dts[di][0], ds = dts[di][1];
             float *pf = rand_floats((size_t)V * r, -1, 1), *sf = rand_floats((size_t)V * r, -1, 1);
-            void *ph = to_dtype(pf, (size_t)V * r, dts[di]), *sh = to_dtype(sf, (size_t)V * r, dts[di]);
+            void *ph = to_dtype(pf, (size_t)V * r, dp), *sh = to_dtype(sf, (size_t)V * r, ds);
             float *gv = rand_floats((size_t)n * r, -1, 1);
             int *prev = rand_ints((size_t)n * k, 0, V), *cand = rand_ints((size_t)n * k, 0, V);
             db_weight pc, sc, pg, sg;
-            db_weight_upload(cpu, &pc, ph, dts[di], V, r), db_weight_upload(cpu, &sc, sh, dts[di], V, r);
-            db_weight_upload(g, &pg, ph, dts[di], V, r), db_weight_upload(g, &sg, sh, dts[di], V, r);
+            db_weight_upload(cpu, &pc, ph, dp, V, r), db_weight_upload(cpu, &sc, sh, ds, V, r);
+            db_weight_upload(g, &pg, ph, dp, V, r), db_weight_upload(g, &sg, sh, ds, V, r);
             float *gc = dev_put(cpu, gv, sizeof(float) * n * r), *gg = dev_put(g, gv, sizeof(float) * n * r);
             size_t on = (size_t)n * k * k;
             float *oc = malloc(sizeof(float) * on), *og = malloc(sizeof(float) * on);
@@ -530,8 +532,8 @@ static void test_pair_scores(db_backend *g, const char *name)
             int rg = g->ops->pair_scores(g, og, gg, prev, cand, &pg, &sg, n, k, r);
             if (rg) tap_diag("%s", g->err);
             double e = rc || rg ? INFINITY : rel_err(og, oc, on);
-            tap_ok(e <= 1e-5, "%s: pair_scores n=%d k=%d r=%d %s codebooks, rel err %.2e", name, n, k, r,
-                   db_dtype_name(dts[di]), e);
+            tap_ok(e <= 1e-5, "%s: pair_scores n=%d k=%d r=%d %s / %s codebooks, rel err %.2e", name, n, k, r,
+                   db_dtype_name(dp), db_dtype_name(ds), e);
             db_weight_free(cpu, &pc), db_weight_free(cpu, &sc), db_weight_free(g, &pg), db_weight_free(g, &sg);
             cpu->ops->dfree(cpu, gc), g->ops->dfree(g, gg);
             free(pf), free(sf), free(ph), free(sh), free(gv), free(prev), free(cand), free(oc), free(og);
@@ -748,6 +750,7 @@ int main(void)
     setenv("DB_GPU_EMU_WARP", "32", 1);
     ran += test_backend(&db_gpu_emu_backend_ops, 1, &failed_init);
     setenv("DB_GPU_EMU_WARP", "64", 1);
+    setenv("DB_GPU_EMU_ORDER", "reverse", 1); /* threads resumed last to first: missing barriers show */
     ran += test_backend(&db_gpu_emu_backend_ops, 0, &failed_init);
 #else
     int compiled = 0;

@@ -1162,7 +1162,7 @@ void gpu_probs(db_backend *be, float *x, int n, int v, float temperature, float 
 /* ---------------------------------------------------------------------------------------- */
 /* selector pair scores                                                                     */
 
-template <int DT>
+template <int DP, int DS>
 __global__ void k_pair_scores(float *out, const float *g, const int *prev, const int *cand, const void *pred,
                               const void *succ, int k, int r)
 {
@@ -1173,10 +1173,22 @@ __global__ void k_pair_scores(float *out, const float *g, const int *prev, const
         size_t pi = (size_t)prev[(size_t)t * k + i] * r, sj = (size_t)cand[(size_t)t * k + j] * r;
         float s = 0.0f;
         for (int q = 0; q < r; q++) {
-            float tmp = load_elem<DT>(pred, pi + q) * gt[q];
-            s += tmp * load_elem<DT>(succ, sj + q);
+            float tmp = load_elem<DP>(pred, pi + q) * gt[q];
+            s += tmp * load_elem<DS>(succ, sj + q);
         }
         out[((size_t)t * k + i) * k + j] = s;
+    }
+}
+
+template <int DP>
+void launch_pair_scores(db_backend *be, unsigned threads, float *dout, const float *g, const int *dprev,
+                        const int *dcand, const db_weight *pred, const db_weight *succ, int n, int k, int r)
+{
+    cudaStream_t st = ctx_of(be)->stream;
+    switch (succ->dtype) {
+    case DB_F32: launch_kernel(k_pair_scores<DP, DB_F32>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
+    case DB_BF16: launch_kernel(k_pair_scores<DP, DB_BF16>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
+    case DB_F16: launch_kernel(k_pair_scores<DP, DB_F16>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
     }
 }
 
@@ -1186,11 +1198,6 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
     gpu_ctx *c = ctx_of(be);
     if (pred->cols != r || succ->cols != r) {
         snprintf(be->err, sizeof be->err, "pair_scores: codebook rank mismatch");
-        return -1;
-    }
-    if (pred->dtype != succ->dtype) {
-        snprintf(be->err, sizeof be->err, "pair_scores: codebooks of different dtypes (%s, %s)",
-                 db_dtype_name(pred->dtype), db_dtype_name(succ->dtype));
         return -1;
     }
     if (c->failed) return -1;
@@ -1203,9 +1210,9 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
     if (!dprev || !dcand) return -1;
     unsigned threads = k * k < 256 ? (unsigned)((k * k + c->warp - 1) / c->warp * c->warp) : 256u;
     switch (pred->dtype) {
-    case DB_F32: launch_kernel(k_pair_scores<DB_F32>, n, threads, 0, c->stream, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
-    case DB_BF16: launch_kernel(k_pair_scores<DB_BF16>, n, threads, 0, c->stream, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
-    case DB_F16: launch_kernel(k_pair_scores<DB_F16>, n, threads, 0, c->stream, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
+    case DB_F32: launch_pair_scores<DB_F32>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
+    case DB_BF16: launch_pair_scores<DB_BF16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
+    case DB_F16: launch_pair_scores<DB_F16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
     }
     if (LAUNCH_CHECK(be, "k_pair_scores")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;

@@ -10,7 +10,9 @@
  *   shuffles, ballots,       all live lanes of the warp meet (twice: deposit, then read). A
  *   __syncwarp()             warp barrier with an exited lane, or a warp whose lanes wait at
  *                            different barriers, aborts: that would be a bug on a real GPU too
- * warpSize is $DB_GPU_EMU_WARP (32 by default; 64 exercises the CDNA wavefront paths).
+ * warpSize is $DB_GPU_EMU_WARP (32 by default; 64 exercises the CDNA wavefront paths);
+ * DB_GPU_EMU_ORDER=reverse resumes threads last to first, which exposes many missing barriers
+ * (a reader that runs before its writer sees stale data).
  * Device memory is host memory (256-byte aligned); streams are synchronous. Nothing here is
  * fast or faithful about timing: it checks indexing, barriers, reductions and results. */
 #ifndef DB_GPU_EMU_H
@@ -83,6 +85,9 @@ inline int cur;
 inline void (*body)(void *);
 inline void *body_arg;
 inline std::vector<char> dyn_smem;
+/* resume warps and lanes last to first: a read that lacks its barrier then sees the data not
+ * yet written (with the usual order the writer has often run first and hides the race) */
+inline int reverse;
 
 [[noreturn]] inline void fail(const char *what)
 {
@@ -147,11 +152,15 @@ inline void run_block(int nthreads)
         f.tid = uint3{(unsigned)t % bdim.x, (unsigned)t / bdim.x % bdim.y, (unsigned)t / (bdim.x * bdim.y)};
     }
     for (;;) {
-        for (int lo = 0; lo < nthreads; lo += ::warpSize) {
+        int nw = (nthreads + ::warpSize - 1) / ::warpSize;
+        for (int wi = 0; wi < nw; wi++) {
+            int lo = (reverse ? nw - 1 - wi : wi) * ::warpSize;
             int hi = lo + ::warpSize < nthreads ? lo + ::warpSize : nthreads;
             for (;;) {
-                for (int t = lo; t < hi; t++)
+                for (int i = lo; i < hi; i++) {
+                    int t = reverse ? hi - 1 - (i - lo) : i;
                     if (!fibers[t].done && !fibers[t].wait) resume(t);
+                }
                 int at_warp = 0, at_block = 0, exited = 0;
                 for (int t = lo; t < hi; t++) {
                     exited += fibers[t].done;
@@ -288,6 +297,8 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
     memset(p, 0, sizeof *p);
     const char *w = getenv("DB_GPU_EMU_WARP");
     warpSize = w && atoi(w) == 64 ? 64 : 32;
+    const char *o = getenv("DB_GPU_EMU_ORDER");
+    emu::reverse = o && strcmp(o, "reverse") == 0;
     snprintf(p->name, sizeof p->name, "CPU emulation (warp %d)", warpSize);
     p->totalGlobalMem = (size_t)1 << 30;
     p->multiProcessorCount = 4;
