@@ -12,31 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int read_stdin(char **out, size_t *len, char *err, size_t errlen)
-{
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) break;
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, stdin);
-        n += got;
-        if (got == 0) break;
-    }
-    if (!buf || ferror(stdin)) {
-        free(buf);
-        return db_fail(err, errlen, DB_ERUNTIME, "tokenize: cannot read stdin");
-    }
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return DB_OK;
-}
-
 int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
 {
     const char *path = NULL, *tmpl_name = "none";
@@ -64,7 +39,7 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
     char *in = NULL, *text = NULL;
     size_t len = 0;
     int *ids = NULL, n = 0;
-    rc = read_stdin(&in, &len, err, errlen);
+    rc = db_read_stream(stdin, "stdin", &in, &len, err, errlen);
     if (!rc && decode) {
         rc = db_parse_ids(in, &ids, &n, err, errlen);
         size_t tl = 0;

@@ -26,11 +26,9 @@ double db_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -44,16 +42,24 @@ int db_read_file(const char *path, char **out, size_t *len, char *err, size_t er
         n += got;
         if (got == 0) break;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
+    if (!buf || ferror(f)) {
         free(buf);
-        return db_fail(err, errlen, DB_EINPUT, "%s: read error", path);
+        return db_fail(err, errlen, DB_EINPUT, "%s: read error", name);
     }
     buf[n] = 0;
     *out = buf;
     if (len) *len = n;
     return DB_OK;
+}
+
+int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    int rc = db_read_stream(f, path, out, len, err, errlen);
+    fclose(f);
+    return rc;
 }
 
 int db_path_join(char *buf, size_t n, const char *dir, const char *name)

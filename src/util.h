@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum {
     DB_OK = 0,
@@ -22,6 +23,8 @@ double db_now(void); /* monotonic seconds */
 
 /* whole file into a NUL-terminated buffer (free()), size in *len; DB_EINPUT if unreadable */
 int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);
+/* the same from an open stream (stdin); `name` goes into the message */
+int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err, size_t errlen);
 
 /* join dir + "/" + name into buf; DB_EINPUT when it does not fit */
 int db_path_join(char *buf, size_t n, const char *dir, const char *name);

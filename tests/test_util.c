@@ -20,6 +20,11 @@ cJSON *tu_golden(const char *dir)
 {
     char p[1200];
     snprintf(p, sizeof p, "%s/golden.json", dir);
+    return tu_json_file(p);
+}
+
+cJSON *tu_json_file(const char *p)
+{
     FILE *f = fopen(p, "rb");
     if (!f) {
         printf("# cannot open %s\n", p);

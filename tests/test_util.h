@@ -9,6 +9,8 @@
 const char *tu_data(const char *name);
 /* parse dir/golden.json; NULL with a diagnostic when missing */
 cJSON *tu_golden(const char *dir);
+/* parse any JSON file; NULL with a diagnostic */
+cJSON *tu_json_file(const char *path);
 /* numbers of a JSON array into a malloc'd float/int array; count in *n */
 float *tu_floats(const cJSON *arr, int *n);
 int *tu_ints(const cJSON *arr, int *n);
