@@ -187,10 +187,15 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     mean_sd(v, R, &o->throughput_tok_s, &o->throughput_stddev);
 
     o->tau = is_ar(&p->key) ? 1.0 : t->cycles ? (double)t->output_tokens / t->cycles : NAN;
-    o->oracle_tau = !is_ar(&p->key) && t->cycles && t->oracle_len_sum
-                        ? (double)t->oracle_len_sum / t->cycles
+    long drafting = 0; /* cycles that drafted: the histogram's total (no prefill steps) */
+    for (int l = 1; l <= DB_MAX_BLOCK; l++) drafting += t->hist[l];
+    o->oracle_tau = !is_ar(&p->key) && drafting && t->oracle_len_sum
+                        ? (double)t->oracle_len_sum / (double)drafting
                         : NAN;
-    double cyc = t->cycles ? (double)t->cycles : NAN;
+    /* the time split is recorded for drafting cycles (`ar`: decode steps), never for the
+     * prefill step every request starts with, so that step is not a cycle here */
+    long steps = is_ar(&p->key) ? t->cycles - (long)p->repetitions * p->n_prompts : drafting;
+    double cyc = steps > 0 ? (double)steps : NAN;
     o->draft_ms_per_cycle = 1e3 * t->t_draft / cyc;
     o->select_ms_per_cycle = 1e3 * t->t_select / cyc;
     o->verify_ms_per_cycle = 1e3 * t->t_verify / cyc;

@@ -155,7 +155,9 @@ static void acceptance_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_int(r, "reached", t->reached[i]);
     put_int(r, "accepted", t->accepted[i]);
     put_num(r, "conditional_rate", ratio((double)t->accepted[i], (double)t->reached[i]));
-    put_num(r, "survival_rate", ratio((double)t->accepted[i], (double)t->cycles));
+    /* drafted[i] = drafting cycles (each drafts every position once); t->cycles also counts each
+     * request's prefill step, which drafts nothing */
+    put_num(r, "survival_rate", ratio((double)t->accepted[i], (double)t->drafted[i]));
     put_int(r, "recall_n", t->recall_n[i]);
     put_num(r, "recall_at_1", ratio((double)t->recall1[i], (double)t->recall_n[i]));
     put_num(r, "recall_at_k", ratio((double)t->recallk[i], (double)t->recall_n[i]));

@@ -36,7 +36,7 @@ static void by_hand(void)
                             req(10, 5, 0, 0.3, 2.0), req(6, 2, 0.5, 0.6, 4.0)};
     reqs[0].t_draft = 0.014;
     reqs[3].t_verify = 0.028;
-    reqs[1].hist[1] = 1;
+    for (int i = 0; i < 4; i++) reqs[i].hist[1] = reqs[i].cycles; /* 14 drafting cycles */
     reqs[1].oracle_len_sum = 21;
     double wall[2] = {2.0, 4.0};
     db_point_raw p = {.key = fx_key("math", "dflash2", 4, 1), .n_prompts = 2, .repetitions = 2,
