@@ -39,24 +39,12 @@ static char root[512]; /* the mkdtemp() directory */
 
 static unsigned char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tap_diag("cannot open fixture %s", path);
+    char *b, err[512];
+    if (db_read_file(path, &b, len, err, sizeof err) != 0) {
+        tap_diag("cannot open fixture: %s", err);
         return NULL;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)(n > 0 ? n : 1) + 1);
-    size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!b || got != (size_t)n) {
-        free(b);
-        return NULL;
-    }
-    b[got] = 0;
-    *len = got;
-    return b;
+    return (unsigned char *)b;
 }
 
 static void spit(const char *path, const void *a, size_t na, const void *b, size_t nb)

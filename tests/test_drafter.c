@@ -49,16 +49,25 @@ static int prefill_context(db_target *t, db_drafter *d, const int *ctx, int n)
     return db_drafter_add_context(d, t->s.taps, slot, pos, n, err, sizeof err);
 }
 
-static void check_block_logits(const char *name)
+/* golden.json of drafter fixture `name` plus the loaded pair; a failed test point otherwise */
+static int open_fixture(const char *name, cJSON **g, db_target *t, db_drafter *d)
 {
     const char *dir = tu_data(name);
-    cJSON *g = tu_golden(dir);
+    *g = tu_golden(dir);
+    if (!*g || load_pair(t, d, dir)) {
+        tap_ok(0, "%s: load", name);
+        cJSON_Delete(*g);
+        return -1;
+    }
+    return 0;
+}
+
+static void check_block_logits(const char *name)
+{
+    cJSON *g;
     db_target t;
     db_drafter d;
-    if (!g || load_pair(&t, &d, dir)) {
-        tap_ok(0, "%s: load", name);
-        return;
-    }
+    if (open_fixture(name, &g, &t, &d)) return;
     int n, V = t.cfg.vocab;
     int *ctx = tu_ints(cJSON_GetObjectItem(g, "context_tokens"), &n);
     int anchor = cJSON_GetObjectItem(g, "anchor")->valueint;
@@ -137,14 +146,10 @@ static int run_engine(db_target *t, db_drafter *d, db_variant v, int B, int conc
 
 static void check_cycle_trace(const char *name)
 {
-    const char *dir = tu_data(name);
-    cJSON *g = tu_golden(dir);
+    cJSON *g;
     db_target t;
     db_drafter d;
-    if (!g || load_pair(&t, &d, dir)) {
-        tap_ok(0, "%s: load", name);
-        return;
-    }
+    if (open_fixture(name, &g, &t, &d)) return;
     const cJSON *cy = cJSON_GetObjectItem(g, "cycle"), *var;
     int np, *prompt = tu_ints(cJSON_GetObjectItem(cy, "prompt"), &np);
     int max_new = cJSON_GetObjectItem(cy, "max_new_tokens")->valueint;

@@ -1,5 +1,6 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,18 +26,11 @@ cJSON *tu_golden(const char *dir)
 
 cJSON *tu_json_file(const char *p)
 {
-    FILE *f = fopen(p, "rb");
-    if (!f) {
-        printf("# cannot open %s\n", p);
+    char *s, err[512];
+    if (db_read_file(p, &s, NULL, err, sizeof err) != 0) {
+        printf("# %s\n", err);
         return NULL;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    fclose(f);
-    s[got] = 0;
     cJSON *j = cJSON_Parse(s);
     free(s);
     if (!j) printf("# %s is not JSON\n", p);
