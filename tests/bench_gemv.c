@@ -19,7 +19,7 @@
  * Runs in well under a minute on 2 cores. CPU backend only: the weights live in host memory. */
 #include "config.h"
 #include "backend.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
  * Default tokenizer: models/tiny-qwen3/tokenizer.json under $DB_SOURCE_ROOT when present, else
  * the test fixture tests/data/tokenizer/tokenizer.json. */
 #include "test_util.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "text/tokenizer.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,13 +10,13 @@
  * Each case also runs an untouched copy first (positive control), so a broken helper cannot
  * make the "refused" checks pass vacuously.
  */
-#include "drafter.h"
-#include "model_config.h"
-#include "safetensors.h"
+#include "model/drafter.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
 #include "tap.h"
-#include "target.h"
+#include "model/target.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <cjson/cJSON.h>
 #include <ftw.h>

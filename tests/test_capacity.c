@@ -15,14 +15,14 @@
  * Models are a tiny synthetic pair written here (hidden 64, 2 layers, vocab 512). */
 #include "config.h"
 #include "backend.h"
-#include "capacity.h"
-#include "csv_io.h"
-#include "engine.h"
-#include "profile.h"
-#include "session.h"
-#include "synthetic.h"
+#include "bench/capacity.h"
+#include "report/csv_io.h"
+#include "engine/engine.h"
+#include "bench/profile.h"
+#include "engine/session.h"
+#include "model/synthetic.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

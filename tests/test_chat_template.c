@@ -1,11 +1,11 @@
 /* test_chat_template.c — the chat templates render the exact strings the models' own Jinja
  * templates give (Qwen3 chatml with the thinking switch, LLaMA-3, none), auto-detection, and
  * db_prompt_render = render + encode for a multi-turn sample. */
-#include "chat_template.h"
-#include "prompt.h"
+#include "text/chat_template.h"
+#include "text/prompt.h"
 #include "tap.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

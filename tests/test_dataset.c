@@ -1,10 +1,10 @@
 /* test_dataset.c — every prompt-set format parsed from the fixtures in tests/data/datasets/
  * (multi-turn included), the z-lab harness formatting, shuffle-and-take, the built-in sets, and
  * the errors: a line that is not JSON, a missing field, invalid UTF-8 (file and line named). */
-#include "dataset.h"
+#include "text/dataset.h"
 #include "tap.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

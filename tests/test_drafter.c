@@ -6,10 +6,10 @@
  *   greedy output of every variant == `ar`, token for token, on 20 prompts at B = 4, 8, 16,
  *   4 requests batched per cycle;
  *   a variant the checkpoint cannot run is refused naming the missing tensor. */
-#include "engine.h"
+#include "engine/engine.h"
 #include "tap.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>

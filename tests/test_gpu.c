@@ -30,10 +30,10 @@
  * `dflash-bench check-lossless --backend NAME` must pass. */
 #include "config.h"
 #include "backend.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "tap.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdint.h>

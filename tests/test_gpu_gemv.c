@@ -19,7 +19,7 @@
  * launches closed by a sync, after warm-up calls (module load, cuBLAS handles). */
 #include "config.h"
 #include "backend.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdint.h>
 #include <stdio.h>

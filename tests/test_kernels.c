@@ -37,7 +37,7 @@
 #include "backend.h"
 #include "cpu/cpu_kernels.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -3,10 +3,10 @@
  * models/eval-golden.json: for one prompt per family and every variant, the greedy block-16
  * cycle must reproduce the reference exactly — output ids, accepted count of every cycle, and so
  * tau. Skips when models/ has no trained pair. */
-#include "engine.h"
+#include "engine/engine.h"
 #include "tap.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

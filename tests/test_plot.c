@@ -1,8 +1,8 @@
 /* test_plot.c — scripts/plot draws non-empty PNGs from a small results directory written by the
  * real writers (skipped when gnuplot is not installed). */
-#include "report.h"
+#include "report/report.h"
 #include "report_fixture.h"
-#include "results_dir.h"
+#include "report/results_dir.h"
 #include "tap.h"
 
 #include <stdlib.h>

@@ -1,14 +1,14 @@
 /* test_report.c — summaries of synthetic points checked against hand-computed values; the CSV
  * tables parsed back with libcsv (one header, one row per point, quoting); the stdout formats
  * (-o csv is pure CSV, -o json parses, md is a table). */
-#include "csv_io.h"
-#include "progress.h"
-#include "report.h"
-#include "report_csv.h"
+#include "report/csv_io.h"
+#include "bench/progress.h"
+#include "report/report.h"
+#include "report/report_csv.h"
 #include "report_fixture.h"
-#include "report_out.h"
+#include "report/report_out.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,13 +1,13 @@
 /* test_results.c — the results directory: creation and refusal, headers, appends, points.done,
  * and resume after a point was half appended (its rows are dropped and written again exactly
  * once); meta.json; reloading a baseline from requests.csv. */
-#include "csv_io.h"
-#include "report.h"
-#include "report_csv.h"
+#include "report/csv_io.h"
+#include "report/report.h"
+#include "report/report_csv.h"
 #include "report_fixture.h"
-#include "results_dir.h"
+#include "report/results_dir.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <cjson/cJSON.h>
 #include <fcntl.h>

@@ -7,10 +7,10 @@
  * golden tests pin to the PyTorch reference) by a chi-square test (cells with expected count
  * < 5 pooled); the test passes at p > 0.001. The same test must REJECT a deliberately broken
  * acceptance rule (every draft accepted), showing it has the power to catch a wrong sampler. */
-#include "engine.h"
+#include "engine/engine.h"
 #include "tap.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /* test_sha256.c — SHA-256 against the FIPS 180-2 appendix vectors, incremental updates, and the
  * model-directory hash (one file = its hash; shards = hash of the sha256sum listing). */
-#include "run_meta.h"
+#include "bench/run_meta.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
-#include "sha256.h"
+#include "base/sha256.h"
 #include "tap.h"
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <string.h>
 

@@ -1,8 +1,8 @@
 /* test_sweep.c — sweep lists and ranges (good and bad values), ini files (unknown keys named
  * with file and line), the presets, validation, and the order of the enumerated points. */
-#include "sweep.h"
+#include "bench/sweep.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,9 +5,9 @@
  *   rows of 3 requests batched in one call == each request alone (bitwise, deterministic mode);
  *   truncate-then-redo == never-extended (bitwise);
  *   greedy generation == the reference's greedy ids. */
-#include "decode.h"
+#include "model/decode.h"
 #include "tap.h"
-#include "target.h"
+#include "model/target.h"
 #include "test_util.h"
 
 #include <math.h>

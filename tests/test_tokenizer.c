@@ -5,9 +5,9 @@
  * text. With models/tiny-qwen3/tokenizer.json present, its goldens are checked too. */
 #include "tap.h"
 #include "test_util.h"
-#include "tokenizer.h"
-#include "utf8.h"
-#include "util.h"
+#include "text/tokenizer.h"
+#include "text/utf8.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

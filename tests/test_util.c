@@ -1,6 +1,6 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Write src/unicode_nfc_tables.h: the Unicode data NFC normalization needs, from Python's
+"""Write src/text/unicode_nfc_tables.h: the Unicode data NFC normalization needs, from Python's
 unicodedata (pure stdlib). Hugging Face tokenizers of the Qwen2/Qwen3 family declare an NFC
-normalizer; src/unicode_nfc.c applies it with these tables.
+normalizer; src/text/unicode_nfc.c applies it with these tables.
 
 Tables (all sorted by their first column):
   nfc_ccc        [start, end, ccc]   canonical combining class ranges (ccc != 0)
@@ -10,7 +10,7 @@ Tables (all sorted by their first column):
   nfc_unstable   [start, end]        code points that can make NFC differ from the input
                                      (ccc != 0, NFC_Quick_Check No or Maybe)
 
-Usage: scripts/reference/make_unicode_tables.py [out.h]   (default src/unicode_nfc_tables.h)
+Usage: scripts/reference/make_unicode_tables.py [out.h]   (default src/text/unicode_nfc_tables.h)
 """
 import os
 import sys
@@ -31,7 +31,7 @@ def ranges(cps):
 
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "src", "unicode_nfc_tables.h")
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "src", "text", "unicode_nfc_tables.h")
     ccc, decomp, compose, unstable = [], [], [], set()
     for cp in range(0x110000):
         if 0xD800 <= cp <= 0xDFFF:

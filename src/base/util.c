@@ -1,0 +1,99 @@
+/* util.c — error formatting, clock, file reading, paths, RNG (see util.h). */
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int db_fail(char *err, size_t errlen, int status, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+double db_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err, size_t errlen)
+{
+    *out = NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) break;
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (!buf || ferror(f)) {
+        free(buf);
+        return db_fail(err, errlen, DB_EINPUT, "%s: read error", name);
+    }
+    buf[n] = 0;
+    *out = buf;
+    if (len) *len = n;
+    return DB_OK;
+}
+
+int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    int rc = db_read_stream(f, path, out, len, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+int db_path_join(char *buf, size_t n, const char *dir, const char *name)
+{
+    int w = snprintf(buf, n, "%s/%s", dir, name);
+    return w < 0 || (size_t)w >= n ? DB_EINPUT : DB_OK;
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void db_rng_seed(db_rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t db_rng_next(db_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double db_rng_uniform(db_rng *r) { return (double)(db_rng_next(r) >> 11) * 0x1.0p-53; }

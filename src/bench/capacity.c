@@ -1,0 +1,304 @@
+/* capacity.c — memory need and roofline model (see capacity.h). */
+#include "bench/capacity.h"
+#include "model/drafter.h"
+#include "model/kv_cache.h"
+#include "model/target.h"
+#include "base/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ---- memory ---- */
+
+/* one decoder layer: matrices in dt, norm vectors in f32 */
+static double layer_bytes(const db_model_config *c, double es)
+{
+    double H = c->hidden, I = c->intermediate, q = (double)c->n_heads * c->head_dim,
+           kv = (double)c->n_kv_heads * c->head_dim;
+    double mats = q * H + 2 * kv * H + H * q + 3 * I * H;
+    double vecs = 2 * H + (c->qk_norm ? 2.0 * c->head_dim : 0.0);
+    return mats * es + vecs * 4;
+}
+
+static double layer_params(const db_model_config *c)
+{
+    double H = c->hidden, I = c->intermediate, q = (double)c->n_heads * c->head_dim,
+           kv = (double)c->n_kv_heads * c->head_dim;
+    return q * H + 2 * kv * H + H * q + 3 * I * H;
+}
+
+static int conv_groups(const db_drafter_config *d)
+{
+    return d->conv_group > 0 ? d->base.hidden / d->conv_group : 0;
+}
+
+double db_weights_bytes(const db_model_config *t, const db_drafter_config *d, db_dtype dt)
+{
+    double es = (double)db_dtype_size(dt), H = t->hidden, V = t->vocab;
+    double b = V * H * es * (t->tied ? 1 : 2) + H * 4;
+    b += t->n_layers * layer_bytes(t, es);
+    if (d) {
+        const db_model_config *m = &d->base;
+        double Hd = m->hidden;
+        b += Hd * d->n_taps * H * es + 2 * Hd * 4; /* fc, hidden_norm, norm */
+        b += m->n_layers * layer_bytes(m, es);
+        if (d->kind == DB_DRAFTER_V2) {
+            double K = d->conv_kernel, G = conv_groups(d), r = d->selector_rank;
+            b += m->n_layers * 2 * (2 * K * Hd * 4 + 2 * K * G * Hd * es);
+            b += r * Hd * es + 2 * (double)m->vocab * r * es;
+        }
+    }
+    return b;
+}
+
+void db_engine_bytes(const db_model_config *t, const db_drafter_config *d, const db_engine_shape *s,
+                     double *kv, double *act)
+{
+    int draft = d && s->block > 1, B = draft ? s->block : 1, N = s->concurrency;
+    int NB = N * B, R = NB > 128 ? NB : 128; /* engine.c: prefill_chunk 128 */
+    int cap = s->max_prompt + s->max_new_tokens + B + 1;
+    *kv = (double)db_kv_bytes(t->n_layers, N, cap, t->n_kv_heads * t->head_dim);
+    *act = (double)db_target_state_bytes(t, R, draft ? d->n_taps : 0);
+    if (draft) {
+        const db_model_config *m = &d->base;
+        db_drafter_opts o = {.slots = N, .capacity = cap, .max_ctx_rows = R, .max_requests = N,
+                             .max_block = B};
+        *kv += (double)db_kv_bytes(m->n_layers, N, cap, m->n_kv_heads * m->head_dim);
+        *act += (double)db_drafter_state_bytes(d, &o);
+        *act += (double)NB * d->n_taps * t->hidden * sizeof(float); /* engine ctx_feats */
+    }
+    if (s->sampling) *act += 2.0 * NB * (double)t->vocab * sizeof(float); /* host p, q rows */
+}
+
+int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err, size_t errlen)
+{
+    double need = n->weights + n->kv + n->act;
+    if (avail == 0 || need <= (double)avail) return DB_OK;
+    return db_fail(err, errlen, DB_EINPUT,
+                   "%s needs %.2f GiB (weights %.2f, KV %.2f, activations %.2f), %.2f GiB available",
+                   what, need / GIB, n->weights / GIB, n->kv / GIB, n->act / GIB,
+                   (double)avail / GIB);
+}
+
+/* ---- measuring the device ---- */
+
+/* best of >= 3 calls and >= 0.3 s of calls */
+static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n)
+{
+    be->ops->matmul(be, y, x, w, n, 0); /* warm-up */
+    be->ops->sync(be);
+    double best = 1e30, total = 0;
+    for (int it = 0; it < 50 && (it < 3 || total < 0.3); it++) {
+        double t0 = db_now();
+        be->ops->matmul(be, y, x, w, n, 0);
+        be->ops->sync(be);
+        double dt = db_now() - t0;
+        total += dt;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *err, size_t errlen)
+{
+    memset(hw, 0, sizeof *hw);
+    size_t avail = db_mem_available(be);
+    if (bytes == 0) {
+        bytes = (size_t)512 << 20;
+        if (avail && bytes > avail / 8) bytes = avail / 8;
+        if (bytes < ((size_t)16 << 20)) bytes = (size_t)16 << 20;
+    }
+    size_t es = db_dtype_size(dt);
+    int I = 4096, O = (int)(bytes / es / (size_t)I), N = 512;
+    if (O < 1) O = 1;
+    db_weight w = {0}, m = {0};
+    w.dtype = m.dtype = dt;
+    w.rows = O;
+    w.cols = m.rows = m.cols = I;
+    w.data = be->ops->alloc(be, (size_t)O * I * es);
+    m.data = be->ops->alloc(be, (size_t)I * I * es);
+    float *x = be->ops->alloc(be, sizeof(float) * (size_t)N * I);
+    size_t ny = (size_t)N * I > (size_t)O ? (size_t)N * I : (size_t)O; /* [N, I] or [1, O] */
+    float *y = be->ops->alloc(be, sizeof(float) * ny);
+    int rc = DB_OK;
+    if (!w.data || !m.data || !x || !y)
+        rc = db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.0f MiB to measure the device",
+                     (double)((size_t)O * I * es) / 1048576.0);
+    if (!rc && (db_fill_random(be, w.data, (size_t)O * I, dt, 1, 0, 0.03f, 0.0f) != 0 ||
+                db_fill_random(be, m.data, (size_t)I * I, dt, 2, 0, 0.03f, 0.0f) != 0 ||
+                db_fill_random(be, x, (size_t)N * I, DB_F32, 3, 0, 1.0f, 0.0f) != 0))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "measuring the device: %s", be->err);
+    if (!rc) {
+        double t = time_matmul(be, y, x, &w, 1);
+        hw->bw = (double)O * I * es / t;
+        snprintf(hw->bw_source, sizeof hw->bw_source,
+                 "measured: GEMV, 1 row x [%d, %d] %s weights (%.0f MiB read once), best of several",
+                 O, I, db_dtype_name(dt), (double)O * I * es / 1048576.0);
+        t = time_matmul(be, y, x, &m, N);
+        hw->flops = 2.0 * N * I * (double)I / t;
+        snprintf(hw->flops_source, sizeof hw->flops_source,
+                 "measured: matmul, %d rows x [%d, %d] %s weights, best of several", N, I, I,
+                 db_dtype_name(dt));
+        if (be->ops->sync(be) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "measuring the device: %s", be->err);
+    }
+    if (y) be->ops->dfree(be, y);
+    if (x) be->ops->dfree(be, x);
+    db_weight_free(be, &m);
+    db_weight_free(be, &w);
+    return rc;
+}
+
+/* ---- roofline ---- */
+
+static db_cost cost(const db_hw *hw, double bytes, double flops)
+{
+    db_cost c = {bytes, flops, 0, 0};
+    double tb = hw->bw > 0 ? bytes / hw->bw : 0, tf = hw->flops > 0 ? flops / hw->flops : 0;
+    c.t = tb > tf ? tb : tf;
+    c.compute_bound = tf > tb;
+    return c;
+}
+
+static void add(db_cost *a, db_cost b)
+{
+    a->bytes += b.bytes;
+    a->flops += b.flops;
+    a->t += b.t;
+    a->compute_bound = a->compute_bound || b.compute_bound;
+}
+
+/* activation traffic of one row through one layer */
+static double act_row_layer(const db_model_config *c)
+{
+    double H = c->hidden, I = c->intermediate, q = (double)c->n_heads * c->head_dim,
+           kv = (double)c->n_kv_heads * c->head_dim;
+    return 2.0 * 4.0 * (3 * H + 2 * q + 2 * kv + 3 * I);
+}
+
+/* A forward of a Qwen3 stack: `rows` rows of `reqs` requests; each layer reads `kv_read`
+ * cached positions (summed over the requests) and each row attends to `keys` keys on average;
+ * `logit_rows` rows go through the head (of vocab V, hidden Hh). */
+static db_cost stack_cost(const db_model_config *c, double es, const db_hw *hw, double rows,
+                          double kv_read, double keys, double logit_rows, double V, double Hh)
+{
+    double L = c->n_layers, kvd = (double)c->n_kv_heads * c->head_dim;
+    double bytes = L * layer_params(c) * es;                 /* weights, read once */
+    bytes += L * (kv_read + rows) * 2 * kvd * 4;              /* KV read + the rows' K/V written */
+    bytes += L * rows * act_row_layer(c);
+    bytes += rows * c->hidden * es;                           /* embedding rows */
+    double flops = 2.0 * rows * L * layer_params(c);
+    flops += 4.0 * L * rows * c->n_heads * (double)c->head_dim * keys; /* q.k and p.v */
+    if (logit_rows > 0) {
+        bytes += V * Hh * es + logit_rows * V * 4 * 2;        /* head, logits written + read */
+        flops += 2.0 * logit_rows * V * Hh;
+    }
+    return cost(hw, bytes, flops);
+}
+
+static int max_window(const db_model_config *m)
+{
+    int w = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        if (m->window[i] == 0) return 0; /* a full-attention layer */
+        if (m->window[i] > w) w = m->window[i];
+    }
+    return w;
+}
+
+void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                      const db_hw *hw, const db_step_shape *s, db_step_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    double es = (double)db_dtype_size(dt), N = s->concurrency, B = s->block, V = t->vocab,
+           H = t->hidden, ctx = s->ctx;
+    if (s->block <= 1 || !d) {
+        out->verify = stack_cost(t, es, hw, N, N * ctx, ctx + 1, N, V, H);
+        out->t = out->verify.t;
+        out->tok_s = out->t > 0 ? N / out->t : 0;
+        return;
+    }
+    const db_model_config *m = &d->base;
+    double Hd = m->hidden, Ld = m->n_layers, kvd = (double)m->n_kv_heads * m->head_dim;
+    /* draft: block rows see the context (window-limited) and the whole block */
+    int W = max_window(m);
+    double keys = ctx + B;
+    if (W > 0 && keys > W) keys = W;
+    out->draft = stack_cost(m, es, hw, N * B, N * keys, keys, N * (B - 1), V, Hd);
+    if (s->use_conv) {
+        double G = conv_groups(d), K = d->conv_kernel;
+        add(&out->draft, cost(hw, Ld * 2 * (2 * K * G * Hd * es + 2 * K * Hd * 4),
+                              Ld * 2 * (2.0 * N * B * 2 * K * G * Hd + 2 * N * B * 2 * K * Hd)));
+    }
+    if (s->use_sel) {
+        double r = d->selector_rank, k = d->selector_top_k;
+        add(&out->draft, cost(hw, r * Hd * es, 2.0 * N * (B - 1) * r * Hd));
+        out->select = cost(hw, N * (B - 1) * 2 * k * r * es, N * (B - 1) * k * (2.0 * k * r + r));
+    }
+    /* context: N * tau accepted rows through fc and every layer's k / v projection */
+    double n = N * (s->tau > 1 ? s->tau : 1), T = d->n_taps;
+    out->ctx = cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + n * T * H * 4 + n * Ld * 2 * kvd * 4,
+                    2.0 * n * (Hd * T * H + Ld * 2 * kvd * Hd));
+    /* verify: B rows per request, causal over ctx + its block */
+    out->verify = stack_cost(t, es, hw, N * B, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
+    out->verify.bytes += N * B * T * H * 4; /* tap features */
+    out->t = out->draft.t + out->select.t + out->ctx.t + out->verify.t;
+    out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
+}
+
+db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                            const db_hw *hw, int reqs, double prompt, int max_rows)
+{
+    double es = (double)db_dtype_size(dt), rows = reqs * prompt;
+    int chunks = (int)ceil(rows / (max_rows > 0 ? max_rows : 128));
+    if (chunks < 1) chunks = 1;
+    double per = rows / chunks;
+    db_cost c = {0};
+    for (int i = 0; i < chunks; i++) {
+        /* a chunk's rows attend to about half a prompt; the head runs for the last rows */
+        add(&c, stack_cost(t, es, hw, per, per * prompt / 2, prompt / 2, (double)reqs / chunks,
+                           t->vocab, t->hidden));
+        if (d) {
+            const db_model_config *m = &d->base;
+            double Hd = m->hidden, Ld = m->n_layers, kvd = (double)m->n_kv_heads * m->head_dim,
+                   T = d->n_taps, H = t->hidden;
+            add(&c, cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + per * T * H * 4 * 2,
+                         2.0 * per * (Hd * T * H + Ld * 2 * kvd * Hd)));
+        }
+    }
+    return c;
+}
+
+double db_roofline_point(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                         const db_hw *hw, const db_point_raw *raw)
+{
+    const db_point_key *k = &raw->key;
+    int n = raw->n_prompts * raw->repetitions;
+    if (n < 1) return 0;
+    double prompt = 0, out = 0, cycles = 0;
+    for (int i = 0; i < n; i++) {
+        prompt += raw->reqs[i].prompt_tokens;
+        out += raw->reqs[i].output_tokens;
+        cycles += raw->reqs[i].cycles;
+    }
+    prompt /= n;
+    out /= n;
+    cycles /= n;
+    int N = k->concurrency < raw->n_prompts ? k->concurrency : raw->n_prompts;
+    if (N < 1 || out <= 0) return 0;
+    int draft = strcmp(k->variant, "ar") != 0 && d;
+    int B = draft ? k->block_size : 1;
+    double decode_cycles = cycles - 1 > 0 ? cycles - 1 : 0; /* the prefill is the first step */
+    db_step_shape s = {.concurrency = N, .block = B, .ctx = prompt + out / 2,
+                       .tau = decode_cycles > 0 ? (out - 1) / decode_cycles : 1,
+                       .use_conv = strcmp(k->variant, "selector-off") == 0 || strcmp(k->variant, "dflash2") == 0,
+                       .use_sel = strcmp(k->variant, "conv-off") == 0 || strcmp(k->variant, "dflash2") == 0};
+    db_step_cost sc;
+    db_roofline_step(t, draft ? d : NULL, dt, hw, &s, &sc);
+    int rows = N * B > 128 ? N * B : 128;
+    db_cost pf = db_roofline_prefill(t, draft ? d : NULL, dt, hw, N, prompt, rows);
+    double wave = pf.t + decode_cycles * sc.t; /* N requests from admission to their last token */
+    return wave > 0 ? N * out / wave : 0;
+}

@@ -1,0 +1,99 @@
+/* capacity.h — capacity planning: the memory a run needs before it allocates anything, and a
+ * roofline model of one `ar` step and one DFlash cycle, from the config shapes alone.
+ *
+ * Memory (bytes, exactly what the loaders and the engine allocate on the backend):
+ *   weights      every matrix in its storage dtype, norm vectors and conv base kernels in f32;
+ *                the drafter's convolutions and selector when its config is DFlash 2
+ *   KV           target L x 2 x N x S x nkv*hd f32, drafter likewise (engine.c sizing:
+ *                S = max_prompt + max_new_tokens + B + 1)
+ *   activations  the target's and drafter's state for max(N*B, 128) rows, the engine's context
+ *                feature buffer, and (sampling) the engine's two host [N*B, V] distributions
+ * A sweep runs one engine at a time, so it needs weights + the largest KV + activations of
+ * its points.
+ *
+ * Roofline (per component: time = max(bytes / bandwidth, FLOPs / matmul rate)):
+ *   ar step   target forward over N rows: every weight matrix and the head read once, the KV
+ *             of the N requests read, N x V logits written and read back by top-k
+ *   cycle     draft    drafter forward over N*B rows: its layers (+ conv projections), the
+ *                      target head for N*(B-1) rows, the selector projection, its KV (window)
+ *             select   selector pair scores: 2*k codebook rows of rank r per drafted row
+ *             context  materialization of N*tau accepted rows: fc, every layer's k/v projection
+ *             verify   target forward over N*B rows (KV of ctx + B positions, N*B logits)
+ *   tok/s = N * tau / cycle time (ar: N / step time). Activation traffic is counted
+ *   (2 x 4 bytes x (3H + 2*q + 2*kv + 3I) per row and layer); kernel launch, host work and
+ *   imperfect overlap are not, which is what measured / predicted shows. */
+#ifndef DB_CAPACITY_H
+#define DB_CAPACITY_H
+
+#include "backend.h"
+#include "model/model_config.h"
+#include "bench/point.h"
+
+#include <stddef.h>
+
+/* one engine's shape: concurrency N, block B (1 = ar), prompt and generation lengths */
+typedef struct {
+    int concurrency, block, max_prompt, max_new_tokens, sampling;
+} db_engine_shape;
+
+typedef struct {
+    double weights, kv, act; /* bytes */
+} db_mem_need;
+
+/* weights the loaders keep on the device; d NULL: the target alone */
+double db_weights_bytes(const db_model_config *t, const db_drafter_config *d, db_dtype dt);
+/* KV caches and activations of one engine (d NULL or block 1: ar, no drafter state) */
+void db_engine_bytes(const db_model_config *t, const db_drafter_config *d, const db_engine_shape *s,
+                     double *kv, double *act);
+/* DB_EINPUT "<what> needs X GiB (weights A, KV B, activations C), Y GiB available" when the
+ * need exceeds avail; avail 0 (unknown) passes */
+int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err, size_t errlen);
+
+/* the device: memory bandwidth and matmul rate, measured or given */
+typedef struct {
+    double bw;      /* bytes / s */
+    double flops;   /* FLOP / s */
+    char bw_source[200], flops_source[200];
+} db_hw;
+
+/* bandwidth: a GEMV (1 row) over a `bytes`-sized weight of dtype dt (every byte read once);
+ * matmul rate: 512 rows x [4096, 4096] weights; both through the backend's matmul, best of
+ * several timed calls, weights made with fill_random. bytes 0 = 512 MiB (less when the device
+ * has little memory free). */
+int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *err, size_t errlen);
+
+typedef struct {
+    double bytes, flops, t; /* traffic, arithmetic, roofline seconds */
+    int compute_bound;
+} db_cost;
+
+/* one decoding step of N requests whose caches hold ctx positions */
+typedef struct {
+    int concurrency, block; /* block 1: an ar step */
+    double ctx;
+    double tau;             /* accepted + bonus per cycle: context rows materialized per request */
+    int use_conv, use_sel;
+} db_step_shape;
+
+typedef struct {
+    db_cost draft, select, ctx, verify; /* verify = the whole step for ar */
+    double t;                            /* sum of the components */
+    double tok_s;                        /* N * tau / t (ar: N / t) */
+} db_step_cost;
+
+void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                      const db_hw *hw, const db_step_shape *s, db_step_cost *out);
+/* prefill of `reqs` prompts of `prompt` tokens each in target calls of up to `max_rows` rows
+ * (plus the drafter's context materialization when d is given) */
+db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                            const db_hw *hw, int reqs, double prompt, int max_rows);
+
+/* Predicted throughput of a measured sweep point, in the same terms as throughput_tok_s
+ * (tokens / wall seconds of a repetition, prefill included): its requests run in waves of N,
+ * each wave a batched prefill then the point's own mean number of cycles per request at its
+ * own mean acceptance length, at the mean context (prompt + half the output). d may be NULL
+ * for ar. 0 when the point has no requests. */
+double db_roofline_point(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                         const db_hw *hw, const db_point_raw *raw);
+
+#endif

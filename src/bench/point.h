@@ -1,0 +1,54 @@
+/* point.h — one point of a benchmark sweep: its key (the axes' values), the raw samples the
+ * serving loop measured, and the summary the reporters derive from them (SPEC 5 definitions).
+ *
+ * Raw samples are kept (requests.csv); every figure of the summary is computed from them, never
+ * measured separately. */
+#ifndef DB_POINT_H
+#define DB_POINT_H
+
+#include "engine/stats.h"
+
+typedef struct {
+    char backend[16];
+    char dataset[64];
+    char variant[16];       /* ar, dflash, selector-off, conv-off, dflash2 */
+    int block_size;         /* 1 for ar */
+    int concurrency;
+    float temperature, top_p;
+    int top_k;
+    int max_new_tokens;
+    char chat_template[16]; /* none, chatml, llama3 */
+    int thinking;
+    char acceptance_source[128]; /* "measured" or "replay:<file>" */
+    char weights[16];            /* "file" or "synthetic" */
+} db_point_key;
+
+typedef struct {
+    db_point_key key;
+    int n_prompts;
+    int repetitions;
+    double *wall_s;        /* [repetitions] timed-phase seconds */
+    db_req_stats *reqs;    /* [repetitions * n_prompts]; request i of rep r at r*n_prompts + i */
+    double peak_mem_mb;    /* backend bytes_peak (weights + caches + activations) */
+    double predicted_tok_s; /* roofline prediction, 0 when none */
+} db_point_raw;
+
+typedef struct {
+    long output_tokens;         /* per repetition (mean) */
+    double wall_s;              /* mean */
+    double throughput_tok_s;    /* mean over repetitions */
+    double throughput_stddev;   /* sample stddev over repetitions (0 for one) */
+    double speedup;             /* throughput / throughput(ar, same key but variant); NAN if none */
+    double speedup_ci_lo, speedup_ci_hi; /* 95% bootstrap over prompts, paired with ar */
+    double tau;                 /* committed tokens / verify steps */
+    long cycles;                /* per repetition (mean) */
+    double ttft_ms_mean, ttft_ms_p50, ttft_ms_p90, ttft_ms_p99;
+    double tpot_ms_mean, tpot_ms_p50, tpot_ms_p90, tpot_ms_p99;
+    double e2e_ms_mean, e2e_ms_p50, e2e_ms_p90, e2e_ms_p99;
+    double draft_ms_per_cycle, select_ms_per_cycle, verify_ms_per_cycle, host_ms_per_cycle;
+    double oracle_tau;          /* mean oracle acceptance length over top-k */
+    double measured_over_predicted; /* NAN without a prediction */
+    db_req_stats total;         /* all requests of all repetitions summed */
+} db_point_summary;
+
+#endif

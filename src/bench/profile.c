@@ -1,0 +1,227 @@
+/* profile.c — acceptance profiles (see profile.h). */
+#include "bench/profile.h"
+#include "report/csv_io.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* the text without comment lines ('#' first) and blank lines */
+static char *strip_comments(const char *text, size_t *len)
+{
+    char *out = malloc(strlen(text) + 1);
+    if (!out) return NULL;
+    size_t n = 0;
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) + 1 : strlen(p);
+        const char *q = p;
+        while (q < p + l && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')) q++;
+        if (q < p + l && *q != '#') {
+            memcpy(out + n, p, l);
+            n += l;
+        }
+        p += l;
+    }
+    out[n] = 0;
+    *len = n;
+    return out;
+}
+
+/* the directory of the running executable, or "" */
+static void exe_dir(char *buf, size_t n)
+{
+    buf[0] = 0;
+    ssize_t k = readlink("/proc/self/exe", buf, n - 1);
+    if (k <= 0) {
+        buf[0] = 0;
+        return;
+    }
+    buf[k] = 0;
+    char *slash = strrchr(buf, '/');
+    if (slash) *slash = 0;
+    else buf[0] = 0;
+}
+
+static int is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* a preset name (no '/'): NAME or NAME.csv in $DFLASH_BENCH_PROFILES, next to the executable
+ * (../configs/profiles, ../share/dflash-bench/profiles) or in ./configs/profiles */
+static int resolve_preset(const char *name, char *path, size_t n)
+{
+    if (is_file(name) || strchr(name, '/')) return snprintf(path, n, "%s", name) < (int)n ? 0 : -1;
+    char dirs[4][1024], exe[900];
+    int nd = 0;
+    const char *env = getenv("DFLASH_BENCH_PROFILES");
+    if (env && *env) snprintf(dirs[nd++], sizeof dirs[0], "%.900s", env);
+    exe_dir(exe, sizeof exe);
+    if (exe[0]) {
+        snprintf(dirs[nd++], sizeof dirs[0], "%s/../configs/profiles", exe);
+        snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/dflash-bench/profiles", exe);
+    }
+    snprintf(dirs[nd++], sizeof dirs[0], "configs/profiles");
+    for (int i = 0; i < nd; i++)
+        for (int ext = 0; ext < 2; ext++) {
+            if (snprintf(path, n, "%s/%s%s", dirs[i], name, ext ? ".csv" : "") >= (int)n) continue;
+            if (is_file(path)) return 0;
+        }
+    return snprintf(path, n, "%s", name) < (int)n ? 0 : -1; /* the open reports it missing */
+}
+
+static int parse_num(const char *s, double *out)
+{
+    if (!*s) return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ' || *end == '\t' || *end == '\r') end++;
+    if (errno || *end || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int db_profile_load(db_profile *p, const char *spec, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    if (strlen(spec) >= sizeof p->spec) return db_fail(err, errlen, DB_EINPUT, "acceptance profile: path too long");
+    snprintf(p->spec, sizeof p->spec, "%s", spec);
+    char path[1200], name[512], sel[512] = "";
+    snprintf(name, sizeof name, "%s", spec);
+    char *hash = strrchr(name, '#');
+    if (hash && !is_file(name)) { /* FILE#TEXT */
+        snprintf(sel, sizeof sel, "%s", hash + 1);
+        *hash = 0;
+    }
+    if (resolve_preset(name, path, sizeof path) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "acceptance profile: path too long");
+    char *raw;
+    int rc = db_read_file(path, &raw, NULL, err, errlen);
+    if (rc) return rc;
+    size_t len;
+    char *text = strip_comments(raw, &len);
+    free(raw);
+    if (!text) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    db_csv_doc doc;
+    char e[256];
+    rc = db_csv_parse(text, len, &doc, e, sizeof e);
+    free(text);
+    if (rc) return db_fail(err, errlen, rc, "%s: %s", path, e);
+    int cpos = db_csv_col(&doc, "position"), crate = db_csv_col(&doc, "conditional_rate"),
+        cpid = db_csv_col(&doc, "point_id"), first = 1;
+    double x;
+    if (cpos < 0 || crate < 0) {
+        /* a headerless two-column file */
+        if (doc.n > 0 && doc.rec[0].n == 2 && parse_num(doc.rec[0].field[0], &x) == 0) {
+            cpos = 0;
+            crate = 1;
+            first = 0;
+        } else {
+            db_csv_doc_free(&doc);
+            return db_fail(err, errlen, DB_EINPUT,
+                           "%s: no columns 'position' and 'conditional_rate' (the acceptance.csv of "
+                           "a run, or a two-column position,conditional_rate file)", path);
+        }
+    }
+    /* which point: the only one, or the one the selector names */
+    char chosen[512] = "";
+    int npoints = 0;
+    char other[512] = "";
+    if (cpid >= 0) {
+        for (int i = first; i < doc.n; i++) {
+            if (doc.rec[i].n <= cpid) continue;
+            const char *id = doc.rec[i].field[cpid];
+            if (sel[0] && !strstr(id, sel)) continue;
+            if (!chosen[0]) {
+                snprintf(chosen, sizeof chosen, "%s", id);
+                npoints = 1;
+            } else if (strcmp(id, chosen) != 0 && strcmp(id, other) != 0) {
+                if (!other[0]) snprintf(other, sizeof other, "%s", id);
+                npoints++;
+            }
+        }
+        if (npoints == 0) {
+            db_csv_doc_free(&doc);
+            return db_fail(err, errlen, DB_EINPUT, "%s: no point%s%s%s", path, sel[0] ? " whose point_id contains '" : " rows",
+                           sel, sel[0] ? "'" : "");
+        }
+        if (npoints > 1) {
+            db_csv_doc_free(&doc);
+            return db_fail(err, errlen, DB_EINPUT,
+                           "%s: rows of several points%s%s%s (e.g. '%s' and '%s'); pick one with "
+                           "%s#TEXT, TEXT a part of exactly one point_id",
+                           path, sel[0] ? " match '" : "", sel, sel[0] ? "'" : "", chosen, other, path);
+        }
+        snprintf(p->point_id, sizeof p->point_id, "%s", chosen);
+    } else if (sel[0]) {
+        db_csv_doc_free(&doc);
+        return db_fail(err, errlen, DB_EINPUT, "%s: '#%s' selects a point, but the file has no point_id column", path, sel);
+    }
+    int seen[DB_MAX_BLOCK] = {0};
+    rc = DB_OK;
+    for (int i = first; i < doc.n && !rc; i++) {
+        const db_csv_record *r = &doc.rec[i];
+        if (cpid >= 0 && (r->n <= cpid || strcmp(r->field[cpid], chosen) != 0)) continue;
+        if (r->n <= cpos || r->n <= crate) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: record %d has %d fields", path, i + 1, r->n);
+            break;
+        }
+        double pos, rate = 0.0;
+        if (parse_num(r->field[cpos], &pos) != 0 || pos != floor(pos) || pos < 1 || pos >= DB_MAX_BLOCK) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: position '%s' is not an integer in 1..%d", path,
+                         r->field[cpos], DB_MAX_BLOCK - 1);
+            break;
+        }
+        if (r->field[crate][0] && (parse_num(r->field[crate], &rate) != 0 || rate < 0 || rate > 1)) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: conditional_rate '%s' of position %d is not in [0, 1]",
+                         path, r->field[crate], (int)pos);
+            break;
+        }
+        int ip = (int)pos;
+        if (seen[ip]++) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: position %d listed twice", path, ip);
+            break;
+        }
+        p->rate[ip - 1] = (float)rate;
+        if (ip > p->n) p->n = ip;
+    }
+    db_csv_doc_free(&doc);
+    if (rc) return rc;
+    if (p->n == 0) return db_fail(err, errlen, DB_EINPUT, "%s: no positions", path);
+    for (int i = 1; i <= p->n; i++)
+        if (!seen[i]) return db_fail(err, errlen, DB_EINPUT, "%s: position %d is missing (need 1..%d)", path, i, p->n);
+    return DB_OK;
+}
+
+double db_profile_tau(const db_profile *p, int block)
+{
+    double tau = 1.0, surv = 1.0;
+    for (int i = 1; i < block && i <= p->n; i++) {
+        surv *= p->rate[i - 1];
+        tau += surv;
+    }
+    return tau;
+}
+
+void db_profile_constant(db_profile *p, double tau, int block, int n)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n < DB_MAX_BLOCK - 1 ? n : DB_MAX_BLOCK - 1;
+    double lo = 0.0, hi = 1.0;
+    for (int it = 0; it < 60; it++) { /* tau is increasing in the rate */
+        double mid = 0.5 * (lo + hi);
+        for (int i = 0; i < p->n; i++) p->rate[i] = (float)mid;
+        if (db_profile_tau(p, block) < tau) lo = mid;
+        else hi = mid;
+    }
+    for (int i = 0; i < p->n; i++) p->rate[i] = (float)(0.5 * (lo + hi));
+    snprintf(p->spec, sizeof p->spec, "tau=%g", tau);
+}

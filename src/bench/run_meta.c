@@ -1,0 +1,371 @@
+/* run_meta.c — build, machine, model and time facts of one invocation (see run_meta.h). */
+#include "config.h"
+#include "bench/run_meta.h"
+#include "base/sha256.h"
+#include "base/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#if HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+void db_rfc3339_utc(time_t t, char *buf, size_t n)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* argv as one line a shell would split back into the same words */
+static char *join_argv(int argc, char **argv)
+{
+    size_t cap = 1;
+    for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 3;
+    char *s = malloc(cap), *p = s;
+    if (!s) return NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int plain = a[0] != 0;
+        for (const char *c = a; *c; c++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%",
+                        *c))
+                plain = 0;
+        if (i) *p++ = ' ';
+        if (plain) {
+            p += sprintf(p, "%s", a);
+            continue;
+        }
+        *p++ = '\'';
+        for (const char *c = a; *c; c++) {
+            if (*c == '\'') p += sprintf(p, "'\\''");
+            else *p++ = *c;
+        }
+        *p++ = '\'';
+    }
+    *p = 0;
+    return s;
+}
+
+void db_run_meta_init(db_run_meta *m, int argc, char **argv, uint64_t seed, const char *label,
+                      time_t now)
+{
+    memset(m, 0, sizeof *m);
+    m->schema_version = DB_SCHEMA_VERSION;
+    snprintf(m->tool_version, sizeof m->tool_version, "%s", DB_VERSION);
+    snprintf(m->git_commit, sizeof m->git_commit, "%s", DB_GIT_COMMIT);
+    snprintf(m->compiler, sizeof m->compiler, "%s", DB_COMPILER);
+    snprintf(m->build_type, sizeof m->build_type, "%s", DB_BUILDTYPE);
+    snprintf(m->label, sizeof m->label, "%s", label ? label : "");
+    db_rfc3339_utc(now, m->test_time, sizeof m->test_time);
+    db_cpu_info_get(&m->cpu);
+    m->seed = seed;
+    m->command_line = argv ? join_argv(argc, argv) : NULL;
+}
+
+void db_run_meta_set_backend(db_run_meta *m, const char *backend, const char *device,
+                             const char *simd, int threads)
+{
+    int i = 0;
+    while (i < m->n_backends && strcmp(m->backends[i].name, backend) != 0) i++;
+    if (i == m->n_backends) {
+        if (m->n_backends == DB_META_MAX_BACKENDS) i = DB_META_MAX_BACKENDS - 1; /* reuse last */
+        else m->n_backends++;
+    }
+    db_backend_meta *b = &m->backends[i];
+    snprintf(b->name, sizeof b->name, "%s", backend ? backend : "");
+    snprintf(b->device, sizeof b->device, "%s", device ? device : "");
+    snprintf(b->simd, sizeof b->simd, "%s", simd ? simd : "");
+    b->threads = threads;
+    m->cur = i;
+}
+
+const db_backend_meta *db_run_meta_backend(const db_run_meta *m)
+{
+    static const db_backend_meta none = {"", "", "", 0};
+    return m->n_backends ? &m->backends[m->cur] : &none;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(((const db_weight_file *)a)->name, ((const db_weight_file *)b)->name);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t errlen)
+{
+    free(mm->files);
+    memset(mm, 0, sizeof *mm);
+    snprintf(mm->path, sizeof mm->path, "%s", path);
+    /* name: last non-empty component */
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    size_t n = strlen(tmp);
+    while (n > 1 && tmp[n - 1] == '/') tmp[--n] = 0;
+    const char *base = strrchr(tmp, '/');
+    snprintf(mm->name, sizeof mm->name, "%s", base ? base + 1 : tmp);
+
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: %s", path, strerror(errno));
+    char dir[1024];
+    int cap = 0;
+    if (S_ISREG(st.st_mode)) {
+        const char *slash = strrchr(path, '/');
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == path) snprintf(dir, sizeof dir, "/");
+        else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        mm->files = calloc(1, sizeof *mm->files);
+        if (!mm->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        snprintf(mm->files[0].name, sizeof mm->files[0].name, "%s", slash ? slash + 1 : path);
+        mm->n_files = 1;
+    } else {
+        snprintf(dir, sizeof dir, "%s", path);
+        DIR *d = opendir(path);
+        if (!d) return db_fail(err, errlen, DB_EINPUT, "%s: %s", path, strerror(errno));
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!ends_with(e->d_name, ".safetensors") || e->d_name[0] == '.') continue;
+            if (mm->n_files == cap) {
+                cap = cap ? 2 * cap : 8;
+                db_weight_file *nf = realloc(mm->files, sizeof *nf * (size_t)cap);
+                if (!nf) {
+                    closedir(d);
+                    return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                }
+                mm->files = nf;
+            }
+            db_weight_file *f = &mm->files[mm->n_files++];
+            memset(f, 0, sizeof *f);
+            snprintf(f->name, sizeof f->name, "%s", e->d_name);
+        }
+        closedir(d);
+        if (!mm->n_files)
+            return db_fail(err, errlen, DB_EINPUT, "%s: no *.safetensors weight file", path);
+        qsort(mm->files, (size_t)mm->n_files, sizeof *mm->files, cmp_names);
+    }
+    db_sha256 all;
+    db_sha256_init(&all);
+    for (int i = 0; i < mm->n_files; i++) {
+        db_weight_file *f = &mm->files[i];
+        char p[1400];
+        if (db_path_join(p, sizeof p, dir, f->name) != 0)
+            return db_fail(err, errlen, DB_EINPUT, "%s/%s: path too long", dir, f->name);
+        int rc = db_sha256_file(p, f->sha256, err, errlen);
+        if (rc) return rc;
+        f->bytes = stat(p, &st) == 0 ? (long long)st.st_size : -1;
+        char line[400];
+        int len = snprintf(line, sizeof line, "%s  %s\n", f->sha256, f->name);
+        db_sha256_update(&all, line, (size_t)len);
+    }
+    if (mm->n_files == 1) {
+        memcpy(mm->sha256, mm->files[0].sha256, sizeof mm->sha256);
+    } else {
+        unsigned char dg[32];
+        db_sha256_final(&all, dg);
+        db_sha256_hex(dg, mm->sha256);
+    }
+    return DB_OK;
+}
+
+int db_run_meta_set_models(db_run_meta *m, const char *target, const char *drafter,
+                           const char *dtype, char *err, size_t errlen)
+{
+    int rc = db_model_meta_hash(&m->target, target, err, errlen);
+    if (rc) return rc;
+    if (drafter && drafter[0]) {
+        rc = db_model_meta_hash(&m->drafter, drafter, err, errlen);
+        if (rc) return rc;
+    } else {
+        free(m->drafter.files);
+        memset(&m->drafter, 0, sizeof m->drafter);
+    }
+    snprintf(m->dtype, sizeof m->dtype, "%s", dtype ? dtype : "");
+    return DB_OK;
+}
+
+void db_run_meta_free(db_run_meta *m)
+{
+    free(m->target.files);
+    free(m->drafter.files);
+    free(m->command_line);
+    m->target.files = m->drafter.files = NULL;
+    m->command_line = NULL;
+}
+
+/* ---- meta.json ---- */
+
+static cJSON *model_json(const db_model_meta *mm)
+{
+    if (!mm->path[0]) return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", mm->name);
+    cJSON_AddStringToObject(o, "path", mm->path);
+    cJSON_AddStringToObject(o, "sha256", mm->sha256);
+    cJSON *fs = cJSON_AddArrayToObject(o, "files");
+    for (int i = 0; i < mm->n_files; i++) {
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "name", mm->files[i].name);
+        cJSON_AddStringToObject(f, "sha256", mm->files[i].sha256);
+        cJSON_AddNumberToObject(f, "bytes", (double)mm->files[i].bytes);
+        cJSON_AddItemToArray(fs, f);
+    }
+    return o;
+}
+
+/* what the compiler was told, as far as its predefined macros show it (meson does not put the
+ * command line into config.h) */
+static cJSON *build_flags_json(void)
+{
+    cJSON *o = cJSON_CreateObject();
+#ifdef __OPTIMIZE__
+    cJSON_AddBoolToObject(o, "optimize", 1);
+#else
+    cJSON_AddBoolToObject(o, "optimize", 0);
+#endif
+#ifdef NDEBUG
+    cJSON_AddBoolToObject(o, "ndebug", 1);
+#else
+    cJSON_AddBoolToObject(o, "ndebug", 0);
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    cJSON_AddBoolToObject(o, "address_sanitizer", 1);
+#else
+    cJSON_AddBoolToObject(o, "address_sanitizer", 0);
+#endif
+    cJSON *isa = cJSON_AddArrayToObject(o, "baseline_isa");
+    (void)isa; /* empty on a baseline x86-64 / generic build */
+#ifdef __SSE4_2__
+    cJSON_AddItemToArray(isa, cJSON_CreateString("sse4.2"));
+#endif
+#ifdef __AVX2__
+    cJSON_AddItemToArray(isa, cJSON_CreateString("avx2"));
+#endif
+#ifdef __AVX512F__
+    cJSON_AddItemToArray(isa, cJSON_CreateString("avx512f"));
+#endif
+#ifdef __ARM_NEON
+    cJSON_AddItemToArray(isa, cJSON_CreateString("neon"));
+#endif
+    cJSON_AddStringToObject(o, "c_standard", __STDC_VERSION__ == 201112L ? "c11" : "other");
+    return o;
+}
+
+static cJSON *topology_json(const db_cpu_info *ci)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", ci->model);
+    cJSON_AddNumberToObject(o, "packages", ci->packages);
+    cJSON_AddNumberToObject(o, "cores", ci->cores);
+    cJSON_AddNumberToObject(o, "pus", ci->pus);
+    cJSON_AddNumberToObject(o, "numa_nodes", ci->numa_nodes);
+    cJSON_AddNumberToObject(o, "l1d_bytes", (double)ci->l1d);
+    cJSON_AddNumberToObject(o, "l2_bytes", (double)ci->l2);
+    cJSON_AddNumberToObject(o, "l3_bytes", (double)ci->l3);
+    cJSON_AddStringToObject(o, "source", ci->source);
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psz > 0) cJSON_AddNumberToObject(o, "memory_bytes", (double)pages * (double)psz);
+#if HAVE_HWLOC
+    hwloc_topology_t t;
+    if (hwloc_topology_init(&t) == 0) {
+        if (hwloc_topology_load(t) == 0) {
+            cJSON *numa = cJSON_AddArrayToObject(o, "numa");
+            int nn = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+            for (int i = 0; i < nn; i++) {
+                hwloc_obj_t n = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "os_index", n->os_index);
+                cJSON_AddNumberToObject(e, "memory_bytes", (double)n->attr->numanode.local_memory);
+                cJSON_AddNumberToObject(e, "pus", hwloc_bitmap_weight(n->cpuset));
+                cJSON_AddItemToArray(numa, e);
+            }
+            static const struct {
+                hwloc_obj_type_t type;
+                const char *name;
+            } caches[] = {{HWLOC_OBJ_L1CACHE, "L1d"}, {HWLOC_OBJ_L1ICACHE, "L1i"},
+                          {HWLOC_OBJ_L2CACHE, "L2"},  {HWLOC_OBJ_L3CACHE, "L3"},
+                          {HWLOC_OBJ_L4CACHE, "L4"}};
+            cJSON *cs = cJSON_AddArrayToObject(o, "caches");
+            for (size_t k = 0; k < sizeof caches / sizeof *caches; k++) {
+                int cnt = hwloc_get_nbobjs_by_type(t, caches[k].type);
+                if (cnt <= 0) continue;
+                hwloc_obj_t c = hwloc_get_obj_by_type(t, caches[k].type, 0);
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "level", caches[k].name);
+                cJSON_AddNumberToObject(e, "count", cnt);
+                cJSON_AddNumberToObject(e, "bytes_each", (double)c->attr->cache.size);
+                cJSON_AddNumberToObject(e, "line_bytes", c->attr->cache.linesize);
+                cJSON_AddNumberToObject(e, "associativity", c->attr->cache.associativity);
+                cJSON_AddItemToArray(cs, e);
+            }
+        }
+        hwloc_topology_destroy(t);
+    }
+#endif
+    return o;
+}
+
+cJSON *db_run_meta_json(const db_run_meta *m)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "schema_version", m->schema_version);
+    cJSON *tool = cJSON_AddObjectToObject(r, "tool");
+    cJSON_AddStringToObject(tool, "name", "dflash-bench");
+    cJSON_AddStringToObject(tool, "version", m->tool_version);
+    cJSON_AddStringToObject(tool, "git_commit", m->git_commit);
+    cJSON_AddStringToObject(r, "test_time", m->test_time);
+    cJSON_AddStringToObject(r, "label", m->label);
+    cJSON_AddStringToObject(r, "command_line", m->command_line ? m->command_line : "");
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
+    cJSON_AddStringToObject(r, "seed", seed); /* a string: JSON numbers lose 64-bit precision */
+
+    cJSON *b = cJSON_AddObjectToObject(r, "build");
+    cJSON_AddStringToObject(b, "compiler", m->compiler);
+    cJSON_AddStringToObject(b, "build_type", m->build_type);
+    cJSON_AddItemToObject(b, "flags", build_flags_json());
+    cJSON *f = cJSON_AddObjectToObject(b, "features");
+    cJSON_AddBoolToObject(f, "openmp", HAVE_OPENMP);
+    cJSON_AddBoolToObject(f, "openblas", HAVE_OPENBLAS);
+    cJSON_AddBoolToObject(f, "hwloc", HAVE_HWLOC);
+    cJSON_AddBoolToObject(f, "cuda", HAVE_CUDA);
+    cJSON_AddBoolToObject(f, "hip", HAVE_HIP);
+    cJSON_AddBoolToObject(f, "x86_simd", HAVE_X86_SIMD);
+    cJSON_AddBoolToObject(f, "neon", HAVE_NEON);
+
+    cJSON *mach = cJSON_AddObjectToObject(r, "machine");
+    struct utsname u;
+    if (uname(&u) == 0) {
+        cJSON_AddStringToObject(mach, "hostname", u.nodename);
+        cJSON_AddStringToObject(mach, "os", u.sysname);
+        cJSON_AddStringToObject(mach, "kernel", u.release);
+        cJSON_AddStringToObject(mach, "arch", u.machine);
+    }
+    cJSON_AddItemToObject(mach, "cpu", topology_json(&m->cpu));
+
+    cJSON *bes = cJSON_AddArrayToObject(r, "backends");
+    for (int i = 0; i < m->n_backends; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", m->backends[i].name);
+        cJSON_AddStringToObject(e, "device", m->backends[i].device);
+        cJSON_AddStringToObject(e, "simd", m->backends[i].simd);
+        cJSON_AddNumberToObject(e, "threads", m->backends[i].threads);
+        cJSON_AddItemToArray(bes, e);
+    }
+    cJSON *models = cJSON_AddObjectToObject(r, "models");
+    cJSON_AddItemToObject(models, "target", model_json(&m->target));
+    cJSON_AddItemToObject(models, "drafter", model_json(&m->drafter));
+    cJSON_AddStringToObject(models, "dtype", m->dtype);
+    return r;
+}

@@ -1,0 +1,96 @@
+/* sweep.h — what `dflash-bench run` measures: the sweep axes, the single-valued settings, and
+ * the enumeration of sweep points in a stable order.
+ *
+ * Axes take comma lists; the integer axes (concurrency, block_size) also take llama-bench style
+ * ranges, which may be mixed with plain values: "a-b" (step 1), "a-b+s" (step s), "a-b*m"
+ * (geometric, factor m > 1): concurrency "1-32*2" = 1,2,4,8,16,32. Temperature is a comma list
+ * of floats. The same key = value pairs come from command-line flags (--block-size 8,16) and from
+ * ini files (block_size = 8,16); "-" and "_" are interchangeable in key names. Settings apply in
+ * the order given, so an ini file loaded first is overridden by later flags.
+ *
+ * Point order (stable, what points.done and the output tables follow): backend, dataset,
+ * temperature, concurrency, then the `ar` baseline once (block_size 1), then acceptance profile
+ * (when profiles are replayed), then block size, then the drafter variants in the order listed.
+ * Replayed drafter points carry acceptance_source "replay:<profile>"; `ar` stays "measured"
+ * (it accepts nothing). Synthetic weights mark every point weights = "synthetic" and, unless a
+ * dataset is given, replace the dataset axis by "synthetic-<prompt_tokens>". The baseline therefore always precedes the points
+ * whose speedup it defines. `ar` runs whenever anything runs (speedup needs it), listed or not,
+ * unless no_baseline is set; it has no block size, so it is one point per (backend, dataset,
+ * temperature, concurrency), never one per block size. */
+#ifndef DB_SWEEP_H
+#define DB_SWEEP_H
+
+#include "bench/point.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DB_SWEEP_MAX 64 /* values per axis */
+
+typedef struct {
+    /* axes */
+    char backend[DB_SWEEP_MAX][16];
+    int n_backend;
+    char dataset[DB_SWEEP_MAX][64];
+    int n_dataset;
+    int concurrency[DB_SWEEP_MAX];
+    int n_concurrency;
+    int block_size[DB_SWEEP_MAX];
+    int n_block_size;
+    char variant[DB_SWEEP_MAX][16];
+    int n_variant;
+    float temperature[DB_SWEEP_MAX];
+    int n_temperature;
+    /* single values */
+    float top_p;            /* (0, 1] */
+    int top_k;              /* 0 = all */
+    int max_new_tokens;
+    int max_samples;        /* prompts per dataset */
+    uint64_t seed;
+    int repetitions;        /* timed repetitions of every point */
+    int warmup;             /* untimed warm-up runs before the first repetition */
+    char target[512], drafter[512];
+    char out[512];          /* results directory; "" = results/<UTC time>[-label] */
+    char label[64];
+    char chat_template[16]; /* none, chatml, llama3 */
+    int thinking, no_baseline, deterministic;
+    char output[8];         /* stdout format: md, csv, json */
+    int threads;            /* 0 = all cores */
+    /* capacity planning (capacity.h, synthetic.h, profile.h) */
+    int synthetic;          /* random weights of the configs' shapes, generated on the backend */
+    char target_config[512], drafter_config[512]; /* config.json files (synthetic); "" = the
+                                                      config.json of target / drafter */
+    char dtype[8];          /* storage dtype of synthetic weights: bf16 (default), f16, f32 */
+    int prompt_tokens;      /* length of synthetic prompts (dataset synthetic-<N>), default 128 */
+    int dataset_set;        /* the dataset axis was given (not the default) */
+    /* acceptance profiles to replay (an axis; empty = measured acceptance): each entry a
+     * profile spec of profile.h (at most 120 characters), or "none" for a measured point
+     * among replayed ones; "none" alone empties the axis */
+    char profile[DB_SWEEP_MAX][128];
+    int n_profile;
+    int predict;            /* roofline prediction in every row (predicted_tok_s) */
+    double bandwidth_gbs, gflops; /* device figures for the prediction; 0 = measure */
+} db_sweep;
+
+/* the default sweep (configs/default.ini spells out the same values) */
+void db_sweep_init(db_sweep *s);
+/* Set one key. Boolean keys (thinking, no_baseline, deterministic) accept value NULL as "true"
+ * (a bare --no-baseline flag) and 0/1/true/false/yes/no/on/off. A list replaces the whole axis.
+ * Unknown key or bad value: DB_EINPUT, nothing changed. */
+int db_sweep_set(db_sweep *s, const char *key, const char *value, char *err, size_t errlen);
+/* every key = value of an ini file (top level or a [sweep] section) through db_sweep_set;
+ * the first error is reported as "path:line: message" */
+int db_sweep_load_ini(db_sweep *s, const char *path, char *err, size_t errlen);
+/* checks across keys (block size < 2 with a drafter variant, nothing to run, ...) */
+int db_sweep_validate(const db_sweep *s, char *err, size_t errlen);
+/* the points in the order above (validates first); *out is malloc'd, free() it */
+int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, size_t errlen);
+
+/* "synthetic-<N>" (N >= 1 prompt tokens): the dataset of N random token ids per prompt; *n = N */
+int db_dataset_is_synthetic(const char *name, int *n);
+
+/* the variant names and whether a variant runs the drafter / selector / convolutions */
+int db_variant_known(const char *name);
+int db_variant_uses_drafter(const char *name);
+
+#endif

@@ -1,0 +1,447 @@
+/* cli_plan.c — `dflash-bench plan`: capacity planning for a target / drafter pair known only by
+ * its config.json files (capacity.h).
+ *
+ *   1. the device: memory bandwidth and matmul rate, measured through the backend (a GEMV over
+ *      a large weight, a 512-row matmul) or given (--bandwidth-gbs, --gflops);
+ *   2. the roofline prediction of one `ar` step and one DFlash cycle (draft, select, context
+ *      materialization, verify) at each concurrency, and the tok/s they give at the profile's
+ *      expected acceptance length tau;
+ *   3. the memory each concurrency needs (weights + KV + activations) against what the device
+ *      has;
+ *   4. unless --no-measure: a short run of a synthetic pair of exactly those shapes (weights
+ *      generated on the backend, acceptance replayed from the profile), whose measured step /
+ *      cycle times and decode tok/s are printed next to the prediction.
+ * Acceptance: --acceptance-profile FILE (profile.h), or --tau X (one constant per-position rate
+ * giving that tau at the block size), or by default the SPEC 6 figure built in: the per-position
+ * Recall@1 of a 5-layer Qwen3-4B-class DFlash drafter on GSM8K at T = 0 (tau 4.27 at block 8).
+ * Decode tok/s = concurrency x tau / cycle time; prefill is not part of it (`run --predict`
+ * predicts whole runs). */
+#include "bench/capacity.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "engine/engine.h"
+#include "bench/profile.h"
+#include "engine/session.h"
+#include "model/synthetic.h"
+#include "base/util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CONC 64
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* SPEC 6: DFlash (5-layer, Qwen3-4B class) on GSM8K, T = 0, per-position Recall@1, counted
+ * where every earlier position was right, i.e. the conditional acceptance of greedy DFlash */
+static const float spec6_recall1[7] = {0.854f, 0.803f, 0.794f, 0.783f, 0.775f, 0.759f, 0.729f};
+
+typedef struct {
+    int conc;
+    db_step_cost ar, cyc;
+    double ctx, tau;
+    db_mem_need mem;        /* weights + this concurrency's engine (the larger of ar / cycle) */
+    int measured;
+    double ar_ms, ar_tok_s;               /* measured */
+    double cyc_ms, cyc_tok_s, tau_meas;
+    double draft_ms, select_ms, verify_ms, host_ms;
+} plan_row;
+
+static int parse_conc(const char *s, int *out, int *n, char *err, size_t errlen)
+{
+    *n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1 << 16 || *n == MAX_CONC)
+            return db_fail(err, errlen, DB_EINPUT, "--concurrency: '%s' is not a list of integers >= 1", s);
+        out[(*n)++] = (int)v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p) return db_fail(err, errlen, DB_EINPUT, "--concurrency: '%s' is not a comma list", s);
+    }
+    if (*n == 0) return db_fail(err, errlen, DB_EINPUT, "--concurrency: empty list");
+    return DB_OK;
+}
+
+/* one engine run of conc synthetic prompts: mean step (cycle) time and decode tokens per step */
+static int measure(db_session *s, const db_gen_params *p, int conc, int prompt_tokens, int vocab,
+                   uint64_t seed, double *ms, double *tau, double split[4], char *err, size_t errlen)
+{
+    int *prompts = malloc(sizeof(int) * (size_t)conc * prompt_tokens);
+    int *out = malloc(sizeof(int) * (size_t)conc * p->max_new_tokens);
+    db_request *reqs = calloc((size_t)conc, sizeof *reqs);
+    if (!prompts || !out || !reqs) {
+        free(prompts), free(out), free(reqs);
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    }
+    db_rng r;
+    db_rng_seed(&r, db_synth_mix(seed ^ db_synth_fnv1a("synthetic-prompts")));
+    for (int i = 0; i < conc * prompt_tokens; i++) prompts[i] = (int)(db_rng_next(&r) % (uint64_t)vocab);
+    for (int i = 0; i < conc; i++)
+        reqs[i] = (db_request){.prompt = prompts + (size_t)i * prompt_tokens, .n_prompt = prompt_tokens,
+                               .out = out + (size_t)i * p->max_new_tokens};
+    db_engine *e;
+    int rc = db_engine_create(&e, &s->target, s->has_drafter ? &s->drafter : NULL, p, conc,
+                              prompt_tokens, err, errlen);
+    if (!rc) {
+        rc = db_engine_run(e, reqs, conc, db_now(), NULL, NULL, err, errlen);
+        db_engine_destroy(e);
+    }
+    double t = 0, tk = 0, sp[4] = {0, 0, 0, 0};
+    int n = 0;
+    for (int i = 0; i < conc && !rc; i++) {
+        const db_req_stats *st = &reqs[i].st;
+        int steps = st->cycles - 1; /* the prefill's step is not a decode step */
+        if (steps < 1) continue;
+        double x[4] = {st->t_draft, st->t_select, st->t_verify, st->t_host};
+        for (int j = 0; j < 4; j++) sp[j] += x[j] / steps;
+        t += (x[0] + x[1] + x[2] + x[3]) / steps;
+        tk += (double)(st->output_tokens - 1) / steps;
+        n++;
+    }
+    if (!rc && n == 0) rc = db_fail(err, errlen, DB_EINPUT, "plan: no decode step to time (raise --max-new-tokens)");
+    if (!rc) {
+        *ms = 1e3 * t / n;
+        *tau = tk / n;
+        for (int j = 0; j < 4; j++) split[j] = 1e3 * sp[j] / n;
+    }
+    free(prompts), free(out), free(reqs);
+    return rc;
+}
+
+static const char *bound(const db_cost *c) { return c->compute_bound ? "compute" : "memory"; }
+
+static double ratio(double a, double b) { return b > 0 && a > 0 ? a / b : NAN; }
+
+static void fmt(char *b, size_t n, const char *f, double v)
+{
+    if (isfinite(v) && v > 0) snprintf(b, n, f, v);
+    else snprintf(b, n, "-");
+}
+
+static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
+                     const db_drafter_config *d, const char *variant, int B, const char *acc,
+                     const char *device, size_t avail, db_dtype dt)
+{
+    printf("# dflash-bench plan\n\n");
+    printf("- device: %s; %.2f GiB free\n", device, (double)avail / GIB);
+    printf("- bandwidth %.1f GB/s (%s)\n- matmul %.1f GFLOP/s (%s)\n", hw->bw / 1e9, hw->bw_source,
+           hw->flops / 1e9, hw->flops_source);
+    printf("- target %s: %.2f GB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / 1e9,
+           db_dtype_name(dt));
+    if (d)
+        printf("- drafter %s: %.2f GB; variant %s, block %d\n", d->base.path,
+               (db_weights_bytes(t, d, dt) - db_weights_bytes(t, NULL, dt)) / 1e9, variant, B);
+    printf("- acceptance: %s\n\n", acc);
+    printf("| variant | c | ctx | tau | GB/step | GFLOP/step | bound | pred ms | pred tok/s | meas ms "
+           "| meas tok/s | meas/pred | memory GiB |\n");
+    printf("|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n");
+    for (int i = 0; i < nrows; i++) {
+        const plan_row *r = &rows[i];
+        char a[32], b[32], c[32], e[32];
+        double mem = (r->mem.weights + r->mem.kv + r->mem.act) / GIB;
+        fmt(a, sizeof a, "%.3f", r->ar_ms);
+        fmt(b, sizeof b, "%.1f", r->ar_tok_s);
+        fmt(c, sizeof c, "%.2f", ratio(r->ar_tok_s, r->ar.tok_s));
+        printf("| ar | %d | %.0f | 1.00 | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
+               r->conc, r->ctx, r->ar.verify.bytes / 1e9, r->ar.verify.flops / 1e9,
+               bound(&r->ar.verify), 1e3 * r->ar.t, r->ar.tok_s, a, b, c, mem);
+        if (!d) continue;
+        db_cost tot = r->cyc.draft;
+        tot.bytes += r->cyc.select.bytes + r->cyc.ctx.bytes + r->cyc.verify.bytes;
+        tot.flops += r->cyc.select.flops + r->cyc.ctx.flops + r->cyc.verify.flops;
+        fmt(a, sizeof a, "%.3f", r->cyc_ms);
+        fmt(b, sizeof b, "%.1f", r->cyc_tok_s);
+        fmt(c, sizeof c, "%.2f", ratio(r->cyc_tok_s, r->cyc.tok_s));
+        fmt(e, sizeof e, "%.2f", r->tau_meas);
+        printf("| %s | %d | %.0f | %.2f (meas %s) | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
+               variant, r->conc, r->ctx, r->tau, e, tot.bytes / 1e9, tot.flops / 1e9,
+               bound(&r->cyc.verify), 1e3 * r->cyc.t, r->cyc.tok_s, a, b, c, mem);
+    }
+    if (!d) return;
+    printf("\nCycle split, ms (predicted draft / select / context / verify; measured draft incl. "
+           "context / select / verify / host):\n\n| c | pred draft | pred select | pred context | "
+           "pred verify | meas draft+ctx | meas select | meas verify | meas host | pred speedup | "
+           "meas speedup |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (int i = 0; i < nrows; i++) {
+        const plan_row *r = &rows[i];
+        char m[4][32], ps[32], ms[32];
+        double v[4] = {r->draft_ms, r->select_ms, r->verify_ms, r->host_ms};
+        for (int j = 0; j < 4; j++) {
+            if (r->measured) snprintf(m[j], sizeof m[j], "%.3f", v[j]);
+            else snprintf(m[j], sizeof m[j], "-");
+        }
+        fmt(ps, sizeof ps, "%.2fx", ratio(r->cyc.tok_s, r->ar.tok_s));
+        fmt(ms, sizeof ms, "%.2fx", ratio(r->cyc_tok_s, r->ar_tok_s));
+        printf("| %d | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s |\n", r->conc,
+               1e3 * r->cyc.draft.t, 1e3 * r->cyc.select.t, 1e3 * r->cyc.ctx.t, 1e3 * r->cyc.verify.t,
+               m[0], m[1], m[2], m[3], ps, ms);
+    }
+}
+
+static cJSON *cost_json(const db_cost *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "bytes", c->bytes);
+    cJSON_AddNumberToObject(o, "flops", c->flops);
+    cJSON_AddNumberToObject(o, "ms", 1e3 * c->t);
+    cJSON_AddStringToObject(o, "bound", bound(c));
+    return o;
+}
+
+static void num_or_null(cJSON *o, const char *k, double v)
+{
+    if (isfinite(v) && v > 0) cJSON_AddNumberToObject(o, k, v);
+    else cJSON_AddNullToObject(o, k);
+}
+
+static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
+                       const db_drafter_config *d, const char *variant, int B, const char *acc,
+                       const char *device, size_t avail, db_dtype dt)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "device", device);
+    cJSON_AddNumberToObject(root, "mem_available_bytes", (double)avail);
+    cJSON_AddNumberToObject(root, "bandwidth_gbs", hw->bw / 1e9);
+    cJSON_AddStringToObject(root, "bandwidth_source", hw->bw_source);
+    cJSON_AddNumberToObject(root, "gflops", hw->flops / 1e9);
+    cJSON_AddStringToObject(root, "gflops_source", hw->flops_source);
+    cJSON_AddStringToObject(root, "target", t->path);
+    cJSON_AddStringToObject(root, "drafter", d ? d->base.path : "");
+    cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt));
+    cJSON_AddStringToObject(root, "variant", variant);
+    cJSON_AddNumberToObject(root, "block_size", B);
+    cJSON_AddStringToObject(root, "acceptance", acc);
+    cJSON *arr = cJSON_AddArrayToObject(root, "rows");
+    for (int i = 0; i < nrows; i++) {
+        const plan_row *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "concurrency", r->conc);
+        cJSON_AddNumberToObject(o, "context", r->ctx);
+        cJSON_AddNumberToObject(o, "memory_bytes", r->mem.weights + r->mem.kv + r->mem.act);
+        cJSON_AddNumberToObject(o, "weights_bytes", r->mem.weights);
+        cJSON_AddNumberToObject(o, "kv_bytes", r->mem.kv);
+        cJSON_AddNumberToObject(o, "activation_bytes", r->mem.act);
+        cJSON *a = cJSON_AddObjectToObject(o, "ar");
+        cJSON_AddItemToObject(a, "predicted", cost_json(&r->ar.verify));
+        cJSON_AddNumberToObject(a, "predicted_tok_s", r->ar.tok_s);
+        num_or_null(a, "measured_ms", r->ar_ms);
+        num_or_null(a, "measured_tok_s", r->ar_tok_s);
+        num_or_null(a, "measured_over_predicted", ratio(r->ar_tok_s, r->ar.tok_s));
+        if (d) {
+            cJSON *c = cJSON_AddObjectToObject(o, "cycle");
+            cJSON_AddNumberToObject(c, "tau", r->tau);
+            cJSON_AddItemToObject(c, "draft", cost_json(&r->cyc.draft));
+            cJSON_AddItemToObject(c, "select", cost_json(&r->cyc.select));
+            cJSON_AddItemToObject(c, "context", cost_json(&r->cyc.ctx));
+            cJSON_AddItemToObject(c, "verify", cost_json(&r->cyc.verify));
+            cJSON_AddNumberToObject(c, "predicted_ms", 1e3 * r->cyc.t);
+            cJSON_AddNumberToObject(c, "predicted_tok_s", r->cyc.tok_s);
+            num_or_null(c, "measured_tau", r->tau_meas);
+            num_or_null(c, "measured_ms", r->cyc_ms);
+            num_or_null(c, "measured_tok_s", r->cyc_tok_s);
+            num_or_null(c, "measured_over_predicted", ratio(r->cyc_tok_s, r->cyc.tok_s));
+            if (r->measured) {
+                cJSON_AddNumberToObject(c, "measured_draft_ms", r->draft_ms);
+                cJSON_AddNumberToObject(c, "measured_select_ms", r->select_ms);
+                cJSON_AddNumberToObject(c, "measured_verify_ms", r->verify_ms);
+                cJSON_AddNumberToObject(c, "measured_host_ms", r->host_ms);
+            }
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *txt = cJSON_Print(root);
+    if (txt) printf("%s\n", txt);
+    free(txt);
+    cJSON_Delete(root);
+}
+
+int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
+{
+    const char *target = NULL, *drafter = NULL, *conc_s = "1,8,32", *profile_s = NULL,
+               *backend = "cpu", *variant_s = "dflash2", *dtype_s = "bf16", *output = "md";
+    int block = 8, prompt_tokens = 128, max_new = 32, threads = 0, no_measure = 0, help = 0,
+        seed = 0, warmup = 1, context = 0;
+    float tau_arg = 0, bw_arg = 0, gf_arg = 0;
+    const db_arg spec[] = {
+        {"target-config", 't', DB_ARG_STR, &target, "target config.json (or a checkpoint directory)"},
+        {"drafter-config", 'd', DB_ARG_STR, &drafter, "DFlash / DFlash 2 drafter config.json (none: ar only)"},
+        {"variant", 'v', DB_ARG_STR, &variant_s, "drafter variant: dflash, selector-off, conv-off, dflash2 (default)"},
+        {"block-size", 'B', DB_ARG_INT, &block, "draft block size (default 8)"},
+        {"concurrency", 'c', DB_ARG_STR, &conc_s, "comma list of concurrencies (default 1,8,32)"},
+        {"prompt-tokens", 0, DB_ARG_INT, &prompt_tokens, "prompt length (default 128)"},
+        {"max-new-tokens", 'n', DB_ARG_INT, &max_new, "tokens generated per request when measuring (default 32)"},
+        {"context", 0, DB_ARG_INT, &context, "context of the predicted step (default prompt + n/2)"},
+        {"acceptance-profile", 0, DB_ARG_STR, &profile_s, "per-position acceptance (profile CSV, profile.h)"},
+        {"tau", 0, DB_ARG_FLOAT, &tau_arg, "expected acceptance length instead of a profile"},
+        {"dtype", 0, DB_ARG_STR, &dtype_s, "weight dtype: bf16 (default), f16, f32"},
+        {"bandwidth-gbs", 0, DB_ARG_FLOAT, &bw_arg, "device memory bandwidth, GB/s (default: measured)"},
+        {"gflops", 0, DB_ARG_FLOAT, &gf_arg, "device matmul rate, GFLOP/s (default: measured)"},
+        {"no-measure", 0, DB_ARG_FLAG, &no_measure, "predict only (no synthetic run)"},
+        {"warmup", 0, DB_ARG_INT, &warmup, "untimed runs before each measurement (default 1)"},
+        {"seed", 's', DB_ARG_INT, &seed, "seed of the synthetic weights, prompts and replay (default 0)"},
+        {"backend", 'b', DB_ARG_STR, &backend, "compute backend (default cpu)"},
+        {"threads", 0, DB_ARG_INT, &threads, "CPU threads (default: all cores)"},
+        {"output", 'o', DB_ARG_STR, &output, "md (default) or json"},
+        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    };
+    int nspec = (int)(sizeof spec / sizeof *spec);
+    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
+    if (rc) return rc;
+    if (help) {
+        db_args_usage(spec, nspec, "plan",
+                      "Capacity planning from config.json shapes: device bandwidth and matmul rate,\n"
+                      "roofline step / cycle times and tok/s, memory per concurrency, then a short\n"
+                      "synthetic run (random weights on the device, replayed acceptance) to compare.");
+        return DB_OK;
+    }
+    if (!target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
+    if (strcmp(output, "md") && strcmp(output, "json"))
+        return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", output);
+    db_dtype dt;
+    if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
+    db_variant variant;
+    if (db_variant_parse(variant_s, &variant) != 0 || variant == DB_VAR_AR)
+        return db_fail(err, errlen, DB_EINPUT, "--variant %s: dflash, selector-off, conv-off or dflash2", variant_s);
+    if (block < 2 || block > DB_MAX_BLOCK) return db_fail(err, errlen, DB_EINPUT, "--block-size %d outside 2..%d", block, DB_MAX_BLOCK);
+    if (prompt_tokens < 1 || max_new < 2 || warmup < 0 || threads < 0 || context < 0 || seed < 0)
+        return db_fail(err, errlen, DB_EINPUT, "--prompt-tokens >= 1, --max-new-tokens >= 2, --warmup, --threads, --context, --seed >= 0");
+    if (tau_arg != 0 && profile_s) return db_fail(err, errlen, DB_EINPUT, "give --tau or --acceptance-profile, not both");
+    if (tau_arg != 0 && !(tau_arg >= 1 && tau_arg <= block))
+        return db_fail(err, errlen, DB_EINPUT, "--tau %g outside [1, %d]", (double)tau_arg, block);
+    int conc[MAX_CONC], nconc;
+    if ((rc = parse_conc(conc_s, conc, &nconc, err, errlen))) return rc;
+
+    db_model_config tc;
+    db_drafter_config dc;
+    if ((rc = db_model_config_load(&tc, target, err, errlen))) return rc;
+    if (drafter && (rc = db_drafter_config_load(&dc, drafter, tc.n_layers, err, errlen))) return rc;
+    const db_drafter_config *d = drafter ? &dc : NULL;
+    if (d && block > dc.block_size)
+        return db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", block, dc.block_size, dc.base.path);
+    if (d && dc.kind != DB_DRAFTER_V2 && variant != DB_VAR_DFLASH)
+        return db_fail(err, errlen, DB_EINPUT, "variant %s needs a DFlash 2 drafter; %s is DFlash 1 (use --variant dflash)", variant_s, dc.base.path);
+    db_profile prof;
+    char acc[700];
+    if (profile_s) {
+        if ((rc = db_profile_load(&prof, profile_s, err, errlen))) return rc;
+        snprintf(acc, sizeof acc, "profile %s, tau %.3f at block %d", profile_s, db_profile_tau(&prof, block), block);
+    } else if (tau_arg != 0) {
+        db_profile_constant(&prof, tau_arg, block, block - 1);
+        snprintf(acc, sizeof acc, "constant per-position rate %.4f (tau %.3f at block %d)", (double)prof.rate[0], (double)tau_arg, block);
+    } else {
+        memset(&prof, 0, sizeof prof);
+        prof.n = 7;
+        memcpy(prof.rate, spec6_recall1, sizeof spec6_recall1);
+        snprintf(acc, sizeof acc, "SPEC 6 DFlash GSM8K T=0 per-position Recall@1 (built in), tau %.3f at block %d",
+                 db_profile_tau(&prof, block), block);
+    }
+    if (d && prof.n < block - 1)
+        return db_fail(err, errlen, DB_EINPUT, "the acceptance profile has %d positions; block size %d needs %d (give --tau or a longer profile)",
+                       prof.n, block, block - 1);
+    double tau = d ? db_profile_tau(&prof, block) : 1.0;
+
+    db_session s;
+    db_synth_opts syn = {.seed = (uint64_t)seed, .dtype = dt};
+    db_session_opts so = {backend, target, drafter, threads, 0, &syn};
+    if ((rc = db_session_open_backend(&s, &so, err, errlen))) return rc;
+    size_t avail = db_mem_available(s.be);
+    db_hw hw;
+    memset(&hw, 0, sizeof hw);
+    if (!(bw_arg > 0 && gf_arg > 0)) rc = db_hw_measure(s.be, dt, 0, &hw, err, errlen);
+    if (!rc && bw_arg > 0) {
+        hw.bw = bw_arg * 1e9;
+        snprintf(hw.bw_source, sizeof hw.bw_source, "given: --bandwidth-gbs %g", (double)bw_arg);
+    }
+    if (!rc && gf_arg > 0) {
+        hw.flops = gf_arg * 1e9;
+        snprintf(hw.flops_source, sizeof hw.flops_source, "given: --gflops %g", (double)gf_arg);
+    }
+    plan_row rows[MAX_CONC];
+    memset(rows, 0, sizeof rows);
+    double ctx = context > 0 ? context : prompt_tokens + max_new / 2.0;
+    double weights = db_weights_bytes(&tc, d, dt);
+    int fits_all = 1;
+    db_mem_need worst = {weights, 0, 0};
+    for (int i = 0; i < nconc && !rc; i++) {
+        plan_row *r = &rows[i];
+        r->conc = conc[i];
+        r->ctx = ctx;
+        r->tau = tau;
+        db_step_shape ar = {.concurrency = conc[i], .block = 1, .ctx = ctx, .tau = 1};
+        db_roofline_step(&tc, NULL, dt, &hw, &ar, &r->ar);
+        db_step_shape cy = {.concurrency = conc[i], .block = block, .ctx = ctx, .tau = tau,
+                            .use_conv = db_variant_uses_conv(variant), .use_sel = db_variant_uses_selector(variant)};
+        if (d) db_roofline_step(&tc, d, dt, &hw, &cy, &r->cyc);
+        db_engine_shape es = {conc[i], d ? block : 1, prompt_tokens, max_new, 0};
+        double kv, act;
+        db_engine_bytes(&tc, d, &es, &kv, &act);
+        r->mem = (db_mem_need){weights, kv, act};
+        if (avail && weights + kv + act > (double)avail) fits_all = 0;
+        if (kv + act > worst.kv + worst.act) worst.kv = kv, worst.act = act;
+    }
+    /* the synthetic run: refused (with the message) rather than started when it cannot fit */
+    if (!rc && !no_measure) {
+        char e2[512];
+        if (db_mem_check(&worst, avail, "the synthetic run", e2, sizeof e2) != DB_OK) {
+            fprintf(stderr, "plan: not measured: %s\n", e2);
+            no_measure = 1;
+        }
+    }
+    if (!rc && !no_measure) {
+        fprintf(stderr, "plan: generating synthetic weights (%.2f GB)...\n", weights / 1e9);
+        rc = db_session_load_models(&s, &so, err, errlen);
+        if (rc) s.be = NULL; /* closed by the failed load */
+        for (int i = 0; i < nconc && !rc; i++) {
+            plan_row *r = &rows[i];
+            double split[4], t_ar;
+            db_gen_params pa = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = max_new,
+                                .seed = (uint64_t)seed, .ignore_eos = 1};
+            db_gen_params pc = pa;
+            pc.variant = variant;
+            pc.block_size = block;
+            pc.replay_rates = prof.rate;
+            pc.replay_n = prof.n;
+            for (int w = 0; w < warmup && !rc; w++) {
+                db_gen_params q = pa;
+                q.max_new_tokens = 4;
+                double a, b, c4[4];
+                rc = measure(&s, &q, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &a, &b, c4, err, errlen);
+                if (!rc && d) {
+                    q = pc;
+                    q.max_new_tokens = 4;
+                    rc = measure(&s, &q, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &a, &b, c4, err, errlen);
+                }
+            }
+            fprintf(stderr, "plan: measuring c=%d\n", r->conc);
+            if (!rc) rc = measure(&s, &pa, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &r->ar_ms, &t_ar, split, err, errlen);
+            if (!rc) r->ar_tok_s = r->conc * t_ar / (r->ar_ms / 1e3);
+            if (!rc && d) {
+                rc = measure(&s, &pc, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &r->cyc_ms, &r->tau_meas, split, err, errlen);
+                if (!rc) {
+                    r->cyc_tok_s = r->conc * r->tau_meas / (r->cyc_ms / 1e3);
+                    r->draft_ms = split[0];
+                    r->select_ms = split[1];
+                    r->verify_ms = split[2];
+                    r->host_ms = split[3];
+                }
+            }
+            if (!rc) r->measured = 1;
+        }
+    }
+    if (!rc) {
+        char device[200];
+        snprintf(device, sizeof device, "%s (%s)", backend, s.be ? s.be->device_name : "?");
+        if (!strcmp(output, "json"))
+            print_json(rows, nconc, &hw, &tc, d, variant_s, block, acc, device, avail, dt);
+        else
+            print_md(rows, nconc, &hw, &tc, d, variant_s, block, acc, device, avail, dt);
+        if (!fits_all) fprintf(stderr, "plan: some concurrencies need more memory than the %.2f GiB available (memory column)\n", (double)avail / GIB);
+    }
+    if (s.be) db_session_close(&s);
+    return rc;
+}

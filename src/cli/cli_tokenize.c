@@ -1,0 +1,64 @@
+/* cli_tokenize.c — `dflash-bench tokenize`: text on stdin -> comma-separated token ids on
+ * stdout, or with --decode ids on stdin -> text. The text is taken byte for byte (a trailing
+ * newline is part of it: use printf '%s', not echo, for an exact prompt). */
+#include "text/chat_template.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "model/decode.h"
+#include "text/tokenizer.h"
+#include "base/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
+{
+    const char *path = NULL, *tmpl_name = "none";
+    int decode = 0, no_special = 0, thinking = 0, help = 0;
+    const db_arg spec[] = {
+        {"tokenizer", 0, DB_ARG_STR, &path, "tokenizer.json, or a model directory holding one"},
+        {"decode", 'd', DB_ARG_FLAG, &decode, "read ids (commas or whitespace), write the text"},
+        {"no-special", 0, DB_ARG_FLAG, &no_special, "special tokens in the text stay plain text"},
+        {"template", 0, DB_ARG_STR, &tmpl_name, "wrap the text as one user turn: none (default), auto, chatml, llama3"},
+        {"thinking", 0, DB_ARG_FLAG, &thinking, "chatml: leave thinking on (no empty <think> block)"},
+        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    };
+    int nspec = (int)(sizeof spec / sizeof *spec);
+    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
+    if (rc) return rc;
+    if (help) {
+        db_args_usage(spec, nspec, "tokenize", "Encode stdin to token ids (comma separated), or decode ids to text.");
+        return DB_OK;
+    }
+    if (!path) return db_fail(err, errlen, DB_EINPUT, "tokenize: --tokenizer FILE is required");
+    db_chat_template tmpl;
+    if ((rc = db_chat_template_parse(tmpl_name, &tmpl, err, errlen))) return rc;
+    db_tokenizer tok;
+    if ((rc = db_tokenizer_load(&tok, path, err, errlen))) return rc;
+    char *in = NULL, *text = NULL;
+    size_t len = 0;
+    int *ids = NULL, n = 0;
+    rc = db_read_stream(stdin, "stdin", &in, &len, err, errlen);
+    if (!rc && decode) {
+        rc = db_parse_ids(in, &ids, &n, err, errlen);
+        size_t tl = 0;
+        if (!rc) rc = db_tokenizer_decode(&tok, ids, n, 0, &text, &tl, err, errlen);
+        if (!rc) fwrite(text, 1, tl, stdout);
+    } else if (!rc) {
+        if (tmpl == DB_CHAT_AUTO) tmpl = db_chat_template_detect(&tok, NULL);
+        if (tmpl != DB_CHAT_NONE) {
+            db_chat_msg m = {"user", in};
+            if (strlen(in) != len) rc = db_fail(err, errlen, DB_EINPUT, "tokenize: NUL byte in a templated prompt");
+            if (!rc) rc = db_chat_render(tmpl, &m, 1, 1, thinking, &text, &len, err, errlen);
+        }
+        if (!rc) rc = db_tokenizer_encode(&tok, text ? text : in, len, !no_special, &ids, &n, err, errlen);
+        for (int i = 0; !rc && i < n; i++) printf("%s%d", i ? "," : "", ids[i]);
+        if (!rc) printf("\n");
+    }
+    free(in);
+    free(text);
+    free(ids);
+    db_tokenizer_free(&tok);
+    return rc;
+}

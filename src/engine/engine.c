@@ -1,0 +1,596 @@
+/* engine.c — the serving loop and the speculative cycle (see engine.h for the scheduling and
+ * counting rules; accept.h for the acceptance rules).
+ *
+ * Per cycle, for the A active requests (request-major rows, B rows each):
+ *   draft   one drafter call over A*B rows; top-k (ids, values) of rows 1..B-1 to the host
+ *   select  selector pair scores for all rows in one backend call, then the host walk; or the
+ *           per-row argmax / sample when the selector is off
+ *   verify  one target call over the A*B rows [anchor, d1..d(B-1)]; argmax (greedy) or the
+ *           filtered distributions (sampling) to the host
+ *   commit  acceptance per request, KV truncation, then one drafter call that materializes the
+ *           accepted rows' tap features as context
+ * Notation: A active requests, B block, V vocabulary, k kept top-k width, sk selector top-k. */
+#include "engine/engine.h"
+#include "engine/accept.h"
+#include "base/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const variant_names[DB_VAR_COUNT] = {"ar", "dflash", "selector-off",
+                                                        "conv-off", "dflash2"};
+
+int db_variant_parse(const char *s, db_variant *v)
+{
+    for (int i = 0; i < DB_VAR_COUNT; i++)
+        if (strcmp(s, variant_names[i]) == 0) {
+            *v = (db_variant)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *db_variant_name(db_variant v) { return v < DB_VAR_COUNT ? variant_names[v] : "?"; }
+int db_variant_uses_conv(db_variant v) { return v == DB_VAR_SELECTOR_OFF || v == DB_VAR_DFLASH2; }
+int db_variant_uses_selector(db_variant v) { return v == DB_VAR_CONV_OFF || v == DB_VAR_DFLASH2; }
+
+int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen)
+{
+    if (v == DB_VAR_AR) return DB_OK;
+    if (!d) return db_fail(err, errlen, DB_EINPUT, "variant %s needs a drafter (--drafter DIR)", db_variant_name(v));
+    if (db_variant_uses_conv(v) && !d->has_conv)
+        return db_fail(err, errlen, DB_EINPUT, "variant %s needs the DFlash 2 convolutions, but %s lacks tensor '%s'",
+                       db_variant_name(v), d->cfg.base.path, d->missing_conv);
+    if (db_variant_uses_selector(v) && !d->has_selector)
+        return db_fail(err, errlen, DB_EINPUT, "variant %s needs the path selector, but %s lacks tensor '%s'",
+                       db_variant_name(v), d->cfg.base.path, d->missing_selector);
+    return DB_OK;
+}
+
+/* a drafting cycle whose recall / oracle figures wait for the tokens it predicted */
+typedef struct {
+    int base;  /* index in out[] of the token draft position 1 predicts */
+    int *topk; /* [(B-1)*k] drafter top-k ids per position */
+} pending;
+
+typedef struct {
+    int req;   /* request index, -1 when free */
+    int anchor;
+    db_rng rng;
+    db_rng replay_rng; /* acceptance replay draws (their own stream: sampling is unaffected) */
+    pending *ring; /* [B] */
+    int ring_n;
+} slot_state;
+
+struct db_engine {
+    db_target *t;
+    db_drafter *d;
+    db_backend *be;
+    db_gen_params p;
+    int conc, B, V, k, sk, use_draft, use_conv, use_sel, sampling, prefill_chunk;
+    slot_state *slots;
+    db_request *reqs;
+    int *active, *anchors;     /* [N] */
+    int *topk_ids;             /* [N*(B-1)*k] */
+    float *topk_vals;          /* [N*(B-1)*k] */
+    int *prev_ids, *cand_ids;  /* [N*(B-1)*sk] */
+    float *pairs;              /* [N*(B-1)*sk*sk] */
+    float *scores;             /* [sk] */
+    int *draft, *targ;         /* [N*B] */
+    float *p_host, *q_host;    /* [N*B*V] when sampling */
+    db_row *rows;              /* [max(N*B, chunk)] */
+    int *logit_rows;           /* [N*B] */
+    int *ctx_slot, *ctx_pos, *ctx_src; /* [N*B] */
+    float *ctx_feats;          /* device [N*B, T*Ht] */
+    int *ring_mem;             /* backing of every slot's ring */
+};
+
+static void *xcalloc(size_t n, size_t sz, int *fail)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) *fail = 1;
+    return p;
+}
+
+void db_engine_destroy(db_engine *e)
+{
+    if (!e) return;
+    if (e->ctx_feats) e->be->ops->dfree(e->be, e->ctx_feats);
+    if (e->slots)
+        for (int i = 0; i < e->conc; i++) free(e->slots[i].ring);
+    void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->prev_ids,
+                    e->cand_ids, e->pairs, e->scores, e->draft, e->targ, e->p_host, e->q_host,
+                    e->rows, e->logit_rows, e->ctx_slot, e->ctx_pos, e->ctx_src, e->ring_mem};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    free(e);
+}
+
+int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_params *p,
+                     int concurrency, int max_prompt, char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = db_variant_check(p->variant, d, err, errlen);
+    if (rc) return rc;
+    if (concurrency < 1) return db_fail(err, errlen, DB_EINPUT, "concurrency must be >= 1");
+    if (p->max_new_tokens < 1) return db_fail(err, errlen, DB_EINPUT, "max_new_tokens must be >= 1");
+    if (p->temperature < 0) return db_fail(err, errlen, DB_EINPUT, "temperature must be >= 0");
+    if (!(p->top_p > 0 && p->top_p <= 1)) return db_fail(err, errlen, DB_EINPUT, "top_p must be in (0, 1]");
+    if (p->top_k < 0) return db_fail(err, errlen, DB_EINPUT, "top_k must be >= 0 (0 = all)");
+    int use_draft = p->variant != DB_VAR_AR;
+    int B = use_draft ? p->block_size : 1;
+    if (use_draft && (B < 2 || B > d->cfg.block_size || B > DB_MAX_BLOCK))
+        return db_fail(err, errlen, DB_EINPUT, "block size %d outside 2..%d (the drafter's block_size, %s)",
+                       B, d->cfg.block_size < DB_MAX_BLOCK ? d->cfg.block_size : DB_MAX_BLOCK, d->cfg.base.path);
+    if (use_draft && p->replay_rates && B - 1 > p->replay_n)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "the acceptance profile has %d positions; block size %d needs %d", p->replay_n,
+                       B, B - 1);
+    db_engine *e = calloc(1, sizeof *e);
+    if (!e) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    e->t = t;
+    e->d = use_draft ? d : NULL;
+    e->be = t->be;
+    e->p = *p;
+    e->conc = concurrency;
+    e->B = B;
+    e->V = t->cfg.vocab;
+    e->use_draft = use_draft;
+    e->use_conv = db_variant_uses_conv(p->variant);
+    e->use_sel = db_variant_uses_selector(p->variant);
+    e->sampling = p->temperature > 0;
+    e->sk = e->use_sel ? d->cfg.selector_top_k : 0;
+    int rk = p->recall_k > 0 ? p->recall_k : 16;
+    e->k = rk > e->sk ? rk : e->sk;
+    if (e->k > e->V) e->k = e->V;
+    e->prefill_chunk = 128;
+    int NB = concurrency * B, max_rows = NB > e->prefill_chunk ? NB : e->prefill_chunk;
+    int cap = max_prompt + p->max_new_tokens + B + 1;
+    db_target_opts to = {.slots = concurrency, .capacity = cap, .max_rows = max_rows,
+                         .n_taps = use_draft ? d->cfg.n_taps : 0,
+                         .tap_layers = use_draft ? d->cfg.tap_layers : NULL};
+    if ((rc = db_target_alloc(t, &to, err, errlen))) goto fail;
+    if (use_draft) {
+        db_drafter_opts dop = {.slots = concurrency, .capacity = cap, .max_ctx_rows = max_rows,
+                               .max_requests = concurrency, .max_block = B};
+        if ((rc = db_drafter_alloc(d, &dop, err, errlen))) goto fail;
+    }
+    int f = 0, R1 = concurrency * (B > 1 ? B - 1 : 1), sk = e->sk > 0 ? e->sk : 1;
+    size_t V = (size_t)e->V;
+    e->slots = xcalloc((size_t)concurrency, sizeof *e->slots, &f);
+    e->active = xcalloc((size_t)concurrency, sizeof(int), &f);
+    e->anchors = xcalloc((size_t)concurrency, sizeof(int), &f);
+    e->topk_ids = xcalloc((size_t)R1 * e->k, sizeof(int), &f);
+    e->topk_vals = xcalloc((size_t)R1 * e->k, sizeof(float), &f);
+    e->prev_ids = xcalloc((size_t)R1 * sk, sizeof(int), &f);
+    e->cand_ids = xcalloc((size_t)R1 * sk, sizeof(int), &f);
+    e->pairs = xcalloc((size_t)R1 * sk * sk, sizeof(float), &f);
+    e->scores = xcalloc((size_t)sk, sizeof(float), &f);
+    e->draft = xcalloc((size_t)NB, sizeof(int), &f);
+    e->targ = xcalloc((size_t)NB, sizeof(int), &f);
+    e->p_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
+    e->q_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
+    e->rows = xcalloc((size_t)max_rows, sizeof(db_row), &f);
+    e->logit_rows = xcalloc((size_t)NB, sizeof(int), &f);
+    e->ctx_slot = xcalloc((size_t)max_rows, sizeof(int), &f);
+    e->ctx_pos = xcalloc((size_t)max_rows, sizeof(int), &f);
+    e->ctx_src = xcalloc((size_t)max_rows, sizeof(int), &f);
+    e->ring_mem = xcalloc((size_t)concurrency * B * (B > 1 ? B - 1 : 1) * e->k, sizeof(int), &f);
+    for (int i = 0; !f && i < concurrency; i++) {
+        e->slots[i].req = -1;
+        e->slots[i].ring = xcalloc((size_t)B, sizeof(pending), &f);
+        for (int j = 0; !f && j < B; j++)
+            e->slots[i].ring[j].topk = e->ring_mem + ((size_t)i * B + j) * (B > 1 ? B - 1 : 1) * e->k;
+    }
+    if (use_draft && !f) {
+        size_t w = (size_t)d->cfg.n_taps * t->cfg.hidden;
+        e->ctx_feats = e->be->ops->alloc(e->be, sizeof(float) * (size_t)NB * w);
+        if (!e->ctx_feats) f = 1;
+    }
+    if (f) {
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory sizing the engine for %d requests", concurrency);
+        goto fail;
+    }
+    *out = e;
+    return DB_OK;
+fail:
+    db_engine_destroy(e);
+    return rc;
+}
+
+/* ---- recall@1 / recall@k / oracle, judged against the final committed tokens ---- */
+
+static void resolve_pending(db_engine *e, slot_state *s, const db_request *r, int final)
+{
+    int B = e->B, k = e->k, keep = 0;
+    for (int c = 0; c < s->ring_n; c++) {
+        pending *pd = &s->ring[c];
+        if (!final && r->n_out < pd->base + B - 1) {
+            /* still waiting: swap to the front so every entry keeps its own topk buffer */
+            pending tmp = s->ring[keep];
+            s->ring[keep++] = *pd;
+            *pd = tmp;
+            continue;
+        }
+        db_req_stats *st = (db_req_stats *)&r->st;
+        int top1_ok = 1, in_topk_run = 1, oracle = 1;
+        for (int i = 1; i < B && pd->base + i - 1 < r->n_out; i++) {
+            int truth = r->out[pd->base + i - 1];
+            const int *ids = pd->topk + (size_t)(i - 1) * k;
+            int hit1 = ids[0] == truth, hitk = 0;
+            for (int j = 0; j < k && !hitk; j++) hitk = ids[j] == truth;
+            if (top1_ok) {
+                st->recall_n[i]++;
+                st->recall1[i] += hit1;
+                st->recallk[i] += hitk;
+            }
+            top1_ok &= hit1;
+            in_topk_run &= hitk;
+            oracle += in_topk_run;
+        }
+        st->oracle_len_sum += oracle;
+    }
+    s->ring_n = keep;
+}
+
+/* ---- committing tokens ---- */
+
+static int is_eos(const db_engine *e, int tok) { return db_target_is_eos(e->t, tok); }
+
+/* Append one token; returns 1 when the request is finished (EOS or max_new_tokens). */
+static int commit_token(db_engine *e, db_request *r, int req_index, int tok)
+{
+    if (e->p.debug_plant_mismatch > 0 && e->p.variant != DB_VAR_AR && req_index == 0 &&
+        r->n_out == e->p.debug_plant_mismatch - 1)
+        tok = (tok + 1) % e->V;
+    r->out[r->n_out++] = tok;
+    r->st.output_tokens++;
+    if (!e->p.ignore_eos && is_eos(e, tok)) {
+        r->st.finished_by_eos = 1;
+        return 1;
+    }
+    return r->n_out >= e->p.max_new_tokens;
+}
+
+/* Greedy argmax or a sample (filtered, seeded per request) for each of n logits rows. */
+static int pick_tokens(db_engine *e, float *logits, int n, const int *slot_of_row, int *out,
+                       char *err, size_t errlen)
+{
+    db_backend *be = e->be;
+    if (!e->sampling) {
+        if (be->ops->topk(be, out, NULL, logits, n, e->V, 1) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        return DB_OK;
+    }
+    be->ops->probs(be, logits, n, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
+    if (be->ops->download(be, e->p_host, logits, sizeof(float) * (size_t)n * e->V) != 0)
+        return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+    for (int i = 0; i < n; i++)
+        out[i] = db_sample_index(e->p_host + (size_t)i * e->V, e->V, &e->slots[slot_of_row[i]].rng);
+    return DB_OK;
+}
+
+static void finish_request(db_engine *e, int slot, double t0)
+{
+    slot_state *s = &e->slots[slot];
+    db_request *r = &e->reqs[s->req];
+    resolve_pending(e, s, r, 1);
+    r->st.t_finished = db_now() - t0;
+    s->req = -1;
+    s->ring_n = 0;
+    e->t->kv.len[slot] = 0;
+    if (e->d) e->d->kv.len[slot] = 0;
+}
+
+/* Take request req_index into a free slot (state only; prefill_admitted runs the prompt). */
+static int admit(db_engine *e, int slot, int req_index, double t0, char *err, size_t errlen)
+{
+    slot_state *s = &e->slots[slot];
+    db_request *r = &e->reqs[req_index];
+    memset(&r->st, 0, sizeof r->st);
+    r->n_out = 0;
+    r->st.prompt_tokens = r->n_prompt;
+    r->st.t_admitted = db_now() - t0;
+    s->req = req_index;
+    s->ring_n = 0;
+    db_rng_seed(&s->rng, e->p.seed * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
+    db_rng_seed(&s->replay_rng, (e->p.seed ^ 0x7265706c6179ull) * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
+    e->t->kv.len[slot] = 0;
+    if (e->d) e->d->kv.len[slot] = 0;
+    if (r->n_prompt < 1) return db_fail(err, errlen, DB_EINPUT, "request %d: empty prompt", req_index);
+    if (r->n_prompt + e->p.max_new_tokens + e->B + 1 > e->t->kv.cap)
+        return db_fail(err, errlen, DB_EINPUT, "request %d: prompt of %d tokens exceeds the sized maximum", req_index, r->n_prompt);
+    for (int i = 0; i < r->n_prompt; i++)
+        if (r->prompt[i] < 0 || r->prompt[i] >= e->V)
+            return db_fail(err, errlen, DB_EINPUT, "request %d: token %d outside the vocabulary", req_index, r->prompt[i]);
+    return DB_OK;
+}
+
+/* Prefill the prompts of the requests just admitted into slots[0..n), batched into target calls
+ * of up to max_rows rows (a call may hold the tail of one prompt and the head of the next);
+ * each request's first token comes from its last prompt row. */
+static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, char *err, size_t errlen)
+{
+    db_target *t = e->t;
+    int R = t->max_rows, si = 0, off = 0, rc = DB_OK;
+    while (si < n && rc == DB_OK) {
+        int m = 0, nl = 0;
+        while (si < n && m < R) {
+            db_request *r = &e->reqs[e->slots[slots[si]].req];
+            int take = r->n_prompt - off < R - m ? r->n_prompt - off : R - m;
+            for (int j = 0; j < take; j++) {
+                e->rows[m + j] = (db_row){slots[si], off + j, r->prompt[off + j]};
+                e->ctx_slot[m + j] = slots[si];
+                e->ctx_pos[m + j] = off + j;
+            }
+            m += take;
+            off += take;
+            if (off == r->n_prompt) {
+                e->logit_rows[nl] = m - 1;
+                e->active[nl++] = slots[si]; /* slot of each logits row, for its rng */
+                si++;
+                off = 0;
+            }
+        }
+        rc = db_target_forward(t, e->rows, m, e->logit_rows, nl, err, errlen);
+        if (!rc && e->d) rc = db_drafter_add_context(e->d, t->s.taps, e->ctx_slot, e->ctx_pos, m, err, errlen);
+        if (!rc && nl > 0) rc = pick_tokens(e, t->s.logits, nl, e->active, e->targ, err, errlen);
+        for (int j = 0; j < nl && !rc; j++) {
+            int slot = e->active[j];
+            slot_state *s = &e->slots[slot];
+            db_request *r = &e->reqs[s->req];
+            r->st.cycles = 1; /* the prefill is the first verify step */
+            r->st.t_first_token = db_now() - t0;
+            s->anchor = e->targ[j];
+            if (commit_token(e, r, s->req, e->targ[j])) finish_request(e, slot, t0);
+        }
+    }
+    return rc;
+}
+
+/* ---- one autoregressive step for every active request ---- */
+
+static int step_ar(db_engine *e, int na, double t0, char *err, size_t errlen)
+{
+    db_target *t = e->t;
+    double ta = db_now();
+    for (int j = 0; j < na; j++) {
+        int s = e->active[j];
+        e->rows[j] = (db_row){s, t->kv.len[s], e->slots[s].anchor};
+        e->logit_rows[j] = j;
+    }
+    int rc = db_target_forward(t, e->rows, na, e->logit_rows, na, err, errlen);
+    if (!rc) rc = pick_tokens(e, t->s.logits, na, e->active, e->targ, err, errlen);
+    if (rc) return rc;
+    double tb = db_now();
+    for (int j = 0; j < na; j++) {
+        int s = e->active[j];
+        db_request *r = &e->reqs[e->slots[s].req];
+        r->st.cycles++;
+        r->st.t_verify += tb - ta;
+        e->slots[s].anchor = e->targ[j];
+        if (commit_token(e, r, e->slots[s].req, e->targ[j])) finish_request(e, s, t0);
+    }
+    return DB_OK;
+}
+
+/* ---- one speculative cycle for every active request ---- */
+
+/* Selector walk of request j (SPEC 3.3): S_t(c) = U_t[c] + pair[prev][c]. */
+static void selector_walk(db_engine *e, int j)
+{
+    int B = e->B, k = e->k, sk = e->sk, ip = 0, slot = e->active[j];
+    for (int t = 1; t < B; t++) {
+        int row = j * (B - 1) + t - 1;
+        const float *u = e->topk_vals + (size_t)row * k;
+        const int *cand = e->cand_ids + (size_t)row * sk;
+        const float *pair = e->pairs + ((size_t)row * sk + ip) * sk;
+        for (int c = 0; c < sk; c++) e->scores[c] = u[c] + pair[c];
+        int pick = 0;
+        if (!e->sampling) {
+            for (int c = 1; c < sk; c++)
+                if (e->scores[c] > e->scores[pick] ||
+                    (e->scores[c] == e->scores[pick] && cand[c] < cand[pick]))
+                    pick = c;
+        } else {
+            db_probs_host(e->scores, sk, e->p.temperature, e->p.top_p, e->p.top_k);
+            pick = db_sample_index(e->scores, sk, &e->slots[slot].rng);
+            float *q = e->q_host + ((size_t)j * B + t) * e->V;
+            memset(q, 0, sizeof(float) * (size_t)e->V);
+            for (int c = 0; c < sk; c++) q[cand[c]] += e->scores[c];
+        }
+        e->draft[j * B + t] = cand[pick];
+        ip = pick;
+    }
+}
+
+static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_select, char *err,
+                            size_t errlen)
+{
+    db_backend *be = e->be;
+    db_drafter *d = e->d;
+    int B = e->B, k = e->k, sk = e->sk, R1 = na * (B - 1);
+    double ta = db_now();
+    int rc = db_drafter_block(d, e->active, e->anchors, na, B, e->use_conv, e->use_sel, err, errlen);
+    if (rc) return rc;
+    if (be->ops->topk(be, e->topk_ids, e->topk_vals, d->s.logits, R1, e->V, k) != 0)
+        return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+    double tb = db_now();
+    for (int j = 0; j < na; j++) e->draft[j * B] = e->anchors[j];
+    if (e->use_sel) {
+        for (int row = 0; row < R1; row++) {
+            int j = row / (B - 1), t = row % (B - 1) + 1;
+            for (int c = 0; c < sk; c++) {
+                e->cand_ids[(size_t)row * sk + c] = e->topk_ids[(size_t)row * k + c];
+                e->prev_ids[(size_t)row * sk + c] =
+                    t == 1 ? e->anchors[j] : e->topk_ids[(size_t)(row - 1) * k + c];
+            }
+        }
+        if (be->ops->pair_scores(be, e->pairs, d->s.g, e->prev_ids, e->cand_ids, &d->sel_pred,
+                                 &d->sel_succ, R1, sk, d->cfg.selector_rank) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        for (int j = 0; j < na; j++) selector_walk(e, j);
+    } else if (!e->sampling) {
+        for (int row = 0; row < R1; row++)
+            e->draft[(row / (B - 1)) * B + row % (B - 1) + 1] = e->topk_ids[(size_t)row * k];
+    } else {
+        be->ops->probs(be, d->s.logits, R1, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
+        for (int row = 0; row < R1; row++) {
+            int j = row / (B - 1), t = row % (B - 1) + 1;
+            float *q = e->q_host + ((size_t)j * B + t) * e->V;
+            if (be->ops->download(be, q, d->s.logits + (size_t)row * e->V, sizeof(float) * (size_t)e->V) != 0)
+                return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+            e->draft[j * B + t] = db_sample_index(q, e->V, &e->slots[e->active[j]].rng);
+        }
+    }
+    *t_draft = tb - ta;
+    *t_select = db_now() - tb;
+    return DB_OK;
+}
+
+/* Acceptance replay for request j of the batch: position i is accepted with the profile's
+ * conditional rate once positions < i were; the bonus is the target's argmax at the stop row
+ * (from the downloaded distribution when sampling: the same argmax, ties to the smaller id). */
+static int replay_accept(db_engine *e, int j, slot_state *ss, int *bonus)
+{
+    int B = e->B, a = 0;
+    while (a < B - 1 && db_rng_uniform(&ss->replay_rng) < (double)e->p.replay_rates[a]) a++;
+    if (!e->sampling) {
+        *bonus = e->targ[j * B + a];
+    } else {
+        const float *p = e->p_host + ((size_t)j * B + a) * e->V;
+        int best = 0;
+        for (int v = 1; v < e->V; v++)
+            if (p[v] > p[best]) best = v;
+        *bonus = best;
+    }
+    return a;
+}
+
+static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
+{
+    db_target *t = e->t;
+    db_backend *be = e->be;
+    int B = e->B, NB = na * B;
+    for (int j = 0; j < na; j++) e->anchors[j] = e->slots[e->active[j]].anchor;
+    double t_draft = 0, t_select = 0;
+    int rc = draft_and_select(e, na, &t_draft, &t_select, err, errlen);
+    if (rc) return rc;
+    /* verify: one target call over every request's block */
+    double tv = db_now();
+    for (int j = 0; j < na; j++) {
+        int s = e->active[j], base = t->kv.len[s];
+        for (int i = 0; i < B; i++) {
+            e->rows[j * B + i] = (db_row){s, base + i, e->draft[j * B + i]};
+            e->logit_rows[j * B + i] = j * B + i;
+        }
+    }
+    rc = db_target_forward(t, e->rows, NB, e->logit_rows, NB, err, errlen);
+    if (rc) return rc;
+    if (!e->sampling) {
+        if (be->ops->topk(be, e->targ, NULL, t->s.logits, NB, e->V, 1) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+    } else {
+        be->ops->probs(be, t->s.logits, NB, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
+        if (be->ops->download(be, e->p_host, t->s.logits, sizeof(float) * (size_t)NB * e->V) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+    }
+    double tc = db_now();
+    /* commit */
+    int nctx = 0, req_of[na];
+    for (int j = 0; j < na; j++) {
+        int s = e->active[j];
+        slot_state *ss = &e->slots[s];
+        req_of[j] = ss->req;
+        db_request *r = &e->reqs[ss->req];
+        int P0 = t->kv.len[s] - B, bonus, a;
+        if (e->p.replay_rates)
+            a = replay_accept(e, j, ss, &bonus);
+        else if (!e->sampling)
+            a = db_accept_greedy(e->draft + j * B, e->targ + j * B, B, &bonus);
+        else
+            a = db_accept_sample(e->draft + j * B, e->p_host + (size_t)j * B * e->V,
+                                 e->q_host + (size_t)j * B * e->V, B, e->V, &ss->rng,
+                                 e->p.debug_broken_accept, &bonus);
+        if (e->p.on_cycle) e->p.on_cycle(e->p.on_cycle_user, ss->req, P0, e->draft + j * B, B, a, bonus);
+        db_req_stats *st = &r->st;
+        st->cycles++;
+        st->hist[a + 1]++;
+        for (int i = 1; i < B; i++) {
+            st->drafted[i]++;
+            if (i <= a + 1) st->reached[i]++;
+            if (i <= a) st->accepted[i]++;
+        }
+        pending *pd = &ss->ring[ss->ring_n++];
+        pd->base = r->n_out;
+        memcpy(pd->topk, e->topk_ids + (size_t)j * (B - 1) * e->k, sizeof(int) * (size_t)(B - 1) * e->k);
+        int done = 0;
+        for (int i = 1; i <= a && !done; i++) done = commit_token(e, r, ss->req, e->draft[j * B + i]);
+        if (!done) done = commit_token(e, r, ss->req, bonus);
+        resolve_pending(e, ss, r, 0);
+        db_kv_truncate(&t->kv, s, P0 + a + 1);
+        if (done) {
+            finish_request(e, s, t0);
+            continue;
+        }
+        ss->anchor = r->out[r->n_out - 1];
+        for (int i = 0; i <= a; i++) {
+            e->ctx_slot[nctx] = s;
+            e->ctx_pos[nctx] = P0 + i;
+            e->ctx_src[nctx++] = j * B + i;
+        }
+    }
+    double td = db_now();
+    if (nctx > 0) {
+        int w = e->d->cfg.n_taps * t->cfg.hidden;
+        be->ops->copy_rows(be, e->ctx_feats, w, NULL, t->s.taps, w, e->ctx_src, nctx, w);
+        rc = db_drafter_add_context(e->d, e->ctx_feats, e->ctx_slot, e->ctx_pos, nctx, err, errlen);
+        if (rc) return rc;
+    }
+    double te = db_now();
+    for (int j = 0; j < na; j++) { /* every request of the batch lived through the whole cycle */
+        db_request *r = &e->reqs[req_of[j]];
+        r->st.t_draft += t_draft + (te - td);
+        r->st.t_select += t_select;
+        r->st.t_verify += tc - tv;
+        r->st.t_host += td - tc;
+    }
+    return DB_OK;
+}
+
+int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_fn progress,
+                  void *user, char *err, size_t errlen)
+{
+    e->reqs = reqs;
+    int next = 0, done = 0, rc = DB_OK;
+    int *admitted = malloc(sizeof(int) * (size_t)e->conc), *before = malloc(sizeof(int) * (size_t)e->conc);
+    if (!admitted || !before) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    for (int s = 0; s < e->conc; s++) e->slots[s].req = -1;
+    while (rc == DB_OK) {
+        /* fill free slots; a request finished by its prefill frees its slot again */
+        for (;;) {
+            int na = 0;
+            for (int s = 0; s < e->conc && next < n && rc == DB_OK; s++)
+                if (e->slots[s].req < 0) {
+                    rc = admit(e, s, next++, t0, err, errlen);
+                    admitted[na++] = s;
+                }
+            if (rc || na == 0) break;
+            rc = prefill_admitted(e, admitted, na, t0, err, errlen);
+            for (int j = 0; j < na && !rc; j++)
+                if (e->slots[admitted[j]].req < 0 && progress) progress(user, ++done, n);
+        }
+        if (rc) break;
+        int na = 0;
+        for (int s = 0; s < e->conc; s++)
+            if (e->slots[s].req >= 0) e->active[na++] = s;
+        if (na == 0) break;
+        for (int j = 0; j < na; j++) before[j] = e->slots[e->active[j]].req;
+        rc = e->use_draft ? cycle(e, na, t0, err, errlen) : step_ar(e, na, t0, err, errlen);
+        for (int j = 0; j < na && rc == DB_OK; j++)
+            if (e->slots[e->active[j]].req != before[j] && progress) progress(user, ++done, n);
+    }
+    free(admitted);
+    free(before);
+    return rc;
+}

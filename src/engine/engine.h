@@ -1,0 +1,90 @@
+/* engine.h — the serving loop: closed-loop continuous batching of requests through the
+ * draft -> select -> verify cycle (or plain autoregressive steps for `ar`).
+ *
+ * With concurrency N, N request slots are in flight; a finished request's slot takes the next
+ * prompt until the set is exhausted. Newly admitted requests are prefilled by their own target
+ * calls (chunked), before they join the batch; TTFT includes that prefill and the first token
+ * it yields. Each cycle then batches ALL active requests into ONE drafter call, the selector
+ * walks each request's block on the host, and ONE target verify call covers all their rows.
+ *
+ * Counting: the prefill's token counts as one verify step, so tau = committed tokens / verify
+ * steps is exactly 1 for `ar`. Per-position, histogram and recall statistics count drafting
+ * cycles only. Recall@1/@k and the oracle acceptance are judged against the request's final
+ * committed tokens (the target's own output), resolved once they are known.
+ *
+ * Notation: N concurrency, B block, V vocabulary, k = top-k width kept per draft row. */
+#ifndef DB_ENGINE_H
+#define DB_ENGINE_H
+
+#include "model/drafter.h"
+#include "engine/stats.h"
+#include "model/target.h"
+
+#include <stdint.h>
+
+typedef enum {
+    DB_VAR_AR = 0,
+    DB_VAR_DFLASH,
+    DB_VAR_SELECTOR_OFF,
+    DB_VAR_CONV_OFF,
+    DB_VAR_DFLASH2,
+    DB_VAR_COUNT
+} db_variant;
+
+int db_variant_parse(const char *s, db_variant *v);
+const char *db_variant_name(db_variant v);
+int db_variant_uses_conv(db_variant v);
+int db_variant_uses_selector(db_variant v);
+/* DB_EINPUT naming the missing tensors when the drafter cannot run v */
+int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen);
+
+typedef struct {
+    db_variant variant;
+    int block_size;       /* B; ignored for ar */
+    float temperature;    /* 0 = greedy */
+    float top_p;
+    int top_k;
+    int max_new_tokens;
+    uint64_t seed;
+    int recall_k;         /* top-k width for recall@k / oracle (default 16) */
+    /* Acceptance replay (capacity planning): when replay_rates is set, verification accepts
+     * draft position i (1..B-1, reached) with probability replay_rates[i-1], drawn from a
+     * stream of its own seeded per request (seed, request index), instead of the greedy /
+     * sampling rule; the bonus token is the target's argmax at the stop row. Every kernel of
+     * the cycle still runs at full size. B-1 must not exceed replay_n. */
+    const float *replay_rates;
+    int replay_n;
+    int ignore_eos;       /* run every request to max_new_tokens (synthetic weights) */
+    /* debug knobs for the tests that must see the checks fail */
+    int debug_plant_mismatch; /* > 0: corrupt the N-th committed token of request 0 */
+    int debug_broken_accept;  /* accept every draft regardless of p/q */
+    /* optional: called after every drafting cycle with the block [anchor, d1..] of request
+     * `req` at anchor position `pos`, the accepted count and the bonus token */
+    void (*on_cycle)(void *user, int req, int pos, const int *block, int b, int accepted,
+                     int bonus);
+    void *on_cycle_user;
+} db_gen_params;
+
+typedef struct {
+    const int *prompt;
+    int n_prompt;
+    int *out;         /* [max_new_tokens], filled by the engine */
+    int n_out;
+    db_req_stats st;
+} db_request;
+
+typedef struct db_engine db_engine;
+
+/* Size caches for `concurrency` requests of prompts up to max_prompt tokens (allocates the
+ * target's and drafter's state; d may be NULL for ar). */
+int db_engine_create(db_engine **e, db_target *t, db_drafter *d, const db_gen_params *p,
+                     int concurrency, int max_prompt, char *err, size_t errlen);
+void db_engine_destroy(db_engine *e);
+
+typedef void (*db_progress_fn)(void *user, int done, int total);
+
+/* Run all requests through the closed loop. Latency times are seconds since t0. */
+int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_fn progress,
+                  void *user, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,38 @@
+/* session.h — what every model-running subcommand opens: a backend, the target, optionally a
+ * drafter sharing the target's embedding and head. One place so generate, check-lossless and
+ * run load and validate models the same way. */
+#ifndef DB_SESSION_H
+#define DB_SESSION_H
+
+#include "backend.h"
+#include "model/drafter.h"
+#include "model/target.h"
+
+typedef struct {
+    db_backend *be;
+    db_target target;
+    db_drafter drafter;
+    int has_drafter;
+    double load_s;
+} db_session;
+
+typedef struct {
+    const char *backend;   /* "cpu", ... */
+    const char *target;    /* checkpoint directory (synthetic: its config.json, or a directory) */
+    const char *drafter;   /* NULL for none */
+    int threads;
+    int deterministic;
+    const db_synth_opts *synthetic; /* non-NULL: random weights of the configs' shapes */
+} db_session_opts;
+
+int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t errlen);
+/* the two halves of db_session_open: the backend alone (to ask it for memory before loading),
+ * then the models onto it */
+int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, size_t errlen);
+int db_session_load_models(db_session *s, const db_session_opts *o, char *err, size_t errlen);
+void db_session_close(db_session *s);
+
+/* Parse "1,2,3" (commas / whitespace) into ids; each must be < vocab. */
+int db_session_check_ids(const db_session *s, const int *ids, int n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,105 @@
+/* drafter.h — the DFlash / DFlash 2 block-diffusion drafter (SPEC 3.2, 3.3).
+ *
+ * Context: target tap features f_p [T*Ht] -> u_p = RMSNorm_hidden(fc f_p) -> per layer
+ * K = RoPE(k_norm(Wk u_p), p), V = Wv u_p, stored in the drafter's own per-slot cache
+ * ("immediate materialization": each target position projected once).
+ * Block: rows [anchor, MASK x (B-1)] at P..P+B-1, embedded with the TARGET's table; each layer
+ * attends over all cached context keys plus all B block keys (window |q-k| < W on sliding
+ * layers); DFlash 2 wraps attention and MLP in the two-tap dynamic convolution; logits of
+ * rows 1..B-1 through the TARGET's head, x output_multiplier, softcapped.
+ * Block K/V are written past the slot's length and never committed.
+ *
+ * Notation: Nq = requests in a draft call, B = block, Rb = Nq*B block rows, H hidden (== the
+ * target's), T taps, Ht target hidden, K conv taps, G = H/gs conv groups, r selector rank. */
+#ifndef DB_DRAFTER_H
+#define DB_DRAFTER_H
+
+#include "backend.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/qwen3_layer.h"
+#include "model/safetensors.h"
+#include "model/target.h"
+
+typedef struct {
+    float *base;       /* [2, K, H] f32 */
+    db_weight proj;    /* [2*K*G, H] kernel_projection */
+} db_dynconv_w;
+
+typedef struct {
+    db_layer l;
+    db_dynconv_w attn_conv, mlp_conv; /* DFlash 2; base == NULL when absent */
+} db_drafter_layer;
+
+typedef struct {
+    float *u;      /* [Rc, H] projected context features */
+    float *k, *v;  /* [Rc, nkv*hd] */
+    float *x;      /* [Rb, H] residual stream of the block */
+    float *xn;     /* [Rb, H] normed sublayer input */
+    float *xc;     /* [Rb, H] conv-prepared sublayer input */
+    float *delta;  /* [Rb, 2*K*G] conv kernel deltas */
+    float *q;      /* [Rb, nh*hd] */
+    float *bk, *bv;/* [Rb, nkv*hd] */
+    float *att;    /* [Rb, nh*hd] */
+    float *z;      /* [Rb, H] sublayer output */
+    float *zc;     /* [Rb, H] conv-finished sublayer output */
+    float *gate, *up; /* [Rb, I] */
+    float *y;      /* [Nq*(B-1), H] final-normed rows 1..B-1 */
+    float *logits; /* [Nq*(B-1), V] */
+    float *g;      /* [Nq*(B-1), r] selector hidden projection */
+} db_drafter_state;
+
+typedef struct {
+    db_drafter_config cfg;
+    db_backend *be;
+    db_st_set st;
+    const db_target *target;  /* embedding and head are the target's (shared, never copied) */
+    db_weight fc;             /* [H, T*Ht] */
+    float *hidden_norm;       /* [H] */
+    float *norm;              /* [H] */
+    db_drafter_layer *layers; /* [L] */
+    db_weight sel_proj;       /* [r, H] candidate_selector.hidden_projection */
+    db_weight sel_pred;       /* [V, r] predecessor_codebook */
+    db_weight sel_succ;       /* [V, r] successor_codebook */
+    int has_conv, has_selector;
+    char missing_conv[320], missing_selector[320]; /* first absent tensor, for errors */
+    db_kv kv;
+    db_drafter_state s;
+    float *scratch;
+    int max_ctx_rows, max_requests, max_block;
+    int *ids, *pos, *kv_index;  /* host [max(Rc, Rb)] */
+    db_attn_row *attn_rows;     /* host [Rb] */
+    int *row_map;               /* host [Rb] */
+} db_drafter;
+
+typedef struct {
+    int slots, capacity;
+    int max_ctx_rows;   /* rows per add_context call */
+    int max_requests;   /* requests per draft call */
+    int max_block;      /* largest B drafted (<= cfg.block_size) */
+} db_drafter_opts;
+
+/* Load a drafter for `target` (shapes checked against it: hidden size, vocab, tap layers). */
+int db_drafter_load(db_drafter *d, db_backend *be, const char *dir, const db_target *target,
+                    char *err, size_t errlen);
+/* syn NULL: db_drafter_load; else synthetic weights of the config `dir` names (a checkpoint
+ * directory or a config.json path), generated on the backend (synthetic.h): every tensor of
+ * the config's kind is present (a DFlash 2 config gets convolutions and the selector). */
+int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_target *target,
+                       const db_synth_opts *syn, char *err, size_t errlen);
+/* Device bytes of the activation state db_drafter_alloc carves for o (KV caches not included). */
+size_t db_drafter_state_bytes(const db_drafter_config *c, const db_drafter_opts *o);
+int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t errlen);
+void db_drafter_free(db_drafter *d);
+
+/* Append context rows: target tap features feats [n, T*Ht] (device, row stride T*Ht) of
+ * (slot[r], pos[r]); positions continue each slot's length. */
+int db_drafter_add_context(db_drafter *d, const float *feats, const int *slot, const int *pos,
+                           int n, char *err, size_t errlen);
+
+/* Draft one block per request: anchors at the slots' current lengths. On return s.logits
+ * holds [nq*(B-1), V] (request-major) and, with the selector, s.g holds [nq*(B-1), r]. */
+int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, int block,
+                     int use_conv, int want_selector, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,263 @@
+/* model_config.c — config.json parsing for targets and drafters (see model_config.h). */
+#include "model/model_config.h"
+#include "base/util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct {
+    const char *path;
+    char *err;
+    size_t errlen;
+} ctx;
+
+static int get_int(ctx *c, const cJSON *o, const char *key, int required, int dflt, int lo,
+                   int hi, int *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!j || cJSON_IsNull(j)) {
+        if (required) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: missing key '%s'", c->path, key);
+        *out = dflt;
+        return DB_OK;
+    }
+    if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble) || j->valuedouble < lo ||
+        j->valuedouble > hi)
+        return db_fail(c->err, c->errlen, DB_EINPUT, "%s: key '%s' must be an integer in [%d, %d]",
+                       c->path, key, lo, hi);
+    *out = (int)j->valuedouble;
+    return DB_OK;
+}
+
+static int get_float(ctx *c, const cJSON *o, const char *key, int required, float dflt,
+                     float *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!j || cJSON_IsNull(j)) {
+        if (required) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: missing key '%s'", c->path, key);
+        *out = dflt;
+        return DB_OK;
+    }
+    if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble))
+        return db_fail(c->err, c->errlen, DB_EINPUT, "%s: key '%s' must be a number", c->path, key);
+    *out = (float)j->valuedouble;
+    return DB_OK;
+}
+
+static int check_rope_type(ctx *c, const cJSON *o, const char *where)
+{
+    if (!cJSON_IsObject(o)) return DB_OK;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "rope_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    if (t && (!cJSON_IsString(t) || strcmp(t->valuestring, "default") != 0))
+        return db_fail(c->err, c->errlen, DB_EINPUT,
+                       "%s: %s.rope_type '%s' is not implemented (only 'default')", c->path, where,
+                       cJSON_IsString(t) ? t->valuestring : "?");
+    return DB_OK;
+}
+
+static int parse_base(ctx *c, const cJSON *root, db_model_config *m)
+{
+    int rc;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (!cJSON_IsString(mt)) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: missing key 'model_type'", c->path);
+    snprintf(m->model_type, sizeof m->model_type, "%s", mt->valuestring);
+    if (strcmp(m->model_type, "qwen3") == 0) m->qk_norm = 1;
+    else if (strcmp(m->model_type, "llama") == 0 || strcmp(m->model_type, "mistral") == 0) m->qk_norm = 0;
+    else
+        return db_fail(c->err, c->errlen, DB_EINPUT,
+                       "%s: model_type '%s' is not supported (qwen3, llama, mistral)", c->path,
+                       m->model_type);
+    if ((rc = get_int(c, root, "hidden_size", 1, 0, 1, 1 << 20, &m->hidden)) ||
+        (rc = get_int(c, root, "intermediate_size", 1, 0, 1, 1 << 22, &m->intermediate)) ||
+        (rc = get_int(c, root, "num_hidden_layers", 1, 0, 1, DB_MAX_LAYERS, &m->n_layers)) ||
+        (rc = get_int(c, root, "num_attention_heads", 1, 0, 1, 4096, &m->n_heads)) ||
+        (rc = get_int(c, root, "num_key_value_heads", 0, m->n_heads, 1, 4096, &m->n_kv_heads)) ||
+        (rc = get_int(c, root, "vocab_size", 1, 0, 2, 1 << 24, &m->vocab)) ||
+        (rc = get_int(c, root, "max_position_embeddings", 0, 32768, 1, 1 << 24, &m->max_pos)) ||
+        (rc = get_float(c, root, "rms_norm_eps", 1, 0, &m->eps)))
+        return rc;
+    if (m->hidden % m->n_heads && !cJSON_GetObjectItemCaseSensitive(root, "head_dim"))
+        return db_fail(c->err, c->errlen, DB_EINPUT,
+                       "%s: hidden_size %d is not a multiple of num_attention_heads %d and no head_dim",
+                       c->path, m->hidden, m->n_heads);
+    if ((rc = get_int(c, root, "head_dim", 0, m->hidden / m->n_heads, 2, 4096, &m->head_dim))) return rc;
+    if (m->head_dim % 2)
+        return db_fail(c->err, c->errlen, DB_EINPUT, "%s: head_dim %d is odd (RoPE rotates halves)", c->path, m->head_dim);
+    if (m->n_heads % m->n_kv_heads)
+        return db_fail(c->err, c->errlen, DB_EINPUT,
+                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                       c->path, m->n_heads, m->n_kv_heads);
+    if (m->eps <= 0) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: rms_norm_eps must be > 0", c->path);
+    /* rope_theta: top level (older configs) or rope_parameters.rope_theta (newer) */
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if ((rc = check_rope_type(c, rp, "rope_parameters")) || (rc = check_rope_type(c, rs, "rope_scaling")))
+        return rc;
+    if (cJSON_GetObjectItemCaseSensitive(root, "rope_theta"))
+        rc = get_float(c, root, "rope_theta", 1, 0, &m->rope_theta);
+    else if (cJSON_IsObject(rp))
+        rc = get_float(c, rp, "rope_theta", 1, 0, &m->rope_theta);
+    else
+        rc = db_fail(c->err, c->errlen, DB_EINPUT, "%s: missing key 'rope_theta' (or rope_parameters.rope_theta)", c->path);
+    if (rc) return rc;
+    if (m->rope_theta <= 0) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: rope_theta must be > 0", c->path);
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    if (tie && !cJSON_IsBool(tie)) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: tie_word_embeddings must be a boolean", c->path);
+    m->tied = tie ? cJSON_IsTrue(tie) : 0;
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
+    m->n_eos = 0;
+    if (cJSON_IsNumber(eos)) {
+        if (eos->valuedouble != floor(eos->valuedouble))
+            return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eos_token_id must be an integer", c->path);
+        m->eos[m->n_eos++] = eos->valueint;
+    } else if (cJSON_IsArray(eos)) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, eos)
+        {
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || m->n_eos == DB_MAX_EOS)
+                return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eos_token_id must be an int or a list of at most %d ints", c->path, DB_MAX_EOS);
+            m->eos[m->n_eos++] = e->valueint;
+        }
+    } else if (eos && !cJSON_IsNull(eos)) {
+        return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eos_token_id must be an int or a list", c->path);
+    }
+    for (int i = 0; i < m->n_eos; i++)
+        if (m->eos[i] < 0 || m->eos[i] >= m->vocab)
+            return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eos_token_id %d outside the vocabulary", c->path, m->eos[i]);
+    /* sliding windows per layer (drafters); full attention elsewhere */
+    const cJSON *causal = cJSON_GetObjectItemCaseSensitive(root, "is_causal");
+    m->is_causal = causal ? !cJSON_IsFalse(causal) : 1;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    int win = 0;
+    if (lt) {
+        if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers)
+            return db_fail(c->err, c->errlen, DB_EINPUT, "%s: layer_types must list %d layer types", c->path, m->n_layers);
+        int need_window = 0;
+        for (int i = 0; i < m->n_layers; i++) {
+            const cJSON *t = cJSON_GetArrayItem(lt, i);
+            if (!cJSON_IsString(t)) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: layer_types[%d] is not a string", c->path, i);
+            if (strcmp(t->valuestring, "sliding_attention") == 0) need_window = 1;
+            else if (strcmp(t->valuestring, "full_attention") != 0)
+                return db_fail(c->err, c->errlen, DB_EINPUT, "%s: layer_types[%d] '%s' is not supported", c->path, i, t->valuestring);
+        }
+        if (need_window && (rc = get_int(c, root, "sliding_window", 1, 0, 1, 1 << 24, &win))) return rc;
+        for (int i = 0; i < m->n_layers; i++)
+            m->window[i] = strcmp(cJSON_GetArrayItem(lt, i)->valuestring, "sliding_attention") == 0 ? win : 0;
+    }
+    return DB_OK;
+}
+
+/* dir: a checkpoint directory (its config.json) or a config file itself (--target-config) */
+static int load_json(const char *dir, char *path, size_t pathlen, cJSON **root, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        if (strlen(dir) >= pathlen) return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+        snprintf(path, pathlen, "%s", dir);
+    } else if (db_path_join(path, pathlen, dir, "config.json") != 0) {
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    }
+    char *txt;
+    int rc = db_read_file(path, &txt, NULL, err, errlen);
+    if (rc) return rc;
+    *root = cJSON_Parse(txt);
+    free(txt);
+    if (!*root || !cJSON_IsObject(*root)) {
+        cJSON_Delete(*root);
+        *root = NULL;
+        return db_fail(err, errlen, DB_EINPUT, "%s: not a JSON object", path);
+    }
+    return DB_OK;
+}
+
+int db_model_config_load(db_model_config *m, const char *dir, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    cJSON *root;
+    int rc = load_json(dir, m->path, sizeof m->path, &root, err, errlen);
+    if (rc) return rc;
+    ctx c = {m->path, err, errlen};
+    rc = parse_base(&c, root, m);
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int has_arch(const cJSON *root, const char *name)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *e;
+    cJSON_ArrayForEach(e, a) if (cJSON_IsString(e) && strcmp(e->valuestring, name) == 0) return 1;
+    return 0;
+}
+
+int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_layers, char *err,
+                           size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    cJSON *root;
+    int rc = load_json(dir, d->base.path, sizeof d->base.path, &root, err, errlen);
+    if (rc) return rc;
+    ctx c = {d->base.path, err, errlen};
+    if (has_arch(root, "DFlash2DraftModel")) d->kind = DB_DRAFTER_V2;
+    else if (has_arch(root, "DFlashDraftModel")) d->kind = DB_DRAFTER_V1;
+    else {
+        cJSON_Delete(root);
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: architectures names neither DFlashDraftModel nor DFlash2DraftModel", c.path);
+    }
+    rc = parse_base(&c, root, &d->base);
+    const cJSON *dc = cJSON_GetObjectItemCaseSensitive(root, "dflash_config");
+    if (!rc && !cJSON_IsObject(dc)) rc = db_fail(err, errlen, DB_EINPUT, "%s: missing object 'dflash_config'", c.path);
+    if (!rc) {
+        if (cJSON_GetObjectItemCaseSensitive(root, "block_size"))
+            rc = get_int(&c, root, "block_size", 1, 16, 2, 1024, &d->block_size);
+        else
+            rc = get_int(&c, dc, "block_size", 0, 16, 2, 1024, &d->block_size);
+    }
+    if (!rc) rc = get_int(&c, root, "num_target_layers", 0, target_layers, 1, DB_MAX_LAYERS, &d->num_target_layers);
+    if (!rc) rc = get_int(&c, dc, "mask_token_id", 1, 0, 0, d->base.vocab - 1, &d->mask_token_id);
+    if (!rc) rc = get_float(&c, dc, "output_multiplier", 0, 1.0f, &d->output_multiplier);
+    if (!rc) rc = get_float(&c, dc, "final_logit_softcapping", 0, 0.0f, &d->softcap);
+    if (!rc && d->softcap < 0) rc = db_fail(err, errlen, DB_EINPUT, "%s: final_logit_softcapping must be >= 0", c.path);
+    const cJSON *ids = rc ? NULL : cJSON_GetObjectItemCaseSensitive(dc, "target_layer_ids");
+    if (!rc && ids) {
+        if (!cJSON_IsArray(ids) || cJSON_GetArraySize(ids) < 1 || cJSON_GetArraySize(ids) > DB_MAX_TAPS)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: dflash_config.target_layer_ids must list 1..%d layer ids", c.path, DB_MAX_TAPS);
+        const cJSON *e;
+        if (!rc) cJSON_ArrayForEach(e, ids)
+            {
+                if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valueint < 0 ||
+                    e->valueint >= target_layers) {
+                    rc = db_fail(err, errlen, DB_EINPUT, "%s: target_layer_ids entry outside the target's %d layers", c.path, target_layers);
+                    break;
+                }
+                d->tap_layers[d->n_taps++] = e->valueint;
+            }
+    } else if (!rc) {
+        /* SPEC 3.2 default: n = drafter layers; n = 1 -> [N/2]; else round(1 + i(N-4)/(n-1)) */
+        int n = d->base.n_layers, N = target_layers;
+        if (n > DB_MAX_TAPS) n = DB_MAX_TAPS;
+        d->n_taps = n;
+        for (int i = 0; i < n; i++) {
+            int v = n == 1 ? N / 2 : (int)lround(1.0 + (double)i * (N - 4) / (double)(n - 1));
+            if (v < 0 || v >= N) rc = db_fail(err, errlen, DB_EINPUT, "%s: default target_layer_ids fall outside a %d-layer target", c.path, N);
+            d->tap_layers[i] = v;
+        }
+    }
+    if (!rc && d->kind == DB_DRAFTER_V2) {
+        if ((rc = get_int(&c, dc, "conv_kernel_size", 1, 0, 1, 64, &d->conv_kernel)) ||
+            (rc = get_int(&c, dc, "conv_group_size", 1, 0, 1, 1 << 20, &d->conv_group)) ||
+            (rc = get_int(&c, dc, "selector_rank", 1, 0, 1, 1 << 16, &d->selector_rank)) ||
+            (rc = get_int(&c, dc, "selector_top_k", 1, 0, 1, 1024, &d->selector_top_k)))
+            ;
+        else if (d->base.hidden % d->conv_group)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: hidden_size %d is not a multiple of conv_group_size %d", c.path, d->base.hidden, d->conv_group);
+        else if (d->selector_top_k > d->base.vocab)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: selector_top_k exceeds the vocabulary", c.path);
+    }
+    cJSON_Delete(root);
+    return rc;
+}

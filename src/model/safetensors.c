@@ -1,0 +1,432 @@
+/* safetensors.c — mmap + validated header parsing of safetensors files (see safetensors.h).
+ *
+ * Layout: u64 little-endian header length n, n bytes of JSON
+ * {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the data
+ * section; offsets are relative to the data section. */
+#include "model/safetensors.h"
+#include "base/util.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* a header larger than this is not a checkpoint we accept (real ones are < 10 MB) */
+#define MAX_HEADER (256u << 20)
+
+static int map_file(db_st_file *f, const char *path, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    f->path = strdup(path);
+    if (!f->path) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return db_fail(err, errlen, DB_EINPUT, "%s: not a regular file", path);
+    }
+    f->size = (size_t)st.st_size;
+    if (f->size < 8) {
+        close(fd);
+        return db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, no header length",
+                       path, f->size);
+    }
+    f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (f->map == MAP_FAILED) {
+        f->map = NULL;
+        return db_fail(err, errlen, DB_EINPUT, "%s: mmap failed: %s", path, strerror(errno));
+    }
+    return DB_OK;
+}
+
+static int parse_dtype(const char *s, db_dtype *out)
+{
+    if (strcmp(s, "F32") == 0) *out = DB_F32;
+    else if (strcmp(s, "BF16") == 0) *out = DB_BF16;
+    else if (strcmp(s, "F16") == 0) *out = DB_F16;
+    else return -1;
+    return 0;
+}
+
+/* cJSON numbers are doubles: accept only exact non-negative integers below 2^53 */
+static int json_uint(const cJSON *j, uint64_t *out)
+{
+    if (!cJSON_IsNumber(j)) return -1;
+    double d = j->valuedouble;
+    if (d < 0 || d > 9007199254740992.0 || d != (double)(uint64_t)d) return -1;
+    *out = (uint64_t)d;
+    return 0;
+}
+
+static int add_tensor(db_st_set *s, int *cap, db_st_tensor t)
+{
+    if (s->ntensors == *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        db_st_tensor *nt = realloc(s->tensors, sizeof *nt * (size_t)nc);
+        if (!nt) return -1;
+        s->tensors = nt;
+        *cap = nc;
+    }
+    s->tensors[s->ntensors++] = t;
+    return 0;
+}
+
+typedef struct {
+    uint64_t begin, end;
+    const char *name;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
+}
+
+/* Parse and validate file `fi`'s header, appending its tensors. `only` (may be NULL) is the
+ * sharded index's weight_map: a tensor listed there for another file is an error. */
+static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *err, size_t errlen)
+{
+    db_st_file *f = &s->files[fi];
+    const unsigned char *b = f->map;
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)b[i] << (8 * i);
+    if (hlen > f->size - 8)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: header length %llu runs past the end of the file (%zu bytes)",
+                       f->path, (unsigned long long)hlen, f->size);
+    if (hlen > MAX_HEADER || hlen < 2)
+        return db_fail(err, errlen, DB_EINPUT, "%s: implausible header length %llu", f->path,
+                       (unsigned long long)hlen);
+    cJSON *root = cJSON_ParseWithLength((const char *)b + 8, (size_t)hlen);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return db_fail(err, errlen, DB_EINPUT, "%s: header is not a JSON object", f->path);
+    }
+    const unsigned char *data = b + 8 + hlen;
+    uint64_t data_size = f->size - 8 - hlen;
+    int first = s->ntensors, rc = DB_OK;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, root)
+    {
+        if (strcmp(e->string, "__metadata__") == 0) continue;
+        const char *nm = e->string;
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+        db_st_tensor t = {0};
+        if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) ||
+            !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "%s: tensor '%s': header entry lacks dtype, shape or data_offsets",
+                         f->path, nm);
+            break;
+        }
+        if (parse_dtype(dt->valuestring, &t.dtype) != 0) {
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16)",
+                         f->path, nm, dt->valuestring);
+            break;
+        }
+        t.ndim = cJSON_GetArraySize(sh);
+        if (t.ndim > DB_ST_MAX_DIMS) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': %d dimensions (max %d)",
+                         f->path, nm, t.ndim, DB_ST_MAX_DIMS);
+            break;
+        }
+        uint64_t count = 1;
+        int bad = 0;
+        for (int d = 0; d < t.ndim && !bad; d++) {
+            uint64_t v;
+            if (json_uint(cJSON_GetArrayItem(sh, d), &v) != 0 || v > (1ull << 40)) bad = 1;
+            else {
+                t.shape[d] = (int64_t)v;
+                if (v && count > UINT64_MAX / v) bad = 1;
+                count *= v;
+            }
+        }
+        uint64_t ob, oe;
+        if (bad || json_uint(cJSON_GetArrayItem(off, 0), &ob) != 0 ||
+            json_uint(cJSON_GetArrayItem(off, 1), &oe) != 0) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': malformed shape or offsets",
+                         f->path, nm);
+            break;
+        }
+        if (ob > oe || oe > data_size) {
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "%s: tensor '%s': data_offsets [%llu, %llu] outside the data section "
+                         "(%llu bytes; file truncated?)",
+                         f->path, nm, (unsigned long long)ob, (unsigned long long)oe,
+                         (unsigned long long)data_size);
+            break;
+        }
+        if (count > UINT64_MAX / db_dtype_size(t.dtype) || oe - ob != count * db_dtype_size(t.dtype)) {
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "%s: tensor '%s': %llu bytes of data but shape needs %llu", f->path, nm,
+                         (unsigned long long)(oe - ob),
+                         (unsigned long long)(count * db_dtype_size(t.dtype)));
+            break;
+        }
+        if (only) {
+            const cJSON *want = cJSON_GetObjectItemCaseSensitive(only, nm);
+            const char *base = strrchr(f->path, '/');
+            base = base ? base + 1 : f->path;
+            if (!cJSON_IsString(want) || strcmp(want->valuestring, base) != 0) {
+                rc = db_fail(err, errlen, DB_EINPUT,
+                             "%s: tensor '%s' is not mapped to this file by the index", f->path,
+                             nm);
+                break;
+            }
+        }
+        t.name = strdup(nm);
+        t.data = data + ob;
+        t.nbytes = (size_t)(oe - ob);
+        t.file = fi;
+        if (!t.name || add_tensor(s, cap, t) != 0) {
+            free(t.name);
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            break;
+        }
+    }
+    /* overlapping tensors would alias each other: reject */
+    int n = s->ntensors - first;
+    if (rc == DB_OK && n > 1) {
+        span *sp = malloc(sizeof *sp * (size_t)n);
+        if (!sp) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        for (int i = 0; sp && i < n; i++) {
+            const db_st_tensor *t = &s->tensors[first + i];
+            sp[i].begin = (uint64_t)((const unsigned char *)t->data - data);
+            sp[i].end = sp[i].begin + t->nbytes;
+            sp[i].name = t->name;
+        }
+        if (sp) qsort(sp, (size_t)n, sizeof *sp, span_cmp);
+        /* compare with the furthest-reaching earlier tensor, not just the previous one: a
+         * zero-byte tensor between two overlapping ones must not hide the overlap */
+        int far = 0;
+        for (int i = 1; sp && i < n; i++) {
+            if (sp[i].end > sp[i].begin && sp[i].begin < sp[far].end) {
+                rc = db_fail(err, errlen, DB_EINPUT, "%s: tensors '%s' and '%s' overlap",
+                             f->path, sp[far].name, sp[i].name);
+                break;
+            }
+            if (sp[i].end > sp[far].end) far = i;
+        }
+        free(sp);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const db_st_tensor *)a)->name, ((const db_st_tensor *)b)->name);
+}
+
+static int finish(db_st_set *s, char *err, size_t errlen)
+{
+    qsort(s->tensors, (size_t)s->ntensors, sizeof *s->tensors, name_cmp);
+    for (int i = 1; i < s->ntensors; i++)
+        if (strcmp(s->tensors[i].name, s->tensors[i - 1].name) == 0)
+            return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' appears twice", s->dir,
+                           s->tensors[i].name);
+    return DB_OK;
+}
+
+int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "%s", path);
+    s->files = calloc(1, sizeof *s->files);
+    if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    s->nfiles = 1;
+    int cap = 0;
+    int rc = map_file(&s->files[0], path, err, errlen);
+    if (rc == DB_OK) rc = parse_file(s, 0, &cap, NULL, err, errlen);
+    if (rc == DB_OK) rc = finish(s, err, errlen);
+    if (rc != DB_OK) db_st_close(s);
+    return rc;
+}
+
+static int open_index(db_st_set *s, const char *dir, const char *index_path, char *err,
+                      size_t errlen)
+{
+    char *txt;
+    int rc = db_read_file(index_path, &txt, NULL, err, errlen);
+    if (rc) return rc;
+    cJSON *root = cJSON_Parse(txt);
+    free(txt);
+    const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    if (!cJSON_IsObject(wm)) {
+        cJSON_Delete(root);
+        return db_fail(err, errlen, DB_EINPUT, "%s: not JSON or no \"weight_map\" object",
+                       index_path);
+    }
+    /* distinct shard names, each a plain file name inside dir */
+    int cap = 0, fcap = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, wm)
+    {
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '/') || e->valuestring[0] == '.') {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' maps to a bad file name",
+                         index_path, e->string);
+            break;
+        }
+        int seen = 0;
+        for (int i = 0; i < s->nfiles && !seen; i++) {
+            const char *b = strrchr(s->files[i].path, '/');
+            seen = strcmp(b ? b + 1 : s->files[i].path, e->valuestring) == 0;
+        }
+        if (seen) continue;
+        if (s->nfiles == fcap) {
+            fcap = fcap ? fcap * 2 : 8;
+            db_st_file *nf = realloc(s->files, sizeof *nf * (size_t)fcap);
+            if (!nf) {
+                rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                break;
+            }
+            s->files = nf;
+        }
+        char p[2048];
+        if (db_path_join(p, sizeof p, dir, e->valuestring) != 0) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: path too long", index_path);
+            break;
+        }
+        s->nfiles++;
+        rc = map_file(&s->files[s->nfiles - 1], p, err, errlen);
+        if (rc) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", err);
+            rc = db_fail(err, errlen, rc, "%s (shard of tensor '%s' in %s)", why, e->string, index_path);
+            break;
+        }
+        rc = parse_file(s, s->nfiles - 1, &cap, wm, err, errlen);
+        if (rc) break;
+    }
+    if (rc == DB_OK) {
+        cJSON_ArrayForEach(e, wm)
+        {
+            int found = 0;
+            for (int i = 0; i < s->ntensors && !found; i++)
+                found = strcmp(s->tensors[i].name, e->string) == 0;
+            if (!found) {
+                rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is missing from %s",
+                             index_path, e->string, e->valuestring);
+                break;
+            }
+        }
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    char p[2048];
+    if (db_path_join(p, sizeof p, dir, "model.safetensors.index.json") != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int rc;
+    if (access(p, F_OK) == 0) {
+        rc = open_index(s, dir, p, err, errlen);
+    } else {
+        db_path_join(p, sizeof p, dir, "model.safetensors");
+        if (access(p, F_OK) != 0)
+            return db_fail(err, errlen, DB_EINPUT,
+                           "%s: no model.safetensors or model.safetensors.index.json", dir);
+        s->files = calloc(1, sizeof *s->files);
+        if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        s->nfiles = 1;
+        int cap = 0;
+        rc = map_file(&s->files[0], p, err, errlen);
+        if (rc == DB_OK) rc = parse_file(s, 0, &cap, NULL, err, errlen);
+    }
+    if (rc == DB_OK) rc = finish(s, err, errlen);
+    if (rc != DB_OK) {
+        char keep[sizeof s->dir];
+        memcpy(keep, s->dir, sizeof keep);
+        db_st_close(s);
+        memcpy(s->dir, keep, sizeof keep);
+    }
+    return rc;
+}
+
+void db_st_close(db_st_set *s)
+{
+    for (int i = 0; i < s->ntensors; i++) free(s->tensors[i].name);
+    free(s->tensors);
+    for (int i = 0; i < s->nfiles; i++) {
+        if (s->files[i].map) munmap(s->files[i].map, s->files[i].size);
+        free(s->files[i].path);
+    }
+    free(s->files);
+    memset(s, 0, sizeof *s);
+}
+
+void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dtype dtype)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "%s", label);
+    s->synthetic = 1;
+    s->seed = seed;
+    s->dtype = dtype;
+    s->any.dtype = dtype;
+    s->any.file = -1;
+}
+
+const db_st_tensor *db_st_find(const db_st_set *s, const char *name)
+{
+    if (s->synthetic) return &s->any;
+    int lo = 0, hi = s->ntensors - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(s->tensors[mid].name, name);
+        if (c == 0) return &s->tensors[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+const char *db_st_file_of(const db_st_set *s, const db_st_tensor *t)
+{
+    if (s->synthetic || t->file < 0) return "(synthetic weights)";
+    return s->files[t->file].path;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *d)
+{
+    size_t w = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && w < n; i++)
+        w += (size_t)snprintf(buf + w, n - w, "%s%lld", i ? "," : "", (long long)d[i]);
+    if (w < n) snprintf(buf + w, n - w, "]");
+}
+
+int db_st_expect(const db_st_set *s, const char *name, int ndim, const int64_t *dims,
+                 const db_st_tensor **out, char *err, size_t errlen)
+{
+    const db_st_tensor *t = db_st_find(s, name);
+    *out = NULL;
+    if (s->synthetic) { /* generated in the config's shape: nothing to check */
+        *out = t;
+        return DB_OK;
+    }
+    if (!t) return db_fail(err, errlen, DB_EINPUT, "%s: missing tensor '%s'", s->dir, name);
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
+    if (!ok) {
+        char want[96], got[96];
+        shape_str(want, sizeof want, ndim, dims);
+        shape_str(got, sizeof got, t->ndim, t->shape);
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: tensor '%s' has shape %s, config implies %s", db_st_file_of(s, t),
+                       name, got, want);
+    }
+    *out = t;
+    return DB_OK;
+}

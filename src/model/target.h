@@ -1,0 +1,83 @@
+/* target.h — the frozen target LLM (Qwen3 / LLaMA, SPEC 3.1): loading, batched forward over
+ * rows of several requests with per-slot KV caches, tap-layer capture for the drafter.
+ *
+ * Notation: R = max rows per forward call, H hidden, V vocab, T = number of tap layers,
+ * slots = requests in flight, S = positions per slot. */
+#ifndef DB_TARGET_H
+#define DB_TARGET_H
+
+#include "backend.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/qwen3_layer.h"
+#include "model/safetensors.h"
+#include "model/synthetic.h"
+
+/* One input row: token `token` of request slot `slot` at absolute position `pos`. Rows of one
+ * slot must appear in order, at consecutive positions starting at that slot's cache length. */
+typedef struct {
+    int slot, pos, token;
+} db_row;
+
+typedef struct {
+    float *x;      /* [R, H] residual stream */
+    float *xn;     /* [R, H] normed sublayer input */
+    float *q;      /* [R, nh*hd] */
+    float *k, *v;  /* [R, nkv*hd] */
+    float *att;    /* [R, nh*hd] attention output */
+    float *gate;   /* [R, I] */
+    float *up;     /* [R, I] */
+    float *taps;   /* [R, T*H] outputs of the tap layers, concatenated in tap order */
+    float *hid;    /* [R, H] final-normed rows that want logits */
+    float *logits; /* [R, V] */
+} db_target_state;
+
+typedef struct {
+    db_model_config cfg;
+    db_backend *be;
+    db_st_set st;
+    db_weight embed;    /* [V, H] */
+    db_weight head;     /* [V, H]; same data as embed when tied */
+    float *norm;        /* [H] f32 */
+    db_layer *layers;   /* [L] */
+    int n_taps;
+    int tap_layers[DB_MAX_TAPS];
+    int max_rows;       /* R */
+    db_kv kv;
+    db_target_state s;
+    float *scratch;     /* the one allocation the state views point into */
+    db_attn_row *attn_rows; /* [R] host */
+    int *pos, *ids, *kv_index; /* [R] host */
+} db_target;
+
+typedef struct {
+    int slots;          /* requests in flight */
+    int capacity;       /* positions per slot */
+    int max_rows;       /* rows per forward call (prefill chunk) */
+    int n_taps;
+    const int *tap_layers;
+} db_target_opts;
+
+int db_target_load(db_target *t, db_backend *be, const char *dir, char *err, size_t errlen);
+/* syn NULL: db_target_load; else synthetic weights of the config `dir` names (a checkpoint
+ * directory or a config.json path), generated on the backend (synthetic.h) */
+int db_target_load_ex(db_target *t, db_backend *be, const char *dir, const db_synth_opts *syn,
+                      char *err, size_t errlen);
+/* Allocate caches and scratch; taps must name layers < L. */
+int db_target_alloc(db_target *t, const db_target_opts *o, char *err, size_t errlen);
+void db_target_free(db_target *t);
+/* Bytes of weights the target keeps on the device. */
+size_t db_target_weight_bytes(const db_target *t);
+/* Device bytes of the activation state db_target_alloc carves for max_rows rows and n_taps
+ * tap layers (KV caches not included: db_kv_bytes). */
+size_t db_target_state_bytes(const db_model_config *c, int max_rows, int n_taps);
+
+/* Forward n <= max_rows rows, appending their K/V. Logits are produced for the rows listed in
+ * logit_rows (indices into rows, n_logits of them) into s.logits[0..n_logits); s.taps holds
+ * every row's tap features. */
+int db_target_forward(db_target *t, const db_row *rows, int n, const int *logit_rows,
+                      int n_logits, char *err, size_t errlen);
+
+int db_target_is_eos(const db_target *t, int token);
+
+#endif

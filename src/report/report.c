@@ -1,0 +1,238 @@
+/* report.c — summary statistics of a sweep point from its raw samples (definitions at the top
+ * of report.h). */
+#include "report/report.h"
+#include "base/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double db_quantile(double *v, int n, double q)
+{
+    if (n <= 0) return NAN;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double h = (n - 1) * q;
+    int lo = (int)floor(h);
+    if (lo >= n - 1) return v[n - 1];
+    return v[lo] + (h - lo) * (v[lo + 1] - v[lo]);
+}
+
+static int is_ar(const db_point_key *k) { return strcmp(k->variant, "ar") == 0; }
+
+void db_point_baseline_key(const db_point_key *k, db_point_key *ar)
+{
+    *ar = *k;
+    snprintf(ar->variant, sizeof ar->variant, "ar");
+    ar->block_size = 1;
+    /* the baseline measures its own acceptance (trivially): replayed acceptance is a property
+     * of the drafter points only */
+    snprintf(ar->acceptance_source, sizeof ar->acceptance_source, "measured");
+}
+
+int db_point_key_equal(const db_point_key *a, const db_point_key *b)
+{
+    char x[512], y[512];
+    db_point_id(a, x, sizeof x);
+    db_point_id(b, y, sizeof y);
+    return strcmp(x, y) == 0;
+}
+
+void db_point_id(const db_point_key *k, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s|%s|%s|B%d|c%d|T%g|p%g|k%d|n%d|%s|think%d|%s|%s", k->backend, k->dataset,
+             k->variant, k->block_size, k->concurrency, (double)k->temperature, (double)k->top_p,
+             k->top_k, k->max_new_tokens, k->chat_template, k->thinking, k->acceptance_source,
+             k->weights);
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 32 || *c == 127) *c = '?';
+}
+
+void db_point_raw_free(db_point_raw *p)
+{
+    free(p->wall_s);
+    free(p->reqs);
+    p->wall_s = NULL;
+    p->reqs = NULL;
+}
+
+/* mean and sample stddev of v[n] */
+static void mean_sd(const double *v, int n, double *mean, double *sd)
+{
+    double s = 0, ss = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    *mean = n ? s / n : NAN;
+    for (int i = 0; i < n; i++) ss += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
+}
+
+static double rep_throughput(const db_point_raw *p, int r)
+{
+    long tok = 0;
+    for (int i = 0; i < p->n_prompts; i++) tok += p->reqs[(size_t)r * (size_t)p->n_prompts + (size_t)i].output_tokens;
+    return p->wall_s[r] > 0 ? (double)tok / p->wall_s[r] : NAN;
+}
+
+static double mean_throughput(const db_point_raw *p)
+{
+    double s = 0;
+    for (int r = 0; r < p->repetitions; r++) s += rep_throughput(p, r);
+    return p->repetitions ? s / p->repetitions : NAN;
+}
+
+/* per-request tokens and time shares [R*N] (see report.h) */
+static int shares(const db_point_raw *p, double **tok, double **tim)
+{
+    size_t total = (size_t)p->repetitions * (size_t)p->n_prompts;
+    *tok = malloc(sizeof(double) * (total ? total : 1));
+    *tim = malloc(sizeof(double) * (total ? total : 1));
+    if (!*tok || !*tim) return -1;
+    int n = p->n_prompts;
+    for (int r = 0; r < p->repetitions; r++) {
+        const db_req_stats *q = p->reqs + (size_t)r * (size_t)n;
+        double se = 0;
+        for (int i = 0; i < n; i++) se += fmax(0, q[i].t_finished - q[i].t_admitted);
+        for (int i = 0; i < n; i++) {
+            double e = fmax(0, q[i].t_finished - q[i].t_admitted);
+            (*tok)[(size_t)r * (size_t)n + (size_t)i] = q[i].output_tokens;
+            (*tim)[(size_t)r * (size_t)n + (size_t)i] = se > 0 ? p->wall_s[r] * e / se : p->wall_s[r] / n;
+        }
+    }
+    return 0;
+}
+
+/* throughput of one side on the resampled prompts idx[N] */
+static double resampled(const double *tok, const double *tim, int reps, int n, const int *idx)
+{
+    double s = 0;
+    for (int r = 0; r < reps; r++) {
+        double a = 0, b = 0;
+        for (int j = 0; j < n; j++) {
+            a += tok[(size_t)r * (size_t)n + (size_t)idx[j]];
+            b += tim[(size_t)r * (size_t)n + (size_t)idx[j]];
+        }
+        s += b > 0 ? a / b : NAN;
+    }
+    return s / reps;
+}
+
+static int bootstrap_ci(const db_point_raw *p, const db_point_raw *ar, uint64_t seed, double *lo,
+                        double *hi)
+{
+    int n = p->n_prompts, rc = -1;
+    double *tv = NULL, *sv = NULL, *ta = NULL, *sa = NULL, *boot = malloc(sizeof(double) * DB_BOOTSTRAP);
+    int *idx = malloc(sizeof(int) * (size_t)n);
+    if (!boot || !idx || shares(p, &tv, &sv) || shares(ar, &ta, &sa)) goto out;
+    db_rng rng;
+    db_rng_seed(&rng, seed);
+    int m = 0;
+    for (int b = 0; b < DB_BOOTSTRAP; b++) {
+        for (int j = 0; j < n; j++) idx[j] = (int)(db_rng_next(&rng) % (uint64_t)n);
+        double x = resampled(tv, sv, p->repetitions, n, idx) /
+                   resampled(ta, sa, ar->repetitions, n, idx);
+        if (isfinite(x)) boot[m++] = x;
+    }
+    *lo = db_quantile(boot, m, 0.025);
+    *hi = db_quantile(boot, m, 0.975);
+    rc = 0;
+out:
+    free(tv);
+    free(sv);
+    free(ta);
+    free(sa);
+    free(boot);
+    free(idx);
+    return rc;
+}
+
+/* mean, p50, p90, p99 of v[n] (sorted in place) */
+static void dist(double *v, int n, double *mean, double *p50, double *p90, double *p99)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    *mean = n ? s / n : NAN;
+    *p50 = db_quantile(v, n, 0.50);
+    *p90 = db_quantile(v, n, 0.90);
+    *p99 = db_quantile(v, n, 0.99);
+}
+
+int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t seed,
+                       db_point_summary *o)
+{
+    memset(o, 0, sizeof *o);
+    int R = p->repetitions, N = p->n_prompts;
+    size_t total = (size_t)(R > 0 ? R : 0) * (size_t)(N > 0 ? N : 0);
+    for (size_t k = 0; k < total; k++) db_req_stats_add(&o->total, &p->reqs[k]);
+    const db_req_stats *t = &o->total;
+    int reps = R > 0 ? R : 1;
+    o->output_tokens = lround((double)t->output_tokens / reps);
+    o->cycles = lround((double)t->cycles / reps);
+
+    double *v = malloc(sizeof(double) * (size_t)(R > 0 ? R : 1));
+    double *lat = malloc(sizeof(double) * (total ? total : 1));
+    if (!v || !lat) {
+        free(v);
+        free(lat);
+        return DB_ERUNTIME;
+    }
+    double sd;
+    mean_sd(p->wall_s, R, &o->wall_s, &sd);
+    for (int r = 0; r < R; r++) v[r] = rep_throughput(p, r);
+    mean_sd(v, R, &o->throughput_tok_s, &o->throughput_stddev);
+
+    o->tau = is_ar(&p->key) ? 1.0 : t->cycles ? (double)t->output_tokens / t->cycles : NAN;
+    long drafting = 0; /* cycles that drafted: the histogram's total (no prefill steps) */
+    for (int l = 1; l <= DB_MAX_BLOCK; l++) drafting += t->hist[l];
+    o->oracle_tau = !is_ar(&p->key) && drafting && t->oracle_len_sum
+                        ? (double)t->oracle_len_sum / (double)drafting
+                        : NAN;
+    /* the time split is recorded for drafting cycles (`ar`: decode steps), never for the
+     * prefill step every request starts with, so that step is not a cycle here */
+    long steps = is_ar(&p->key) ? t->cycles - (long)p->repetitions * p->n_prompts : drafting;
+    double cyc = steps > 0 ? (double)steps : NAN;
+    o->draft_ms_per_cycle = 1e3 * t->t_draft / cyc;
+    o->select_ms_per_cycle = 1e3 * t->t_select / cyc;
+    o->verify_ms_per_cycle = 1e3 * t->t_verify / cyc;
+    o->host_ms_per_cycle = 1e3 * t->t_host / cyc;
+    o->measured_over_predicted =
+        p->predicted_tok_s > 0 ? o->throughput_tok_s / p->predicted_tok_s : NAN;
+
+    /* latency distributions */
+    int m = 0;
+    for (size_t k = 0; k < total; k++)
+        if (p->reqs[k].output_tokens >= 1)
+            lat[m++] = 1e3 * (p->reqs[k].t_first_token - p->reqs[k].t_admitted);
+    dist(lat, m, &o->ttft_ms_mean, &o->ttft_ms_p50, &o->ttft_ms_p90, &o->ttft_ms_p99);
+    m = 0;
+    for (size_t k = 0; k < total; k++)
+        if (p->reqs[k].output_tokens >= 2)
+            lat[m++] = 1e3 * (p->reqs[k].t_finished - p->reqs[k].t_first_token) /
+                       (p->reqs[k].output_tokens - 1);
+    dist(lat, m, &o->tpot_ms_mean, &o->tpot_ms_p50, &o->tpot_ms_p90, &o->tpot_ms_p99);
+    m = 0;
+    for (size_t k = 0; k < total; k++)
+        if (p->reqs[k].output_tokens >= 1)
+            lat[m++] = 1e3 * (p->reqs[k].t_finished - p->reqs[k].t_admitted);
+    dist(lat, m, &o->e2e_ms_mean, &o->e2e_ms_p50, &o->e2e_ms_p90, &o->e2e_ms_p99);
+    free(v);
+    free(lat);
+
+    /* speedup against the baseline */
+    o->speedup = o->speedup_ci_lo = o->speedup_ci_hi = NAN;
+    if (is_ar(&p->key)) {
+        o->speedup = o->speedup_ci_lo = o->speedup_ci_hi = 1.0;
+    } else if (ar && ar->repetitions > 0) {
+        double base = mean_throughput(ar);
+        if (base > 0) o->speedup = o->throughput_tok_s / base;
+        if (base > 0 && ar->n_prompts == N && N > 0 && R > 0 &&
+            bootstrap_ci(p, ar, seed, &o->speedup_ci_lo, &o->speedup_ci_hi) != 0)
+            return DB_ERUNTIME;
+    }
+    return DB_OK;
+}

@@ -1,0 +1,56 @@
+/* report.h — from the raw samples of a sweep point to its summary (SPEC 5), and the point's
+ * identity.
+ *
+ * Notation: R repetitions, N prompts; request (r, i) is raw->reqs[r*N + i]; tok_ri its
+ * committed output tokens; wall_r the timed-phase seconds of repetition r.
+ *   throughput_r = sum_i tok_ri / wall_r; mean and sample stddev (n-1) over r.
+ *   speedup = mean throughput / mean throughput of the `ar` point with the same key except
+ *     variant and block size (1 for `ar` itself; NAN without a baseline).
+ *   speedup CI: 95% percentile bootstrap, DB_BOOTSTRAP resamples of the N prompt indices with
+ *     replacement, the SAME indices for the variant and for `ar` (paired). A prompt's time is
+ *     its share of the timed phase, time_ri = wall_r * e2e_ri / sum_j e2e_rj (its end-to-end
+ *     latency share: under concurrency requests overlap, so wall time is split in proportion to
+ *     how long each was in flight). A resample S gives mean_r(sum_S tok_ri / sum_S time_ri) per
+ *     side and their ratio; with S = all prompts this is exactly the point estimate. The
+ *     resampling stream is db_rng seeded with `seed`, so the interval is reproducible. NAN when
+ *     the two points do not have the same prompts (N differs).
+ *   tau = committed tokens / verify steps over all requests (1 for `ar`).
+ *   TTFT = t_first_token - t_admitted, E2E = t_finished - t_admitted over requests with at least
+ *     one output token; TPOT = (t_finished - t_first_token) / (output_tokens - 1) over requests
+ *     with at least two. Mean and percentiles over all requests of all repetitions; percentiles
+ *     interpolate linearly between order statistics (numpy's default, "type 7").
+ *   x_ms_per_cycle = 1000 * sum of the requests' t_x / sum of their cycles (x = draft, select,
+ *     verify, host).
+ *   oracle_tau = oracle_len_sum / cycles (NAN for `ar` or when the loop did not measure it).
+ *   output_tokens, cycles, wall_s: per repetition (mean over repetitions). */
+#ifndef DB_REPORT_H
+#define DB_REPORT_H
+
+#include "bench/point.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DB_BOOTSTRAP 2000
+
+/* 0, or DB_ERUNTIME when memory runs out. `ar` may be NULL (no baseline). */
+int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t seed,
+                       db_point_summary *out);
+
+/* q-quantile (0..1) of v[n], type 7; sorts v in place; NAN when n == 0 */
+double db_quantile(double *v, int n, double q);
+
+/* the key of the `ar` point that is the baseline of k */
+void db_point_baseline_key(const db_point_key *k, db_point_key *ar);
+/* 1 when the keys name the same point */
+int db_point_key_equal(const db_point_key *a, const db_point_key *b);
+/* A stable text id of the point, the same for the same key in every run (points.done and the
+ * point_id column): backend|dataset|variant|B<block>|c<conc>|T<temp>|p<top_p>|k<top_k>|
+ * n<max_new>|<chat_template>|think<0/1>|<acceptance_source>|<weights>; control characters
+ * become '?'. */
+void db_point_id(const db_point_key *k, char *buf, size_t n);
+
+/* free the arrays of a db_point_raw that this code allocated (db_results_load_baseline) */
+void db_point_raw_free(db_point_raw *p);
+
+#endif

@@ -1,0 +1,40 @@
+/* report_csv.h — the four tidy tables of a results directory, as CSV rows and JSON objects.
+ *
+ * Every table starts with the same columns: schema_version, point_id, the run metadata, the
+ * point key (DB_COMMON_COLUMNS below); then its own. One header line per file; docs/csv-columns.md
+ * defines every column. Numbers are written with up to 10 significant digits; a value that does
+ * not exist (a speedup without baseline, a rate over zero cycles) is an empty field (JSON null).
+ *
+ *   summary.csv     one row per point
+ *   acceptance.csv  one row per point and draft position 1..B-1 (none for `ar`)
+ *   histogram.csv   one row per point and acceptance length 1..B
+ *   requests.csv    one row per request and repetition: the raw samples */
+#ifndef DB_REPORT_CSV_H
+#define DB_REPORT_CSV_H
+
+#include "bench/point.h"
+#include "bench/run_meta.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+typedef enum {
+    DB_TABLE_SUMMARY,
+    DB_TABLE_ACCEPTANCE,
+    DB_TABLE_HISTOGRAM,
+    DB_TABLE_REQUESTS,
+    DB_TABLE_COUNT
+} db_table;
+
+/* "summary.csv", "acceptance.csv", "histogram.csv", "requests.csv" */
+extern const char *const db_table_file[DB_TABLE_COUNT];
+
+/* the header line of table t (with "\n"); 0 or -1 on an I/O error */
+int db_table_header(db_table t, FILE *out);
+/* all rows of table t for one point; 0 or -1 on an I/O error or out of memory */
+int db_table_rows(db_table t, const db_run_meta *m, const db_point_raw *raw,
+                  const db_point_summary *s, FILE *out);
+/* the summary row as one JSON object (numbers as numbers, absent values as null) */
+cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_point_summary *s);
+
+#endif

@@ -1,0 +1,105 @@
+/* report_out.c — stdout formats (see report_out.h). */
+#include "report/report_out.h"
+#include "report/report_csv.h"
+#include "base/util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int db_out_begin(db_out *o, FILE *f, const char *format, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->f = f;
+    if (!strcmp(format, "md")) o->fmt = DB_OUT_MD;
+    else if (!strcmp(format, "csv")) o->fmt = DB_OUT_CSV;
+    else if (!strcmp(format, "json")) o->fmt = DB_OUT_JSON;
+    else return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", format);
+    int rc = 0;
+    if (o->fmt == DB_OUT_MD)
+        rc = fprintf(f, "| dataset | variant | B | conc | T | tok/s | speedup [95%% CI] | tau | "
+                        "TTFT p50 ms | TPOT p50 ms |\n"
+                        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n") < 0;
+    else if (o->fmt == DB_OUT_CSV)
+        rc = db_table_header(DB_TABLE_SUMMARY, f);
+    else
+        rc = fputs("[", f) == EOF;
+    fflush(f);
+    return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
+}
+
+/* "%.*f" or "-" when absent */
+static const char *fx(char *b, size_t n, int prec, double v)
+{
+    if (isfinite(v)) snprintf(b, n, "%.*f", prec, v);
+    else snprintf(b, n, "-");
+    return b;
+}
+
+/* a table cell: '|' would end it */
+static const char *md_cell(char *b, size_t n, const char *s)
+{
+    size_t k = 0;
+    for (; *s && k + 3 < n; s++) {
+        if (*s == '|') b[k++] = '\\';
+        b[k++] = *s;
+    }
+    b[k] = 0;
+    return b;
+}
+
+static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
+{
+    char dsb[160];
+    char tp[32], sd[32], sp[32], lo[32], hi[32], tau[32], ttft[32], tpot[32], ci[80] = "";
+    const db_point_key *k = &p->key;
+    int ar = strcmp(k->variant, "ar") == 0;
+    if (!ar && isfinite(s->speedup_ci_lo))
+        snprintf(ci, sizeof ci, " [%s, %s]", fx(lo, sizeof lo, 2, s->speedup_ci_lo),
+                 fx(hi, sizeof hi, 2, s->speedup_ci_hi));
+    char bs[16];
+    snprintf(bs, sizeof bs, ar ? "-" : "%d", k->block_size);
+    /* capacity-planning rows say so in the table too: replayed acceptance, synthetic weights */
+    char ds[160], var[200], vb[200];
+    snprintf(ds, sizeof ds, "%s%s", k->dataset, !strcmp(k->weights, "synthetic") ? " (synthetic weights)" : "");
+    snprintf(var, sizeof var, "%s%s%s%s", k->variant, strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? " (" : "",
+             strcmp(k->acceptance_source, "measured") ? k->acceptance_source : "",
+             strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? ")" : "");
+    return fprintf(f, "| %s | %s | %s | %d | %g | %s ± %s | %s%s%s | %s | %s | %s |\n",
+                   md_cell(dsb, sizeof dsb, ds), md_cell(vb, sizeof vb, var), bs, k->concurrency,
+                   (double)k->temperature,
+                   fx(tp, sizeof tp, 1, s->throughput_tok_s),
+                   fx(sd, sizeof sd, 1, s->throughput_stddev), fx(sp, sizeof sp, 2, s->speedup),
+                   isfinite(s->speedup) ? "x" : "", ci, fx(tau, sizeof tau, 2, s->tau),
+                   fx(ttft, sizeof ttft, 2, s->ttft_ms_p50),
+                   fx(tpot, sizeof tpot, 2, s->tpot_ms_p50)) < 0;
+}
+
+int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
+                 const db_point_summary *s, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (o->fmt == DB_OUT_MD) {
+        rc = md_row(o->f, raw, s);
+    } else if (o->fmt == DB_OUT_CSV) {
+        rc = db_table_rows(DB_TABLE_SUMMARY, m, raw, s, o->f);
+    } else {
+        cJSON *j = db_summary_json(m, raw, s);
+        char *t = j ? cJSON_Print(j) : NULL;
+        rc = !t || fprintf(o->f, "%s\n%s", o->n ? "," : "", t) < 0;
+        free(t);
+        cJSON_Delete(j);
+    }
+    o->n++;
+    fflush(o->f);
+    return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
+}
+
+int db_out_end(db_out *o, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (o->fmt == DB_OUT_JSON) rc = fputs("\n]\n", o->f) == EOF;
+    if (fflush(o->f) != 0) rc = 1;
+    return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
+}

@@ -1,0 +1,30 @@
+/* report_out.h — what `dflash-bench run` prints on stdout, one point at a time as points finish:
+ *   md    (default) a compact markdown table of the figures a reader needs;
+ *   csv   exactly the rows of summary.csv with its header, nothing else (pipe it to a file);
+ *   json  one array of summary objects (the summary.csv columns, absent values null).
+ * Logs and progress never go to stdout (see progress.h). */
+#ifndef DB_REPORT_OUT_H
+#define DB_REPORT_OUT_H
+
+#include "bench/point.h"
+#include "bench/run_meta.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { DB_OUT_MD, DB_OUT_CSV, DB_OUT_JSON } db_out_format;
+
+typedef struct {
+    FILE *f;
+    db_out_format fmt;
+    int n; /* points written */
+} db_out;
+
+/* format "md", "csv" or "json"; writes the table header / opening bracket */
+int db_out_begin(db_out *o, FILE *f, const char *format, char *err, size_t errlen);
+int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
+                 const db_point_summary *s, char *err, size_t errlen);
+/* closing bracket (json); flushes */
+int db_out_end(db_out *o, char *err, size_t errlen);
+
+#endif

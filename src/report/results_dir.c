@@ -1,0 +1,437 @@
+/* results_dir.c — crash-safe appends and resume of a results directory (the protocol is
+ * described at the top of results_dir.h). */
+#include "report/results_dir.h"
+#include "report/csv_io.h"
+#include "report/report.h"
+#include "report/report_csv.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DONE_FILE "points.done"
+
+int db_results_default_dir(char *buf, size_t n, const char *label, time_t now)
+{
+    struct tm tm;
+    char ts[32];
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
+    int w = snprintf(buf, n, "results/%s%s%s", ts, label && label[0] ? "-" : "",
+                     label ? label : "");
+    return w < 0 || (size_t)w >= n ? DB_EINPUT : DB_OK;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char p[1024];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return ENAMETOOLONG;
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) return errno;
+        *c = '/';
+    }
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) return errno;
+    struct stat st;
+    if (stat(p, &st) != 0) return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+    char p[1200];
+    struct stat st;
+    return db_path_join(p, sizeof p, dir, name) == 0 && stat(p, &st) == 0;
+}
+
+int db_results_check_writable(const char *dir, int resume, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!dir || !dir[0]) return db_fail(err, errlen, DB_EINPUT, "results directory: empty path");
+    if (resume) {
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            return db_fail(err, errlen, DB_EINPUT, "--resume %s: no such results directory", dir);
+    } else {
+        int e = mkdir_p(dir);
+        if (e) return db_fail(err, errlen, DB_EINPUT, "%s: cannot create: %s", dir, strerror(e));
+        if (exists_in(dir, DONE_FILE) || exists_in(dir, db_table_file[DB_TABLE_SUMMARY]))
+            return db_fail(err, errlen, DB_EINPUT,
+                           "%s already holds results: continue them with --resume %s, or choose "
+                           "another --out",
+                           dir, dir);
+    }
+    char probe[1200], name[64];
+    snprintf(name, sizeof name, ".write-test.%ld", (long)getpid());
+    if (db_path_join(probe, sizeof probe, dir, name) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0 || write(fd, "x", 1) != 1) {
+        int e = errno;
+        if (fd >= 0) close(fd), unlink(probe);
+        return db_fail(err, errlen, DB_EINPUT, "%s: not writable: %s", dir, strerror(e));
+    }
+    close(fd);
+    unlink(probe);
+    return DB_OK;
+}
+
+/* the whole buffer with one write() (a regular file takes it whole unless the disk is full;
+ * a short write is completed, and the point stays uncommitted if anything fails) */
+static int write_all(int fd, const char *buf, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* path = dir/name, replaced atomically by `n` bytes of text */
+static int replace_file(const char *dir, const char *name, const char *text, size_t n, char *err,
+                        size_t errlen)
+{
+    char path[1200], tmp[1300];
+    if (db_path_join(path, sizeof path, dir, name) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s/%s: path too long", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: %s", tmp, strerror(errno));
+    int bad = write_all(fd, text, n) || fsync(fd);
+    int e = errno;
+    if (close(fd) != 0) bad = 1;
+    if (bad || rename(tmp, path) != 0) {
+        if (!bad) e = errno;
+        unlink(tmp);
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", path, strerror(e));
+    }
+    return DB_OK;
+}
+
+/* header of table t as text (malloc'd) */
+static char *header_text(db_table t, size_t *n)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, n);
+    if (!f) return NULL;
+    int bad = db_table_header(t, f);
+    if (fclose(f) != 0) bad = 1;
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static int add_done(db_results *r, const char *id)
+{
+    if (r->n_done == r->cap_done) {
+        int cap = r->cap_done ? 2 * r->cap_done : 64;
+        char **nd = realloc(r->done, sizeof *nd * (size_t)cap);
+        if (!nd) return -1;
+        r->done = nd;
+        r->cap_done = cap;
+    }
+    if (!(r->done[r->n_done] = strdup(id))) return -1;
+    r->n_done++;
+    return 0;
+}
+
+static int id_done(const db_results *r, const char *id)
+{
+    for (int i = 0; i < r->n_done; i++)
+        if (!strcmp(r->done[i], id)) return 1;
+    return 0;
+}
+
+int db_results_is_done(const db_results *r, const db_point_key *k)
+{
+    char id[512];
+    db_point_id(k, id, sizeof id);
+    return id_done(r, id);
+}
+
+/* points.done into r->done; a last line without newline is cut off the file */
+static int read_done(db_results *r, char *err, size_t errlen)
+{
+    char path[1200];
+    if (db_path_join(path, sizeof path, r->dir, DONE_FILE) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
+    struct stat st;
+    if (stat(path, &st) != 0) return DB_OK; /* nothing completed yet */
+    char *text;
+    size_t len;
+    int rc = db_read_file(path, &text, &len, err, errlen);
+    if (rc) return rc;
+    size_t start = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] != '\n') continue;
+        text[i] = 0;
+        if (i > start && add_done(r, text + start) != 0) {
+            free(text);
+            return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        }
+        start = i + 1;
+    }
+    free(text);
+    if (start < len && truncate(path, (off_t)start) != 0)
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot truncate: %s", path, strerror(errno));
+    return DB_OK;
+}
+
+/* resume: drop rows of points not in points.done and records cut short */
+static int clean_table(db_results *r, db_table t, char *err, size_t errlen)
+{
+    char path[1200];
+    if (db_path_join(path, sizeof path, r->dir, db_table_file[t]) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
+    size_t hlen;
+    char *hdr = header_text(t, &hlen);
+    if (!hdr) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int rc = replace_file(r->dir, db_table_file[t], hdr, hlen, err, errlen);
+        free(hdr);
+        return rc;
+    }
+    db_csv_doc doc, want;
+    int rc = db_csv_read(path, &doc, err, errlen);
+    if (rc) {
+        free(hdr);
+        return rc;
+    }
+    rc = db_csv_parse(hdr, hlen, &want, err, errlen);
+    if (rc) {
+        free(hdr);
+        db_csv_doc_free(&doc);
+        return rc;
+    }
+    int same = doc.n > 0 && doc.rec[0].complete && doc.rec[0].n == want.rec[0].n;
+    for (int j = 0; same && j < want.rec[0].n; j++)
+        same = !strcmp(doc.rec[0].field[j], want.rec[0].field[j]);
+    db_csv_doc_free(&want);
+    if (!same && doc.n > 0 && !(doc.n == 1 && !doc.rec[0].complete)) {
+        free(hdr);
+        db_csv_doc_free(&doc);
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: its header is not this version's (schema_version %d): resume it with "
+                       "the dflash-bench that wrote it, or start a new --out",
+                       path, DB_SCHEMA_VERSION);
+    }
+    int col = db_csv_col(&doc, "point_id"), drop = 0;
+    for (int i = 1; i < doc.n; i++) {
+        const db_csv_record *rec = &doc.rec[i];
+        if (!rec->complete || col < 0 || col >= rec->n || !id_done(r, rec->field[col])) drop++;
+    }
+    if (drop || !same) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        int bad = !f || fwrite(hdr, 1, hlen, f) != hlen;
+        for (int i = 1; f && !bad && same && i < doc.n; i++) {
+            const db_csv_record *rec = &doc.rec[i];
+            if (!rec->complete || col < 0 || col >= rec->n || !id_done(r, rec->field[col]))
+                continue;
+            for (int j = 0; j < rec->n && !bad; j++) bad = db_csv_field(f, rec->field[j], j == 0);
+            if (!bad) bad = fputc('\n', f) == EOF;
+        }
+        if (f && fclose(f) != 0) bad = 1;
+        rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory")
+                 : replace_file(r->dir, db_table_file[t], buf, n, err, errlen);
+        free(buf);
+        r->dropped_rows += drop;
+    }
+    free(hdr);
+    db_csv_doc_free(&doc);
+    return rc;
+}
+
+/* a resumed run keeps the previous meta.json as meta.<k>.json */
+static int rotate_meta(const char *dir, char *err, size_t errlen)
+{
+    char from[1200], to[1200], name[32];
+    if (db_path_join(from, sizeof from, dir, "meta.json") != 0 || !exists_in(dir, "meta.json"))
+        return DB_OK;
+    for (int k = 1; k < 100000; k++) {
+        snprintf(name, sizeof name, "meta.%d.json", k);
+        if (exists_in(dir, name)) continue;
+        db_path_join(to, sizeof to, dir, name);
+        if (rename(from, to) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", from, strerror(errno));
+        return DB_OK;
+    }
+    return DB_OK;
+}
+
+int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int rc = db_results_check_writable(dir, resume, err, errlen);
+    if (rc) return rc;
+    if (resume) {
+        rc = read_done(r, err, errlen);
+        if (!rc) rc = rotate_meta(dir, err, errlen);
+        for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
+    } else {
+        for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) {
+            size_t n;
+            char *h = header_text((db_table)t, &n);
+            rc = h ? replace_file(dir, db_table_file[t], h, n, err, errlen)
+                   : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            free(h);
+        }
+    }
+    if (rc) db_results_close(r);
+    return rc;
+}
+
+static int append_file(const char *dir, const char *name, int create, const char *buf, size_t n,
+                       char *err, size_t errlen)
+{
+    char path[1200];
+    if (db_path_join(path, sizeof path, dir, name) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s/%s: path too long", dir, name);
+    int fd = open(path, O_WRONLY | O_APPEND | (create ? O_CREAT : 0), 0666);
+    if (fd < 0) return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", path, strerror(errno));
+    int bad = write_all(fd, buf, n) || fdatasync(fd);
+    int e = errno;
+    if (close(fd) != 0 && !bad) bad = 1, e = errno;
+    return bad ? db_fail(err, errlen, DB_ERUNTIME, "%s: write failed: %s", path, strerror(e))
+               : DB_OK;
+}
+
+int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *raw,
+                      const db_point_summary *s, char *err, size_t errlen)
+{
+    char id[512];
+    db_point_id(&raw->key, id, sizeof id);
+    if (id_done(r, id))
+        return db_fail(err, errlen, DB_EINPUT, "point %s is already in %s/" DONE_FILE, id, r->dir);
+    int rc = DB_OK;
+    for (int t = 0; t < DB_TABLE_COUNT && !rc; t++) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        int bad = !f || db_table_rows((db_table)t, m, raw, s, f) != 0;
+        if (f && fclose(f) != 0) bad = 1;
+        rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "formatting the rows of %s failed", id)
+             : n ? append_file(r->dir, db_table_file[t], 0, buf, n, err, errlen)
+                 : DB_OK;
+        free(buf);
+    }
+    if (rc) return rc;
+    size_t len = strlen(id);
+    id[len] = '\n';
+    rc = append_file(r->dir, DONE_FILE, 1, id, len + 1, err, errlen);
+    id[len] = 0;
+    if (!rc && add_done(r, id) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    return rc;
+}
+
+int db_results_write_meta(const db_results *r, const db_run_meta *m, char *err, size_t errlen)
+{
+    cJSON *j = db_run_meta_json(m);
+    char *t = j ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    if (!t) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    size_t n = strlen(t);
+    char *s = realloc(t, n + 2);
+    if (!s) {
+        free(t);
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    }
+    s[n] = '\n';
+    s[n + 1] = 0;
+    int rc = replace_file(r->dir, "meta.json", s, n + 1, err, errlen);
+    free(s);
+    return rc;
+}
+
+int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw *out, char *err,
+                        size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->key = *k;
+    char path[1200], id[512];
+    db_point_id(k, id, sizeof id);
+    if (db_path_join(path, sizeof path, r->dir, db_table_file[DB_TABLE_REQUESTS]) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
+    db_csv_doc d;
+    int rc = db_csv_read(path, &d, err, errlen);
+    if (rc) return rc;
+    enum { ID, PI, REP, PT, OT, CY, WALL, TA, TF, TE, DR, SE, VE, HO, OR, EOS, NCOL };
+    static const char *const names[NCOL] = {
+        "point_id", "prompt_index", "repetition", "prompt_tokens", "output_tokens", "cycles",
+        "rep_wall_s", "t_admitted_ms", "t_first_token_ms", "t_finished_ms", "draft_ms",
+        "select_ms", "verify_ms", "host_ms", "oracle_len_sum", "finished_by_eos"};
+    int c[NCOL];
+    for (int j = 0; j < NCOL; j++)
+        if ((c[j] = db_csv_col(&d, names[j])) < 0) {
+            db_csv_doc_free(&d);
+            return db_fail(err, errlen, DB_EINPUT, "%s: no column %s", path, names[j]);
+        }
+    int np = 0, nr = 0, rows = 0;
+    for (int i = 1; i < d.n; i++) {
+        const db_csv_record *q = &d.rec[i];
+        if (!q->complete || q->n <= c[EOS] || strcmp(q->field[c[ID]], id)) continue;
+        int pi = atoi(q->field[c[PI]]), rp = atoi(q->field[c[REP]]);
+        if (pi < 0 || rp < 0 || pi > 1 << 24 || rp > 1 << 20) continue;
+        if (pi + 1 > np) np = pi + 1;
+        if (rp + 1 > nr) nr = rp + 1;
+        rows++;
+    }
+    if (!rows) {
+        db_csv_doc_free(&d);
+        return db_fail(err, errlen, DB_EINPUT, "%s: no requests of point %s", path, id);
+    }
+    out->n_prompts = np;
+    out->repetitions = nr;
+    out->wall_s = calloc((size_t)nr, sizeof *out->wall_s);
+    out->reqs = calloc((size_t)nr * (size_t)np, sizeof *out->reqs);
+    if (!out->wall_s || !out->reqs) {
+        db_point_raw_free(out);
+        db_csv_doc_free(&d);
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    }
+    for (int i = 1; i < d.n; i++) {
+        const db_csv_record *q = &d.rec[i];
+        if (!q->complete || q->n <= c[EOS] || strcmp(q->field[c[ID]], id)) continue;
+        int pi = atoi(q->field[c[PI]]), rp = atoi(q->field[c[REP]]);
+        if (pi < 0 || rp < 0 || pi >= np || rp >= nr) continue;
+        db_req_stats *s = &out->reqs[(size_t)rp * (size_t)np + (size_t)pi];
+        char *const *f = q->field;
+        s->prompt_tokens = atoi(f[c[PT]]);
+        s->output_tokens = atoi(f[c[OT]]);
+        s->cycles = atoi(f[c[CY]]);
+        s->t_admitted = strtod(f[c[TA]], NULL) * 1e-3;
+        s->t_first_token = strtod(f[c[TF]], NULL) * 1e-3;
+        s->t_finished = strtod(f[c[TE]], NULL) * 1e-3;
+        s->t_draft = strtod(f[c[DR]], NULL) * 1e-3;
+        s->t_select = strtod(f[c[SE]], NULL) * 1e-3;
+        s->t_verify = strtod(f[c[VE]], NULL) * 1e-3;
+        s->t_host = strtod(f[c[HO]], NULL) * 1e-3;
+        s->oracle_len_sum = atol(f[c[OR]]);
+        s->finished_by_eos = atoi(f[c[EOS]]);
+        out->wall_s[rp] = strtod(f[c[WALL]], NULL);
+    }
+    db_csv_doc_free(&d);
+    return DB_OK;
+}
+
+void db_results_close(db_results *r)
+{
+    for (int i = 0; i < r->n_done; i++) free(r->done[i]);
+    free(r->done);
+    r->done = NULL;
+    r->n_done = r->cap_done = 0;
+}

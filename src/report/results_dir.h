@@ -1,0 +1,63 @@
+/* results_dir.h — the results directory of a run: CSV tables appended point by point so that a
+ * killed run can be resumed without losing, duplicating or half-writing a row.
+ *
+ * Layout of DIR (default results/<UTC YYYYmmdd-HHMMSS>[-label]/):
+ *   summary.csv acceptance.csv histogram.csv requests.csv   the tables (report_csv.h)
+ *   points.done   the ids (report.h db_point_id) of the completed points, one per line
+ *   meta.json     machine, build, models, command line of the latest invocation; a resumed run
+ *                 first renames the previous one to meta.1.json, meta.2.json, ...
+ *
+ * Write protocol, per point:
+ *   1. every table file exists and starts with its header (created as a temporary file, then
+ *      renamed into place, so a header is either whole or absent);
+ *   2. the point's rows of each table are formatted in memory and appended with ONE write()
+ *      on a descriptor opened with O_APPEND, then fdatasync()ed;
+ *   3. only then is the point's id appended to points.done (one write(), fdatasync()): the last
+ *      thing written for the point, its commit record.
+ * A run stopped at any moment (SIGKILL, OOM, power loss: each step is synced before the next)
+ * therefore leaves rows of at most one point that points.done does not list, possibly cut short. On resume (--resume DIR)
+ * the index is read first (a last line without its newline does not count and is cut off), then
+ * each table is parsed and, when it holds any row whose point_id is not in the index or a
+ * record cut short, rewritten without them (temporary file + rename, so the cleanup itself is
+ * crash safe). Points listed in the index are skipped; the others run again and append their
+ * rows, so every completed point appears exactly once. */
+#ifndef DB_RESULTS_DIR_H
+#define DB_RESULTS_DIR_H
+
+#include "bench/point.h"
+#include "bench/run_meta.h"
+
+#include <stddef.h>
+#include <time.h>
+
+typedef struct {
+    char dir[1024];
+    char **done; /* ids in points.done */
+    int n_done, cap_done;
+    int dropped_rows; /* rows of unfinished points removed by resume (for a log line) */
+} db_results;
+
+/* "results/YYYYmmdd-HHMMSS[-label]" in UTC */
+int db_results_default_dir(char *buf, size_t n, const char *label, time_t now);
+/* Before any model loads: create DIR with its parents (resume: DIR must exist) and check that
+ * a file can be created in it; a fresh run refuses a DIR that already holds results. DB_EINPUT
+ * with a message naming DIR. */
+int db_results_check_writable(const char *dir, int resume, char *err, size_t errlen);
+/* create the table headers (fresh) or read points.done and clean the tables (resume) */
+int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen);
+/* 1 when points.done lists the point */
+int db_results_is_done(const db_results *r, const db_point_key *k);
+/* append the point's rows to the four tables, then record it in points.done */
+int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *raw,
+                      const db_point_summary *s, char *err, size_t errlen);
+/* write meta.json (temporary file + rename); may be called again as backends are added */
+int db_results_write_meta(const db_results *r, const db_run_meta *m, char *err, size_t errlen);
+/* Rebuild the raw samples of a completed point from requests.csv (the `ar` baseline of points
+ * still to run, on resume): key, n_prompts, repetitions, wall_s and per request the token
+ * counts, cycles, time stamps, time split and finished_by_eos. Per-position acceptance counts
+ * are not in requests.csv and stay zero. Free with db_point_raw_free(). */
+int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw *out, char *err,
+                        size_t errlen);
+void db_results_close(db_results *r);
+
+#endif
