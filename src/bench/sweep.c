@@ -3,7 +3,9 @@
  * Values are parsed into a scratch copy of the axis and copied over only when the whole value
  * is good, so a failed db_sweep_set leaves the sweep as it was. */
 #include "bench/sweep.h"
+#include "base/parse.h"
 #include "base/util.h"
+#include "engine/variant.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -14,23 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const variants[] = {"ar", "dflash", "selector-off", "conv-off", "dflash2"};
 static const char *const backends[] = {"cpu", "cuda", "hip"};
 static const char *const templates[] = {"auto", "none", "chatml", "llama3"};
 static const char *const outputs[] = {"md", "csv", "json"};
+static const char *const dtypes[] = {"bf16", "f16", "f32"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
 
-static int in_set(const char *v, const char *const *set, int n)
+/* the variant names of the table (variant.h), for the list parser */
+static const char *const *variant_names(void)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(v, set[i]) == 0) return 1;
-    return 0;
+    static const char *names[DB_VAR_COUNT];
+    for (int i = 0; i < DB_VAR_COUNT; i++) names[i] = db_variant_table[i].name;
+    return names;
 }
 
-int db_variant_known(const char *name) { return in_set(name, variants, COUNT(variants)); }
-int db_variant_uses_drafter(const char *name)
+/* a known variant that runs the drafter */
+static int drafts(const char *name)
 {
-    return db_variant_known(name) && strcmp(name, "ar") != 0;
+    db_variant v;
+    return db_variant_parse(name, &v) == 0 && db_variant_uses_drafter(v);
 }
 
 void db_sweep_init(db_sweep *s)
@@ -47,8 +51,8 @@ void db_sweep_init(db_sweep *s)
     s->block_size[0] = 8;
     s->block_size[1] = 16;
     s->n_block_size = 2;
-    for (int i = 0; i < COUNT(variants); i++) strcpy(s->variant[i], variants[i]);
-    s->n_variant = COUNT(variants);
+    for (int i = 0; i < DB_VAR_COUNT; i++) strcpy(s->variant[i], db_variant_table[i].name);
+    s->n_variant = DB_VAR_COUNT;
     s->temperature[0] = 0;
     s->n_temperature = 1;
     s->top_p = 1;
@@ -79,262 +83,171 @@ int db_dataset_is_synthetic(const char *name, int *n)
     return 1;
 }
 
-/* ---- scalar parsing ---- */
+/* ---- keys: one row per key ---- */
 
-/* the value without surrounding blanks, copied into buf */
-static int trimmed(const char *v, size_t len, char *buf, size_t n)
+typedef int (*key_fn)(db_sweep *s, const char *k, const char *v, char *err, size_t errlen);
+
+static int set_backend(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    while (len && isspace((unsigned char)*v)) v++, len--;
-    while (len && isspace((unsigned char)v[len - 1])) len--;
-    if (len >= n) return -1;
-    memcpy(buf, v, len);
-    buf[len] = 0;
-    return (int)len;
+    return db_parse_name_list(k, v, backends, COUNT(backends), s->backend[0], sizeof s->backend[0],
+                              &s->n_backend, err, errlen);
 }
 
-static int parse_long(const char *t, long *out)
+static int set_dataset(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    if (!*t || !(isdigit((unsigned char)*t) || *t == '-' || *t == '+')) return -1;
-    errno = 0;
-    char *end;
-    long v = strtol(t, &end, 10);
-    if (errno || *end) return -1;
-    *out = v;
-    return 0;
+    int rc = db_parse_name_list(k, v, NULL, 0, s->dataset[0], sizeof s->dataset[0], &s->n_dataset,
+                                err, errlen);
+    if (!rc) s->dataset_set = 1;
+    return rc;
 }
 
-static int parse_int(const char *key, const char *v, int lo, int hi, int *out, char *err,
-                     size_t errlen)
+static int set_variant(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    char t[64];
-    long x;
-    if (!v || trimmed(v, strlen(v), t, sizeof t) < 0 || parse_long(t, &x) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not an integer", key, v ? v : "");
-    if (x < lo || x > hi)
-        return db_fail(err, errlen, DB_EINPUT, "%s: %ld is out of range [%d, %d]", key, x, lo, hi);
-    *out = (int)x;
-    return DB_OK;
+    return db_parse_name_list(k, v, variant_names(), DB_VAR_COUNT, s->variant[0],
+                              sizeof s->variant[0], &s->n_variant, err, errlen);
 }
 
-static int parse_float(const char *key, const char *t, float *out, char *err, size_t errlen)
+/* profile specs of at most 120 characters, so that "replay:<spec>" fits acceptance_source;
+ * "none" alone empties the axis (no replay at all) */
+static int set_profile(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    errno = 0;
-    char *end;
-    float x = strtof(t, &end);
-    if (!*t || errno || *end || !isfinite(x))
-        return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not a number", key, t);
-    *out = x;
-    return DB_OK;
-}
-
-static int parse_bool(const char *key, const char *v, int *out, char *err, size_t errlen)
-{
-    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
-    char t[16] = "";
-    if (!v) {
-        *out = 1;
-        return DB_OK;
-    }
-    if (trimmed(v, strlen(v), t, sizeof t) >= 0) {
-        for (char *c = t; *c; c++) *c = (char)tolower((unsigned char)*c);
-        if (in_set(t, yes, COUNT(yes))) return *out = 1, DB_OK;
-        if (in_set(t, no, COUNT(no))) return *out = 0, DB_OK;
-    }
-    return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not a boolean (true/false, 1/0)", key, v);
-}
-
-static int parse_string(const char *key, const char *v, char *dst, size_t n, char *err,
-                        size_t errlen)
-{
-    char t[1024];
-    int len = v ? trimmed(v, strlen(v), t, sizeof t) : -1;
-    if (len < 0 || (size_t)len >= n)
-        return db_fail(err, errlen, DB_EINPUT, "%s: value missing or longer than %zu characters",
-                       key, n - 1);
-    for (const char *c = t; *c; c++)
-        if (iscntrl((unsigned char)*c))
-            return db_fail(err, errlen, DB_EINPUT, "%s: control character in '%s'", key, t);
-    strcpy(dst, t);
-    return DB_OK;
-}
-
-static int parse_choice(const char *key, const char *v, const char *const *set, int nset,
-                        char *dst, size_t n, char *err, size_t errlen)
-{
-    char t[64];
-    int rc = parse_string(key, v, t, sizeof t, err, errlen);
+    char tmp[DB_SWEEP_MAX][121];
+    int n, rc = db_parse_name_list(k, v, NULL, 0, tmp[0], sizeof tmp[0], &n, err, errlen);
     if (rc) return rc;
-    if (!in_set(t, set, nset)) {
-        char list[256] = "";
-        for (int i = 0; i < nset; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", set[i]);
-        return db_fail(err, errlen, DB_EINPUT, "%s: unknown value '%s' (one of: %s)", key, t, list);
-    }
-    if (strlen(t) >= n) return db_fail(err, errlen, DB_EINPUT, "%s: '%s' too long", key, t);
-    strcpy(dst, t);
+    if (n == 1 && !strcmp(tmp[0], "none")) n = 0;
+    for (int i = 0; i < n; i++) strcpy(s->profile[i], tmp[i]);
+    s->n_profile = n;
     return DB_OK;
 }
 
-/* ---- lists ---- */
-
-/* Split v at commas; calls fn(token) for each trimmed token; empty tokens are an error. */
-typedef int (*token_fn)(void *ctx, const char *key, const char *tok, char *err, size_t errlen);
-
-static int for_each_token(const char *key, const char *v, token_fn fn, void *ctx, char *err,
-                          size_t errlen)
+static int set_concurrency(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    if (!v) return db_fail(err, errlen, DB_EINPUT, "%s: a value is required", key);
-    const char *p = v;
-    for (;;) {
-        const char *c = strchr(p, ',');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        char tok[256];
-        int tl = trimmed(p, len, tok, sizeof tok);
-        if (tl < 0) return db_fail(err, errlen, DB_EINPUT, "%s: value too long in '%s'", key, v);
-        if (tl == 0) return db_fail(err, errlen, DB_EINPUT, "%s: empty value in list '%s'", key, v);
-        int rc = fn(ctx, key, tok, err, errlen);
-        if (rc) return rc;
-        if (!c) return DB_OK;
-        p = c + 1;
-    }
+    return db_parse_int_list(k, v, 1, 1 << 20, s->concurrency, &s->n_concurrency, err, errlen);
 }
 
-typedef struct {
-    int v[DB_SWEEP_MAX];
-    int n, lo, hi;
-} int_list;
-
-static int int_push(int_list *l, const char *key, long x, char *err, size_t errlen)
+static int set_block_size(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    if (x < l->lo || x > l->hi)
-        return db_fail(err, errlen, DB_EINPUT, "%s: %ld is out of range [%d, %d]", key, x, l->lo,
-                       l->hi);
-    for (int i = 0; i < l->n; i++)
-        if (l->v[i] == x) return db_fail(err, errlen, DB_EINPUT, "%s: %ld listed twice", key, x);
-    if (l->n == DB_SWEEP_MAX)
-        return db_fail(err, errlen, DB_EINPUT, "%s: more than %d values", key, DB_SWEEP_MAX);
-    l->v[l->n++] = (int)x;
-    return DB_OK;
+    return db_parse_int_list(k, v, 1, DB_MAX_BLOCK, s->block_size, &s->n_block_size, err, errlen);
 }
 
-/* "n", "a-b", "a-b+s", "a-b*m" */
-static int int_token(void *ctx, const char *key, const char *tok, char *err, size_t errlen)
+static int set_temperature(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    int_list *l = ctx;
-    char a[64], b[64], s[64] = "1";
-    char op = '+';
-    const char *dash = strchr(tok + 1, '-'); /* tok[0] may be a sign, rejected by the range */
-    long x, y, st;
-    if (!dash) {
-        if (parse_long(tok, &x) != 0)
-            return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not an integer or a range a-b[+s|*m]",
-                           key, tok);
-        return int_push(l, key, x, err, errlen);
-    }
-    const char *rest = dash + 1, *o = strpbrk(rest, "+*");
-    if ((size_t)(dash - tok) >= sizeof a || strlen(rest) >= sizeof b) goto bad;
-    memcpy(a, tok, (size_t)(dash - tok));
-    a[dash - tok] = 0;
-    if (o) {
-        memcpy(b, rest, (size_t)(o - rest));
-        b[o - rest] = 0;
-        op = *o;
-        snprintf(s, sizeof s, "%s", o + 1);
-    } else {
-        strcpy(b, rest);
-    }
-    if (parse_long(a, &x) || parse_long(b, &y) || parse_long(s, &st)) goto bad;
-    if (x > y)
-        return db_fail(err, errlen, DB_EINPUT, "%s: range '%s' runs backwards", key, tok);
-    if (op == '+' && st < 1)
-        return db_fail(err, errlen, DB_EINPUT, "%s: step of '%s' must be >= 1", key, tok);
-    if (op == '*' && (st < 2 || x < 1))
-        return db_fail(err, errlen, DB_EINPUT,
-                       "%s: geometric range '%s' needs a start >= 1 and a factor >= 2", key, tok);
-    for (long v = x; v <= y; v = op == '+' ? v + st : v * st) {
-        int rc = int_push(l, key, v, err, errlen);
-        if (rc) return rc;
-    }
-    return DB_OK;
-bad:
-    return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not an integer or a range a-b[+s|*m]", key,
-                   tok);
+    return db_parse_float_list(k, v, s->temperature, &s->n_temperature, err, errlen);
 }
 
-static int parse_int_list(const char *key, const char *v, int lo, int hi, int *dst, int *n,
-                          char *err, size_t errlen)
+static int set_top_p(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
-    int_list l = {.n = 0, .lo = lo, .hi = hi};
-    int rc = for_each_token(key, v, int_token, &l, err, errlen);
-    if (rc) return rc;
-    memcpy(dst, l.v, sizeof(int) * (size_t)l.n);
-    *n = l.n;
-    return DB_OK;
-}
-
-typedef struct {
-    float v[DB_SWEEP_MAX];
-    int n;
-} float_list;
-
-static int float_token(void *ctx, const char *key, const char *tok, char *err, size_t errlen)
-{
-    float_list *l = ctx;
     float x = 0;
-    if (parse_float(key, tok, &x, err, errlen) != 0) {
-        if (strchr(tok + 1, '-'))
-            return db_fail(err, errlen, DB_EINPUT,
-                           "%s: '%s': ranges are not supported here, list the values (0,0.6,1)",
-                           key, tok);
-        return DB_EINPUT;
-    }
-    if (x < 0) return db_fail(err, errlen, DB_EINPUT, "%s: %g is negative", key, (double)x);
-    for (int i = 0; i < l->n; i++)
-        if (l->v[i] == x) return db_fail(err, errlen, DB_EINPUT, "%s: %s listed twice", key, tok);
-    if (l->n == DB_SWEEP_MAX)
-        return db_fail(err, errlen, DB_EINPUT, "%s: more than %d values", key, DB_SWEEP_MAX);
-    l->v[l->n++] = x;
+    int rc = db_parse_float(k, v, &x, err, errlen);
+    if (rc) return rc;
+    if (!(x > 0 && x <= 1))
+        return db_fail(err, errlen, DB_EINPUT, "%s: %g is outside (0, 1]", k, (double)x);
+    s->top_p = x;
     return DB_OK;
 }
 
-/* names: every axis of names has entries of the same width */
+static int positive(const char *k, const char *v, double *dst, char *err, size_t errlen)
+{
+    float x = 0;
+    int rc = db_parse_float(k, v, &x, err, errlen);
+    if (rc) return rc;
+    if (!(x > 0)) return db_fail(err, errlen, DB_EINPUT, "%s: %g must be > 0", k, (double)x);
+    *dst = x;
+    return DB_OK;
+}
+
+static int set_bandwidth(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    return positive(k, v, &s->bandwidth_gbs, err, errlen);
+}
+
+static int set_gflops(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    return positive(k, v, &s->gflops, err, errlen);
+}
+
+static int set_seed(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    return db_parse_u64(k, v, &s->seed, err, errlen);
+}
+
+/* the label goes into a directory name */
+static int set_label(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    if (v && strchr(v, '/'))
+        return db_fail(err, errlen, DB_EINPUT, "%s: '/' not allowed in '%s'", k, v);
+    return db_parse_string(k, v, s->label, sizeof s->label, err, errlen);
+}
+
+typedef enum { K_FN, K_INT, K_BOOL, K_STR, K_CHOICE } key_kind;
+
 typedef struct {
-    char (*v)[64];
-    int n;
-    size_t width;
-    const char *const *set; /* allowed names, NULL = any */
+    const char *name;
+    key_kind kind;
+    key_fn fn;                /* K_FN */
+    size_t off, size;         /* the field (K_INT, K_BOOL: an int) */
+    int lo, hi;               /* K_INT */
+    const char *const *set;   /* K_CHOICE */
     int nset;
-} name_list;
+} sweep_key;
 
-static int name_token(void *ctx, const char *key, const char *tok, char *err, size_t errlen)
+#define FN(n, f) {n, K_FN, f, 0, 0, 0, 0, NULL, 0}
+#define INT(n, field, lo, hi) {n, K_INT, NULL, offsetof(db_sweep, field), 0, lo, hi, NULL, 0}
+#define BOOL(n, field) {n, K_BOOL, NULL, offsetof(db_sweep, field), 0, 0, 0, NULL, 0}
+#define STR(n, field) {n, K_STR, NULL, offsetof(db_sweep, field), sizeof((db_sweep *)0)->field, 0, 0, NULL, 0}
+#define CHOICE(n, field, set)                                                                      \
+    {n, K_CHOICE, NULL, offsetof(db_sweep, field), sizeof((db_sweep *)0)->field, 0, 0, set, COUNT(set)}
+
+static const sweep_key keys[] = {
+    FN("backend", set_backend),
+    FN("dataset", set_dataset),
+    FN("concurrency", set_concurrency),
+    FN("block_size", set_block_size),
+    FN("variant", set_variant),
+    FN("temperature", set_temperature),
+    FN("acceptance_profile", set_profile),
+    FN("top_p", set_top_p),
+    INT("top_k", top_k, 0, INT_MAX),
+    INT("max_new_tokens", max_new_tokens, 1, INT_MAX),
+    INT("max_samples", max_samples, 1, INT_MAX),
+    FN("seed", set_seed),
+    INT("repetitions", repetitions, 1, 1000000),
+    INT("warmup", warmup, 0, 1000000),
+    STR("target", target),
+    STR("drafter", drafter),
+    CHOICE("chat_template", chat_template, templates),
+    BOOL("thinking", thinking),
+    BOOL("no_baseline", no_baseline),
+    BOOL("deterministic", deterministic),
+    INT("threads", threads, 0, 1 << 16),
+    STR("out", out),
+    FN("label", set_label),
+    CHOICE("output", output, outputs),
+    BOOL("synthetic", synthetic),
+    STR("target_config", target_config),
+    STR("drafter_config", drafter_config),
+    CHOICE("dtype", dtype, dtypes),
+    INT("prompt_tokens", prompt_tokens, 1, 1 << 24),
+    BOOL("predict", predict),
+    FN("bandwidth_gbs", set_bandwidth),
+    FN("gflops", set_gflops),
+};
+
+const char *db_sweep_key(int i) { return i >= 0 && i < COUNT(keys) ? keys[i].name : NULL; }
+
+static int set_key(db_sweep *s, const sweep_key *e, const char *k, const char *v, char *err,
+                   size_t errlen)
 {
-    name_list *l = ctx;
-    char t[64];
-    int rc = l->set ? parse_choice(key, tok, l->set, l->nset, t, l->width, err, errlen)
-                    : parse_string(key, tok, t, l->width, err, errlen);
-    if (rc) return rc;
-    for (int i = 0; i < l->n; i++)
-        if (strcmp(l->v[i], t) == 0)
-            return db_fail(err, errlen, DB_EINPUT, "%s: '%s' listed twice", key, t);
-    if (l->n == DB_SWEEP_MAX)
-        return db_fail(err, errlen, DB_EINPUT, "%s: more than %d values", key, DB_SWEEP_MAX);
-    strcpy(l->v[l->n++], t);
-    return DB_OK;
+    void *dst = (char *)s + e->off;
+    switch (e->kind) {
+    case K_FN: return e->fn(s, k, v, err, errlen);
+    case K_INT: return db_parse_int(k, v, e->lo, e->hi, dst, err, errlen);
+    case K_BOOL: return db_parse_bool(k, v, dst, err, errlen);
+    case K_STR: return db_parse_string(k, v, dst, e->size, err, errlen);
+    case K_CHOICE: return db_parse_choice(k, v, e->set, e->nset, dst, e->size, err, errlen);
+    }
+    return DB_EINPUT;
 }
-
-static int parse_name_list(const char *key, const char *v, const char *const *set, int nset,
-                           char *dst, size_t width, int *n, char *err, size_t errlen)
-{
-    static _Thread_local char scratch[DB_SWEEP_MAX][64];
-    name_list l = {scratch, 0, width, set, nset};
-    int rc = for_each_token(key, v, name_token, &l, err, errlen);
-    if (rc) return rc;
-    for (int i = 0; i < l.n; i++) strcpy(dst + (size_t)i * width, scratch[i]);
-    *n = l.n;
-    return DB_OK;
-}
-
-/* ---- keys ---- */
 
 int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size_t errlen)
 {
@@ -344,157 +257,16 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
     size_t i = 0;
     for (; key_in[i]; i++) key[i] = key_in[i] == '-' ? '_' : key_in[i];
     key[i] = 0;
-    const char *k = key_in; /* messages use the spelling the user wrote */
-
-    if (!strcmp(key, "backend"))
-        return parse_name_list(k, v, backends, COUNT(backends), s->backend[0], sizeof s->backend[0],
-                               &s->n_backend, err, errlen);
-    if (!strcmp(key, "dataset")) {
-        int rc = parse_name_list(k, v, NULL, 0, s->dataset[0], sizeof s->dataset[0], &s->n_dataset,
-                                 err, errlen);
-        if (!rc) s->dataset_set = 1;
-        return rc;
-    }
-    if (!strcmp(key, "acceptance_profile")) {
-        /* paths: a list of its own (names up to 120 characters, so "replay:<path>" fits) */
-        char tmp[DB_SWEEP_MAX][128];
-        int n = 0;
-        const char *p = v;
-        if (!v) return db_fail(err, errlen, DB_EINPUT, "%s: a value is required", k);
-        for (;;) {
-            const char *c = strchr(p, ',');
-            size_t len = c ? (size_t)(c - p) : strlen(p);
-            char tok[512];
-            int tl = trimmed(p, len, tok, sizeof tok);
-            if (tl == 0) return db_fail(err, errlen, DB_EINPUT, "%s: empty value in list '%s'", k, v);
-            if (tl < 0 || tl > 120)
-                return db_fail(err, errlen, DB_EINPUT, "%s: '%.*s' is longer than 120 characters", k, (int)len, p);
-            if (!strcmp(tok, "none") && !c && n == 0) break; /* alone: no replay at all */
-            for (int i = 0; i < n; i++)
-                if (!strcmp(tmp[i], tok)) return db_fail(err, errlen, DB_EINPUT, "%s: '%s' listed twice", k, tok);
-            if (n == DB_SWEEP_MAX) return db_fail(err, errlen, DB_EINPUT, "%s: more than %d values", k, DB_SWEEP_MAX);
-            for (const char *q = tok; *q; q++)
-                if (iscntrl((unsigned char)*q)) return db_fail(err, errlen, DB_EINPUT, "%s: control character in '%s'", k, tok);
-            strcpy(tmp[n++], tok);
-            if (!c) break;
-            p = c + 1;
-        }
-        memcpy(s->profile, tmp, sizeof tmp[0] * (size_t)n);
-        s->n_profile = n;
-        return DB_OK;
-    }
-    if (!strcmp(key, "dtype")) {
-        static const char *const dtypes[] = {"bf16", "f16", "f32"};
-        return parse_choice(k, v, dtypes, COUNT(dtypes), s->dtype, sizeof s->dtype, err, errlen);
-    }
-    if (!strcmp(key, "bandwidth_gbs") || !strcmp(key, "gflops")) {
-        char t[64];
-        float x = 0;
-        if (!v || trimmed(v, strlen(v), t, sizeof t) < 0)
-            return db_fail(err, errlen, DB_EINPUT, "%s: a value is required", k);
-        int rc = parse_float(k, t, &x, err, errlen);
-        if (rc) return rc;
-        if (!(x > 0)) return db_fail(err, errlen, DB_EINPUT, "%s: %g must be > 0", k, (double)x);
-        *(!strcmp(key, "gflops") ? &s->gflops : &s->bandwidth_gbs) = x;
-        return DB_OK;
-    }
-    if (!strcmp(key, "variant"))
-        return parse_name_list(k, v, variants, COUNT(variants), s->variant[0], sizeof s->variant[0],
-                               &s->n_variant, err, errlen);
-    if (!strcmp(key, "concurrency"))
-        return parse_int_list(k, v, 1, 1 << 20, s->concurrency, &s->n_concurrency, err, errlen);
-    if (!strcmp(key, "block_size"))
-        return parse_int_list(k, v, 1, DB_MAX_BLOCK, s->block_size, &s->n_block_size, err, errlen);
-    if (!strcmp(key, "temperature")) {
-        float_list l = {.n = 0};
-        int rc = for_each_token(k, v, float_token, &l, err, errlen);
-        if (rc) return rc;
-        memcpy(s->temperature, l.v, sizeof(float) * (size_t)l.n);
-        s->n_temperature = l.n;
-        return DB_OK;
-    }
-    if (!strcmp(key, "top_p")) {
-        char t[64];
-        float x = 0;
-        if (!v || trimmed(v, strlen(v), t, sizeof t) < 0)
-            return db_fail(err, errlen, DB_EINPUT, "%s: a value is required", k);
-        if (strchr(t, ','))
-            return db_fail(err, errlen, DB_EINPUT, "%s takes a single value, not a list", k);
-        int rc = parse_float(k, t, &x, err, errlen);
-        if (rc) return rc;
-        if (!(x > 0 && x <= 1))
-            return db_fail(err, errlen, DB_EINPUT, "%s: %g is outside (0, 1]", k, (double)x);
-        s->top_p = x;
-        return DB_OK;
-    }
-    static const struct {
-        const char *name;
-        size_t off;
-        int lo, hi;
-    } ints[] = {
-        {"top_k", offsetof(db_sweep, top_k), 0, INT_MAX},
-        {"max_new_tokens", offsetof(db_sweep, max_new_tokens), 1, INT_MAX},
-        {"max_samples", offsetof(db_sweep, max_samples), 1, INT_MAX},
-        {"repetitions", offsetof(db_sweep, repetitions), 1, 1000000},
-        {"warmup", offsetof(db_sweep, warmup), 0, 1000000},
-        {"threads", offsetof(db_sweep, threads), 0, 1 << 16},
-        {"prompt_tokens", offsetof(db_sweep, prompt_tokens), 1, 1 << 24},
-    };
-    for (size_t j = 0; j < sizeof ints / sizeof *ints; j++)
-        if (!strcmp(key, ints[j].name))
-            return parse_int(k, v, ints[j].lo, ints[j].hi, (int *)((char *)s + ints[j].off), err,
-                             errlen);
-    if (!strcmp(key, "seed")) {
-        char t[64], *end;
-        if (!v || trimmed(v, strlen(v), t, sizeof t) <= 0 || !isdigit((unsigned char)t[0]))
-            return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not an unsigned integer", k,
-                           v ? v : "");
-        errno = 0;
-        unsigned long long x = strtoull(t, &end, 10);
-        if (errno || *end)
-            return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not an unsigned integer", k, t);
-        s->seed = (uint64_t)x;
-        return DB_OK;
-    }
-    static const struct {
-        const char *name;
-        size_t off;
-    } bools[] = {
-        {"thinking", offsetof(db_sweep, thinking)},
-        {"no_baseline", offsetof(db_sweep, no_baseline)},
-        {"deterministic", offsetof(db_sweep, deterministic)},
-        {"synthetic", offsetof(db_sweep, synthetic)},
-        {"predict", offsetof(db_sweep, predict)},
-    };
-    for (size_t j = 0; j < sizeof bools / sizeof *bools; j++)
-        if (!strcmp(key, bools[j].name))
-            return parse_bool(k, v, (int *)((char *)s + bools[j].off), err, errlen);
-    static const struct {
-        const char *name;
-        size_t off, size;
-    } strs[] = {
-        {"target", offsetof(db_sweep, target), sizeof s->target},
-        {"drafter", offsetof(db_sweep, drafter), sizeof s->drafter},
-        {"target_config", offsetof(db_sweep, target_config), sizeof s->target_config},
-        {"drafter_config", offsetof(db_sweep, drafter_config), sizeof s->drafter_config},
-        {"out", offsetof(db_sweep, out), sizeof s->out},
-        {"label", offsetof(db_sweep, label), sizeof s->label},
-    };
-    for (size_t j = 0; j < sizeof strs / sizeof *strs; j++)
-        if (!strcmp(key, strs[j].name)) {
-            char *dst = (char *)s + strs[j].off;
-            if (!strcmp(key, "label") && v) /* the label goes into a directory name */
-                for (const char *c = v; *c; c++)
-                    if (*c == '/')
-                        return db_fail(err, errlen, DB_EINPUT, "%s: '/' not allowed in '%s'", k, v);
-            return parse_string(k, v, dst, strs[j].size, err, errlen);
-        }
-    if (!strcmp(key, "chat_template"))
-        return parse_choice(k, v, templates, COUNT(templates), s->chat_template,
-                            sizeof s->chat_template, err, errlen);
-    if (!strcmp(key, "output"))
-        return parse_choice(k, v, outputs, COUNT(outputs), s->output, sizeof s->output, err, errlen);
-    return db_fail(err, errlen, DB_EINPUT, "unknown sweep key '%s'", k);
+    /* messages use the spelling the user wrote */
+    for (int j = 0; j < COUNT(keys); j++)
+        if (!strcmp(key, keys[j].name)) return set_key(s, &keys[j], key_in, v, err, errlen);
+    const char *names[COUNT(keys)];
+    for (int j = 0; j < COUNT(keys); j++) names[j] = keys[j].name;
+    int near = db_closest(key, names, COUNT(keys));
+    if (near >= 0)
+        return db_fail(err, errlen, DB_EINPUT, "unknown sweep key '%s' (did you mean %s?)", key_in,
+                       names[near]);
+    return db_fail(err, errlen, DB_EINPUT, "unknown sweep key '%s'", key_in);
 }
 
 /* ---- ini ---- */
@@ -539,9 +311,10 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
 {
     int drafter = 0, ar = 0;
     for (int i = 0; i < s->n_variant; i++) {
-        if (!db_variant_known(s->variant[i]))
+        db_variant v;
+        if (db_variant_parse(s->variant[i], &v) != 0)
             return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s'", s->variant[i]);
-        if (db_variant_uses_drafter(s->variant[i])) drafter = 1;
+        if (db_variant_uses_drafter(v)) drafter = 1;
         else ar = 1;
     }
     if (!s->n_backend || !s->n_dataset || !s->n_concurrency || !s->n_temperature || !s->n_variant)
@@ -628,7 +401,7 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
     if (rc) return rc;
     int has_ar = 0, ndraft = 0;
     for (int v = 0; v < s->n_variant; v++) {
-        if (db_variant_uses_drafter(s->variant[v])) ndraft++;
+        if (drafts(s->variant[v])) ndraft++;
         else has_ar = 1;
     }
     /* the baseline runs even when not listed: speedup needs it, unless --no-baseline */
@@ -649,7 +422,7 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
                     for (int pr = 0; pr < nprof; pr++)
                         for (int bs = 0; bs < s->n_block_size && ndraft; bs++)
                             for (int v = 0; v < s->n_variant; v++)
-                                if (db_variant_uses_drafter(s->variant[v]))
+                                if (drafts(s->variant[v]))
                                     key_fill(&k[m++], s, b, d, t, c, s->variant[v], s->block_size[bs],
                                              s->n_profile > 0 ? pr : -1);
                 }

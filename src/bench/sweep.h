@@ -1,10 +1,10 @@
 /* sweep.h — what `dflash-bench run` measures: the sweep axes, the single-valued settings, and
  * the enumeration of sweep points in a stable order.
  *
- * Axes take comma lists; the integer axes (concurrency, block_size) also take llama-bench style
- * ranges, which may be mixed with plain values: "a-b" (step 1), "a-b+s" (step s), "a-b*m"
- * (geometric, factor m > 1): concurrency "1-32*2" = 1,2,4,8,16,32. Temperature is a comma list
- * of floats. The same key = value pairs come from command-line flags (--block-size 8,16) and from
+ * Axes take comma lists (parse.h, the list parser of every list-valued option); the integer
+ * axes (concurrency, block_size) also take ranges: concurrency "1-32*2" = 1,2,4,8,16,32.
+ * Temperature is a comma list of floats. The same key = value pairs come from command-line flags
+ * (--block-size 8,16) and from
  * ini files (block_size = 8,16); "-" and "_" are interchangeable in key names. Settings apply in
  * the order given, so an ini file loaded first is overridden by later flags.
  *
@@ -20,12 +20,13 @@
 #ifndef DB_SWEEP_H
 #define DB_SWEEP_H
 
+#include "base/parse.h"
 #include "bench/point.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_SWEEP_MAX 64 /* values per axis */
+#define DB_SWEEP_MAX DB_LIST_MAX /* values per axis */
 
 typedef struct {
     /* axes */
@@ -89,8 +90,8 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
 /* "synthetic-<N>" (N >= 1 prompt tokens): the dataset of N random token ids per prompt; *n = N */
 int db_dataset_is_synthetic(const char *name, int *n);
 
-/* the variant names and whether a variant runs the drafter / selector / convolutions */
-int db_variant_known(const char *name);
-int db_variant_uses_drafter(const char *name);
+/* the i-th key name (underscore spelling), NULL past the last: the keys a `run` flag or an ini
+ * line may set */
+const char *db_sweep_key(int i);
 
 #endif

@@ -8,6 +8,7 @@
 #include "model/decode.h"
 #include "engine/engine.h"
 #include "engine/session.h"
+#include "base/parse.h"
 #include "base/util.h"
 
 #include <stdio.h>
@@ -141,18 +142,15 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
     if (!target_dir || !drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
     if (conc < 1 || max_new < 1 || n_random < 1)
         return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");
-    int *blocks = NULL, nblocks = 0;
-    if (blocks_text && (rc = db_parse_ids(blocks_text, &blocks, &nblocks, err, errlen))) return rc;
+    int blocks[DB_LIST_MAX], nblocks = 0;
+    if (blocks_text && (rc = db_parse_int_list("--block-size", blocks_text, 2, DB_MAX_BLOCK, blocks, &nblocks, err, errlen)))
+        return rc;
     db_session s;
     db_session_opts so = {backend, target_dir, drafter_dir, threads, 1, NULL};
-    if ((rc = db_session_open(&s, &so, err, errlen))) {
-        free(blocks);
-        return rc;
-    }
+    if ((rc = db_session_open(&s, &so, err, errlen))) return rc;
     int Bmax = s.drafter.cfg.block_size;
-    if (!blocks) {
+    if (!blocks_text) {
         int dflt[3] = {4, 8, Bmax};
-        blocks = malloc(sizeof dflt);
         for (int i = 0; i < 3; i++)
             if (dflt[i] <= Bmax && (nblocks == 0 || blocks[nblocks - 1] < dflt[i])) blocks[nblocks++] = dflt[i];
     }
@@ -208,7 +206,7 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
     }
     if (!rc) printf("lossless: every variant == ar in deterministic mode\n");
     for (int i = 0; i < ps.n; i++) free(ref[i]), free(out[i]);
-    free(ref), free(out), free(nref), free(nout), free(blocks);
+    free(ref), free(out), free(nref), free(nout);
     prompts_free(&ps);
     db_session_close(&s);
     return rc;

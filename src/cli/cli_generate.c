@@ -91,8 +91,9 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "give exactly one of --prompt, --dataset, --prompt-ids, --prompt-ids-file");
     if (max_new < 1) return db_fail(err, errlen, DB_EINPUT, "--max-new-tokens must be >= 1");
     db_variant variant = drafter_dir ? DB_VAR_DFLASH2 : DB_VAR_AR;
+    char names[200];
     if (variant_name && db_variant_parse(variant_name, &variant) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s' (ar, dflash, selector-off, conv-off, dflash2)", variant_name);
+        return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s' (%s)", variant_name, db_variant_names(names, sizeof names, 0));
     db_chat_template tmpl = DB_CHAT_AUTO;
     if (strcmp(template_name, "auto") != 0 && (rc = db_chat_template_parse(template_name, &tmpl, err, errlen)))
         return rc;

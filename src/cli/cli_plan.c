@@ -23,6 +23,7 @@
 #include "bench/profile.h"
 #include "engine/session.h"
 #include "model/synthetic.h"
+#include "base/parse.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -31,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_CONC 64
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* SPEC 6: DFlash (5-layer, Qwen3-4B class) on GSM8K, T = 0, per-position Recall@1, counted
@@ -48,24 +48,6 @@ typedef struct {
     double cyc_ms, cyc_tok_s, tau_meas;
     double draft_ms, select_ms, verify_ms, host_ms;
 } plan_row;
-
-static int parse_conc(const char *s, int *out, int *n, char *err, size_t errlen)
-{
-    *n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1 << 16 || *n == MAX_CONC)
-            return db_fail(err, errlen, DB_EINPUT, "--concurrency: '%s' is not a list of integers >= 1", s);
-        out[(*n)++] = (int)v;
-        p = end;
-        if (*p == ',') p++;
-        else if (*p) return db_fail(err, errlen, DB_EINPUT, "--concurrency: '%s' is not a comma list", s);
-    }
-    if (*n == 0) return db_fail(err, errlen, DB_EINPUT, "--concurrency: empty list");
-    return DB_OK;
-}
 
 /* one engine run of conc synthetic prompts: mean step (cycle) time and decode tokens per step */
 static int measure(db_session *s, const db_gen_params *p, int conc, int prompt_tokens, int vocab,
@@ -305,16 +287,17 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
     db_dtype dt;
     if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
     db_variant variant;
-    if (db_variant_parse(variant_s, &variant) != 0 || variant == DB_VAR_AR)
-        return db_fail(err, errlen, DB_EINPUT, "--variant %s: dflash, selector-off, conv-off or dflash2", variant_s);
+    char names[200];
+    if (db_variant_parse(variant_s, &variant) != 0 || !db_variant_uses_drafter(variant))
+        return db_fail(err, errlen, DB_EINPUT, "--variant %s: one of %s", variant_s, db_variant_names(names, sizeof names, 1));
     if (block < 2 || block > DB_MAX_BLOCK) return db_fail(err, errlen, DB_EINPUT, "--block-size %d outside 2..%d", block, DB_MAX_BLOCK);
     if (prompt_tokens < 1 || max_new < 2 || warmup < 0 || threads < 0 || context < 0 || seed < 0)
         return db_fail(err, errlen, DB_EINPUT, "--prompt-tokens >= 1, --max-new-tokens >= 2, --warmup, --threads, --context, --seed >= 0");
     if (tau_arg != 0 && profile_s) return db_fail(err, errlen, DB_EINPUT, "give --tau or --acceptance-profile, not both");
     if (tau_arg != 0 && !(tau_arg >= 1 && tau_arg <= block))
         return db_fail(err, errlen, DB_EINPUT, "--tau %g outside [1, %d]", (double)tau_arg, block);
-    int conc[MAX_CONC], nconc;
-    if ((rc = parse_conc(conc_s, conc, &nconc, err, errlen))) return rc;
+    int conc[DB_LIST_MAX], nconc;
+    if ((rc = db_parse_int_list("--concurrency", conc_s, 1, 1 << 16, conc, &nconc, err, errlen))) return rc;
 
     db_model_config tc;
     db_drafter_config dc;
@@ -323,8 +306,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
     const db_drafter_config *d = drafter ? &dc : NULL;
     if (d && block > dc.block_size)
         return db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", block, dc.block_size, dc.base.path);
-    if (d && dc.kind != DB_DRAFTER_V2 && variant != DB_VAR_DFLASH)
-        return db_fail(err, errlen, DB_EINPUT, "variant %s needs a DFlash 2 drafter; %s is DFlash 1 (use --variant dflash)", variant_s, dc.base.path);
+    if (d && (rc = db_variant_check_kind(variant, dc.kind, dc.base.path, err, errlen))) return rc;
     db_profile prof;
     char acc[700];
     if (profile_s) {
@@ -361,7 +343,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         hw.flops = gf_arg * 1e9;
         snprintf(hw.flops_source, sizeof hw.flops_source, "given: --gflops %g", (double)gf_arg);
     }
-    plan_row rows[MAX_CONC];
+    plan_row rows[DB_LIST_MAX];
     memset(rows, 0, sizeof rows);
     double ctx = context > 0 ? context : prompt_tokens + max_new / 2.0;
     double weights = db_weights_bytes(&tc, d, dt);

@@ -18,36 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const variant_names[DB_VAR_COUNT] = {"ar", "dflash", "selector-off",
-                                                        "conv-off", "dflash2"};
-
-int db_variant_parse(const char *s, db_variant *v)
-{
-    for (int i = 0; i < DB_VAR_COUNT; i++)
-        if (strcmp(s, variant_names[i]) == 0) {
-            *v = (db_variant)i;
-            return 0;
-        }
-    return -1;
-}
-
-const char *db_variant_name(db_variant v) { return v < DB_VAR_COUNT ? variant_names[v] : "?"; }
-int db_variant_uses_conv(db_variant v) { return v == DB_VAR_SELECTOR_OFF || v == DB_VAR_DFLASH2; }
-int db_variant_uses_selector(db_variant v) { return v == DB_VAR_CONV_OFF || v == DB_VAR_DFLASH2; }
-
-int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen)
-{
-    if (v == DB_VAR_AR) return DB_OK;
-    if (!d) return db_fail(err, errlen, DB_EINPUT, "variant %s needs a drafter (--drafter DIR)", db_variant_name(v));
-    if (db_variant_uses_conv(v) && !d->has_conv)
-        return db_fail(err, errlen, DB_EINPUT, "variant %s needs the DFlash 2 convolutions, but %s lacks tensor '%s'",
-                       db_variant_name(v), d->cfg.base.path, d->missing_conv);
-    if (db_variant_uses_selector(v) && !d->has_selector)
-        return db_fail(err, errlen, DB_EINPUT, "variant %s needs the path selector, but %s lacks tensor '%s'",
-                       db_variant_name(v), d->cfg.base.path, d->missing_selector);
-    return DB_OK;
-}
-
 /* a drafting cycle whose recall / oracle figures wait for the tokens it predicted */
 typedef struct {
     int base;  /* index in out[] of the token draft position 1 predicts */

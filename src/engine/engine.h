@@ -19,24 +19,9 @@
 #include "model/drafter.h"
 #include "engine/stats.h"
 #include "model/target.h"
+#include "engine/variant.h"
 
 #include <stdint.h>
-
-typedef enum {
-    DB_VAR_AR = 0,
-    DB_VAR_DFLASH,
-    DB_VAR_SELECTOR_OFF,
-    DB_VAR_CONV_OFF,
-    DB_VAR_DFLASH2,
-    DB_VAR_COUNT
-} db_variant;
-
-int db_variant_parse(const char *s, db_variant *v);
-const char *db_variant_name(db_variant v);
-int db_variant_uses_conv(db_variant v);
-int db_variant_uses_selector(db_variant v);
-/* DB_EINPUT naming the missing tensors when the drafter cannot run v */
-int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen);
 
 typedef struct {
     db_variant variant;

@@ -7,9 +7,9 @@
 #ifndef DB_STATS_H
 #define DB_STATS_H
 
-#include <stddef.h>
+#include "model/model_config.h" /* DB_MAX_BLOCK */
 
-#define DB_MAX_BLOCK 64
+#include <stddef.h>
 
 typedef struct {
     int prompt_tokens;

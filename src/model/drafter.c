@@ -96,9 +96,9 @@ int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_
         return db_fail(err, errlen, DB_EINPUT,
                        "%s: num_target_layers %d but the target (%s) has %d layers",
                        c->base.path, c->num_target_layers, tc->path, tc->n_layers);
-    if (c->block_size > DB_MAX_BLOCK_SIZE)
+    if (c->block_size > DB_MAX_BLOCK)
         return db_fail(err, errlen, DB_EINPUT, "%s: block_size %d above the supported %d",
-                       c->base.path, c->block_size, DB_MAX_BLOCK_SIZE);
+                       c->base.path, c->block_size, DB_MAX_BLOCK);
     if (syn)
         db_st_open_synthetic(&d->st, c->base.path, db_synth_model_seed(syn->seed, "drafter"), syn->dtype);
     else if ((rc = db_st_open_dir(&d->st, dir, err, errlen)))

@@ -9,7 +9,9 @@
 #define DB_MAX_EOS 8
 #define DB_MAX_TAPS 16
 #define DB_MAX_LAYERS 256
-#define DB_MAX_BLOCK_SIZE 64
+/* the largest block size B (anchor + B-1 drafted tokens): a drafter's block_size, a sweep's
+ * block_size and the per-position arrays of the statistics are bounded by it */
+#define DB_MAX_BLOCK 64
 
 typedef struct {
     char path[1024];       /* the config.json read */

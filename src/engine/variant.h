@@ -1,0 +1,58 @@
+/* variant.h — the variants of the cycle, in one table: the checkpoint each needs and the parts
+ * of the cycle it runs. The engine, the sweep parser, the CLI help (`run --help` prints the
+ * table) and the README's variant table all read it; a test checks the README against it.
+ *
+ * Adding a variant is one line of DB_VARIANTS (the enum constant and the row come from it).
+ * Columns: enum suffix, name, checkpoint it needs, two-tap convolutions on, path selector on,
+ * meaning. A variant without a drafter (needs DB_NEEDS_NOTHING) is the `ar` baseline. */
+#ifndef DB_VARIANT_H
+#define DB_VARIANT_H
+
+#include "model/drafter.h"
+
+#include <stddef.h>
+
+typedef enum {
+    DB_NEEDS_NOTHING, /* no drafter: the target alone */
+    DB_NEEDS_DRAFTER, /* a DFlash 1 or DFlash 2 checkpoint */
+    DB_NEEDS_DFLASH1, /* a DFlash 1 checkpoint */
+    DB_NEEDS_DFLASH2, /* a DFlash 2 checkpoint */
+} db_variant_needs;
+
+/* clang-format off */
+#define DB_VARIANTS(X) \
+    X(AR,           "ar",           DB_NEEDS_NOTHING, 0, 0, "target alone, one token per step: the speedup baseline") \
+    X(DFLASH,       "dflash",       DB_NEEDS_DRAFTER, 0, 0, "DFlash 1 behaviour (what a v1 checkpoint runs)") \
+    X(SELECTOR_OFF, "selector-off", DB_NEEDS_DFLASH2, 1, 0, "DFlash 2 without the path selector") \
+    X(CONV_OFF,     "conv-off",     DB_NEEDS_DFLASH2, 0, 1, "DFlash 2 without the two-tap convolutions") \
+    X(DFLASH2,      "dflash2",      DB_NEEDS_DFLASH2, 1, 1, "full DFlash 2")
+/* clang-format on */
+
+#define DB_VARIANT_ENUM_(e, ...) DB_VAR_##e,
+typedef enum { DB_VARIANTS(DB_VARIANT_ENUM_) DB_VAR_COUNT } db_variant;
+
+typedef struct {
+    const char *name;
+    db_variant_needs needs;
+    int conv, selector; /* parts of the cycle it runs */
+    const char *meaning;
+} db_variant_info;
+
+extern const db_variant_info db_variant_table[DB_VAR_COUNT];
+
+/* 0, or -1 for an unknown name */
+int db_variant_parse(const char *s, db_variant *v);
+const char *db_variant_name(db_variant v);
+int db_variant_uses_drafter(db_variant v);
+int db_variant_uses_conv(db_variant v);
+int db_variant_uses_selector(db_variant v);
+/* DB_EINPUT naming the checkpoint kind v needs when a drafter of this kind (config at path) is
+ * not it; checkable from the config alone, before any weight loads */
+int db_variant_check_kind(db_variant v, db_drafter_kind kind, const char *path, char *err,
+                          size_t errlen);
+/* DB_EINPUT naming the missing tensor or checkpoint kind when the loaded drafter cannot run v */
+int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen);
+/* the names, comma separated ("ar, dflash, ..."); drafter_only leaves out `ar` */
+const char *db_variant_names(char *buf, size_t n, int drafter_only);
+
+#endif
