@@ -207,7 +207,7 @@ static int val_id_desc(const void *a, const void *b)
     return x->i - y->i;
 }
 
-void db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
+int db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
 {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -218,9 +218,9 @@ void db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
         sum += x[i];
     }
     for (int i = 0; i < n; i++) x[i] = (float)(x[i] / sum);
-    if (!((top_k > 0 && top_k < n) || top_p < 1.0f)) return;
+    if (!((top_k > 0 && top_k < n) || top_p < 1.0f)) return 0;
     val_id *buf = malloc(sizeof(val_id) * (size_t)n);
-    if (!buf) return;
+    if (!buf) return -1;
     for (int i = 0; i < n; i++) buf[i] = (val_id){x[i], i};
     qsort(buf, (size_t)n, sizeof *buf, val_id_desc);
     int keep = top_k > 0 && top_k < n ? top_k : n, kp = 0;
@@ -238,6 +238,7 @@ void db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
     for (int j = kp; j < n; j++) x[buf[j].i] = 0.0f;
     for (int j = 0; j < kp; j++) x[buf[j].i] = (float)(buf[j].v / kept);
     free(buf);
+    return 0;
 }
 
 void db_fill_random_host(void *dst, size_t n, db_dtype dt, uint64_t seed, uint64_t offset,

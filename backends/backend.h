@@ -156,8 +156,9 @@ void db_weight_free(db_backend *be, db_weight *w);
 
 /* Host reference of the probs op for one row of n scores, in place: softmax(x / temperature)
  * restricted to the top_k largest (0 = all; ties -> smaller index) and the top_p nucleus
- * (1 = all), renormalised. Backends and the engine share it so both sides filter alike. */
-void db_probs_host(float *x, int n, float temperature, float top_p, int top_k);
+ * (1 = all), renormalised. Backends and the engine share it so both sides filter alike.
+ * 0, or -1 when the filter's sort buffer cannot be allocated (x is then unfiltered). */
+int db_probs_host(float *x, int n, float temperature, float top_p, int top_k);
 
 /* The fill_random value of element k of stream `seed` (before the dtype conversion):
  *   z = seed + (k + 1) * 0x9E3779B97F4A7C15                    (mod 2^64; splitmix64's k-th state)

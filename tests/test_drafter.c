@@ -46,7 +46,7 @@ static int prefill_context(db_target *t, db_drafter *d, const int *ctx, int n)
         pos[i] = i;
     }
     if (db_target_forward(t, rows, n, NULL, 0, err, sizeof err)) return -1;
-    return db_drafter_add_context(d, t->s.taps, slot, pos, n, err, sizeof err);
+    return db_drafter_add_context(d, db_target_taps(t), slot, pos, n, err, sizeof err);
 }
 
 /* golden.json of drafter fixture `name` plus the loaded pair; a failed test point otherwise */
@@ -78,15 +78,15 @@ static void check_block_logits(const char *name)
         db_variant v;
         if (db_variant_parse(var->string, &v) != 0) continue;
         int ok = prefill_context(&t, &d, ctx, n) == 0 &&
-                 db_drafter_block(&d, (int[]){0}, &anchor, 1, B, db_variant_uses_conv(v),
-                                  db_variant_uses_selector(v), err, sizeof err) == 0;
+                 db_drafter_block(&d, (int[]){0}, &anchor, 1, B, db_variant_uses_conv(v), err,
+                                  sizeof err) == 0;
         if (!ok) tap_diag("%s", err);
         double worst = 0;
         const cJSON *lg = cJSON_GetObjectItem(var, "logits");
         for (int r = 0; ok && r < B - 1; r++) {
             int m;
             float *ref = tu_floats(cJSON_GetArrayItem(lg, r), &m);
-            double e = tu_max_rel_err(d.s.logits + (size_t)r * V, ref, (size_t)V, 1.0);
+            double e = tu_max_rel_err(db_drafter_logits(&d) + (size_t)r * V, ref, (size_t)V, 1.0);
             if (e > worst) worst = e;
             free(ref);
         }
@@ -94,7 +94,7 @@ static void check_block_logits(const char *name)
         const cJSON *tk = cJSON_GetObjectItem(var, "topk_ids");
         int k = cJSON_GetArraySize(cJSON_GetArrayItem(tk, 0)), same = ok;
         int ids[64 * 16];
-        if (ok) be->ops->topk(be, ids, NULL, d.s.logits, B - 1, V, k);
+        if (ok) be->ops->topk(be, ids, NULL, db_drafter_logits(&d), B - 1, V, k);
         for (int r = 0; same && r < B - 1; r++) {
             int m;
             int *ref = tu_ints(cJSON_GetArrayItem(tk, r), &m);
@@ -218,10 +218,10 @@ static void check_identity_conv(void)
     int ctx[6] = {3, 14, 15, 92, 65, 35}, anchor = 8, B = 8;
     float *a = malloc(sizeof(float) * (size_t)(B - 1) * V);
     int ok = prefill_context(&t, &d, ctx, 6) == 0 &&
-             db_drafter_block(&d, (int[]){0}, &anchor, 1, B, 1, 0, err, sizeof err) == 0;
-    if (ok) memcpy(a, d.s.logits, sizeof(float) * (size_t)(B - 1) * V);
-    ok = ok && db_drafter_block(&d, (int[]){0}, &anchor, 1, B, 0, 0, err, sizeof err) == 0;
-    tap_ok(ok && memcmp(a, d.s.logits, sizeof(float) * (size_t)(B - 1) * V) == 0,
+             db_drafter_block(&d, (int[]){0}, &anchor, 1, B, 1, err, sizeof err) == 0;
+    if (ok) memcpy(a, db_drafter_logits(&d), sizeof(float) * (size_t)(B - 1) * V);
+    ok = ok && db_drafter_block(&d, (int[]){0}, &anchor, 1, B, 0, err, sizeof err) == 0;
+    tap_ok(ok && memcmp(a, db_drafter_logits(&d), sizeof(float) * (size_t)(B - 1) * V) == 0,
            "identity convolution == no convolution (bitwise)");
     free(a);
     free(base);

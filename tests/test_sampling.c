@@ -31,7 +31,7 @@ static void target_dist(db_target *t, const int *ids, int n, float temp, float t
     int last = n - 1;
     db_target_forward(t, rows, n, &last, 1, err, sizeof err);
     float x[V];
-    memcpy(x, t->s.logits, sizeof x);
+    memcpy(x, db_target_logits(t), sizeof x);
     db_probs_host(x, V, temp, top_p, top_k);
     for (int i = 0; i < V; i++) out[i] = x[i];
 }

@@ -37,7 +37,7 @@ static int forward_all(db_target *t, int slot, const int *tokens, int n, float *
     char err[512];
     db_row rows[64];
     int lr[64];
-    int base = t->kv.len[slot];
+    int base = db_target_len(t, slot);
     for (int i = 0; i < n; i++) {
         rows[i] = (db_row){slot, base + i, tokens[i]};
         lr[i] = i;
@@ -46,8 +46,8 @@ static int forward_all(db_target *t, int slot, const int *tokens, int n, float *
         tap_diag("%s", err);
         return -1;
     }
-    memcpy(out, t->s.logits, sizeof(float) * (size_t)n * t->cfg.vocab);
-    if (taps_out) memcpy(taps_out, t->s.taps, sizeof(float) * (size_t)n * 3 * t->cfg.hidden);
+    memcpy(out, db_target_logits(t), sizeof(float) * (size_t)n * t->cfg.vocab);
+    if (taps_out) memcpy(taps_out, db_target_taps(t), sizeof(float) * (size_t)n * 3 * t->cfg.hidden);
     return 0;
 }
 
@@ -100,13 +100,13 @@ static void check_fixture(const char *name, double tol, int deterministic)
     float *a = malloc(sizeof(float) * 16 * V), *b = malloc(sizeof(float) * 16 * V);
     int wrong[3] = {5, 6, 7};
     ok = forward_all(&t, 2, tokens, 8, a, NULL) == 0 && forward_all(&t, 2, wrong, 3, b, NULL) == 0;
-    db_kv_truncate(&t.kv, 2, 8);
+    db_target_truncate(&t, 2, 8);
     ok = ok && forward_all(&t, 2, tokens + 8, 4, b, NULL) == 0;
     tap_ok(ok && memcmp(b, full + (size_t)8 * V, sizeof(float) * 4 * V) == 0,
            "%s: truncate-then-redo == never extended (bitwise)", name);
 
     /* three requests batched in one call == each alone (slot 3 alone vs slots 0-2 again) */
-    for (int s = 0; s < 4; s++) t.kv.len[s] = 0;
+    for (int s = 0; s < 4; s++) db_target_reset(&t, s);
     int seq[3][4] = {{tokens[0], tokens[1], tokens[2], tokens[3]}, {9, 8, 7, 6}, {1, 2, 3, 4}};
     db_row rows[12];
     int lr[12];
@@ -117,10 +117,10 @@ static void check_fixture(const char *name, double tol, int deterministic)
     }
     ok = db_target_forward(&t, rows, 12, lr, 12, err, sizeof err) == 0;
     float *batched = malloc(sizeof(float) * 12 * V);
-    memcpy(batched, t.s.logits, sizeof(float) * 12 * V);
+    memcpy(batched, db_target_logits(&t), sizeof(float) * 12 * V);
     int same = ok;
     for (int req = 0; req < 3 && same; req++) {
-        t.kv.len[3] = 0;
+        db_target_reset(&t, 3);
         float alone[4 * 96 + 4 * 4096];
         float *al = V <= 4096 ? alone : NULL;
         same = al && forward_all(&t, 3, seq[req], 4, al, NULL) == 0;
@@ -136,7 +136,7 @@ static void check_fixture(const char *name, double tol, int deterministic)
     int *expect = tu_ints(cJSON_GetObjectItem(gr, "output"), &ne);
     int nmax = cJSON_GetObjectItem(gr, "n")->valueint, nout = 0;
     int *out = malloc(sizeof(int) * (size_t)nmax);
-    for (int s = 0; s < 4; s++) t.kv.len[s] = 0;
+    for (int s = 0; s < 4; s++) db_target_reset(&t, s);
     ok = db_decode_greedy(&t, 0, prompt, np, nmax, out, &nout, err, sizeof err) == 0;
     tap_ok(ok && nout == ne && memcmp(out, expect, sizeof(int) * (size_t)ne) == 0,
            "%s: greedy ids == reference (%d tokens)", name, ne);

@@ -1,5 +1,6 @@
 /* capacity.c — memory need and roofline model (see capacity.h). */
 #include "bench/capacity.h"
+#include "engine/selector.h"
 #include "model/drafter.h"
 #include "model/kv_cache.h"
 #include "model/target.h"
@@ -68,6 +69,8 @@ void db_engine_bytes(const db_model_config *t, const db_drafter_config *d, const
                              .max_block = B};
         *kv += (double)db_kv_bytes(m->n_layers, N, cap, m->n_kv_heads * m->head_dim);
         *act += (double)db_drafter_state_bytes(d, &o);
+        if (d->kind == DB_DRAFTER_V2) /* engine.c: the selector state, whatever the variant */
+            *act += (double)db_selector_state_bytes(d, N * (B - 1));
         *act += (double)NB * d->n_taps * t->hidden * sizeof(float); /* engine ctx_feats */
     }
     if (s->sampling) *act += 2.0 * NB * (double)t->vocab * sizeof(float); /* host p, q rows */

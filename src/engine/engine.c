@@ -3,8 +3,8 @@
  *
  * Per cycle, for the A active requests (request-major rows, B rows each):
  *   draft   one drafter call over A*B rows; top-k (ids, values) of rows 1..B-1 to the host
- *   select  selector pair scores for all rows in one backend call, then the host walk; or the
- *           per-row argmax / sample when the selector is off
+ *   select  the selector (selector.h): scoring of every row in one backend call, then the host
+ *           walk per request; or the per-row argmax / sample when the selector is off
  *   verify  one target call over the A*B rows [anchor, d1..d(B-1)]; argmax (greedy) or the
  *           filtered distributions (sampling) to the host
  *   commit  acceptance per request, KV truncation, then one drafter call that materializes the
@@ -12,6 +12,7 @@
  * Notation: A active requests, B block, V vocabulary, k kept top-k width, sk selector top-k. */
 #include "engine/engine.h"
 #include "engine/accept.h"
+#include "engine/selector.h"
 #include "base/util.h"
 
 #include <math.h>
@@ -44,9 +45,7 @@ struct db_engine {
     int *active, *anchors;     /* [N] */
     int *topk_ids;             /* [N*(B-1)*k] */
     float *topk_vals;          /* [N*(B-1)*k] */
-    int *prev_ids, *cand_ids;  /* [N*(B-1)*sk] */
-    float *pairs;              /* [N*(B-1)*sk*sk] */
-    float *scores;             /* [sk] */
+    db_selector sel;           /* when the drafter has a selector */
     int *draft, *targ;         /* [N*B] */
     float *p_host, *q_host;    /* [N*B*V] when sampling */
     db_row *rows;              /* [max(N*B, chunk)] */
@@ -67,11 +66,12 @@ void db_engine_destroy(db_engine *e)
 {
     if (!e) return;
     if (e->ctx_feats) e->be->ops->dfree(e->be, e->ctx_feats);
+    db_selector_free(&e->sel);
     if (e->slots)
         for (int i = 0; i < e->conc; i++) free(e->slots[i].ring);
-    void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->prev_ids,
-                    e->cand_ids, e->pairs, e->scores, e->draft, e->targ, e->p_host, e->q_host,
-                    e->rows, e->logit_rows, e->ctx_slot, e->ctx_pos, e->ctx_src, e->ring_mem};
+    void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->draft,
+                    e->targ, e->p_host, e->q_host, e->rows, e->logit_rows, e->ctx_slot,
+                    e->ctx_pos, e->ctx_src, e->ring_mem};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(e);
 }
@@ -125,17 +125,13 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
                                .max_requests = concurrency, .max_block = B};
         if ((rc = db_drafter_alloc(d, &dop, err, errlen))) goto fail;
     }
-    int f = 0, R1 = concurrency * (B > 1 ? B - 1 : 1), sk = e->sk > 0 ? e->sk : 1;
+    int f = 0, R1 = concurrency * (B > 1 ? B - 1 : 1);
     size_t V = (size_t)e->V;
     e->slots = xcalloc((size_t)concurrency, sizeof *e->slots, &f);
     e->active = xcalloc((size_t)concurrency, sizeof(int), &f);
     e->anchors = xcalloc((size_t)concurrency, sizeof(int), &f);
     e->topk_ids = xcalloc((size_t)R1 * e->k, sizeof(int), &f);
     e->topk_vals = xcalloc((size_t)R1 * e->k, sizeof(float), &f);
-    e->prev_ids = xcalloc((size_t)R1 * sk, sizeof(int), &f);
-    e->cand_ids = xcalloc((size_t)R1 * sk, sizeof(int), &f);
-    e->pairs = xcalloc((size_t)R1 * sk * sk, sizeof(float), &f);
-    e->scores = xcalloc((size_t)sk, sizeof(float), &f);
     e->draft = xcalloc((size_t)NB, sizeof(int), &f);
     e->targ = xcalloc((size_t)NB, sizeof(int), &f);
     e->p_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
@@ -161,6 +157,8 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
         rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory sizing the engine for %d requests", concurrency);
         goto fail;
     }
+    /* the selector's state whenever the drafter has one (the memory model counts it so) */
+    if (use_draft && d->has_selector && (rc = db_selector_init(&e->sel, d, R1, err, errlen))) goto fail;
     *out = e;
     return DB_OK;
 fail:
@@ -248,8 +246,8 @@ static void finish_request(db_engine *e, int slot, double t0)
     r->st.t_finished = db_now() - t0;
     s->req = -1;
     s->ring_n = 0;
-    e->t->kv.len[slot] = 0;
-    if (e->d) e->d->kv.len[slot] = 0;
+    db_target_reset(e->t, slot);
+    if (e->d) db_drafter_reset(e->d, slot);
 }
 
 /* Take request req_index into a free slot (state only; prefill_admitted runs the prompt). */
@@ -265,10 +263,10 @@ static int admit(db_engine *e, int slot, int req_index, double t0, char *err, si
     s->ring_n = 0;
     db_rng_seed(&s->rng, e->p.seed * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
     db_rng_seed(&s->replay_rng, (e->p.seed ^ 0x7265706c6179ull) * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
-    e->t->kv.len[slot] = 0;
-    if (e->d) e->d->kv.len[slot] = 0;
+    db_target_reset(e->t, slot);
+    if (e->d) db_drafter_reset(e->d, slot);
     if (r->n_prompt < 1) return db_fail(err, errlen, DB_EINPUT, "request %d: empty prompt", req_index);
-    if (r->n_prompt + e->p.max_new_tokens + e->B + 1 > e->t->kv.cap)
+    if (r->n_prompt + e->p.max_new_tokens + e->B + 1 > db_target_capacity(e->t))
         return db_fail(err, errlen, DB_EINPUT, "request %d: prompt of %d tokens exceeds the sized maximum", req_index, r->n_prompt);
     for (int i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= e->V)
@@ -303,8 +301,9 @@ static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, ch
             }
         }
         rc = db_target_forward(t, e->rows, m, e->logit_rows, nl, err, errlen);
-        if (!rc && e->d) rc = db_drafter_add_context(e->d, t->s.taps, e->ctx_slot, e->ctx_pos, m, err, errlen);
-        if (!rc && nl > 0) rc = pick_tokens(e, t->s.logits, nl, e->active, e->targ, err, errlen);
+        if (!rc && e->d)
+            rc = db_drafter_add_context(e->d, db_target_taps(t), e->ctx_slot, e->ctx_pos, m, err, errlen);
+        if (!rc && nl > 0) rc = pick_tokens(e, db_target_logits(t), nl, e->active, e->targ, err, errlen);
         for (int j = 0; j < nl && !rc; j++) {
             int slot = e->active[j];
             slot_state *s = &e->slots[slot];
@@ -326,11 +325,11 @@ static int step_ar(db_engine *e, int na, double t0, char *err, size_t errlen)
     double ta = db_now();
     for (int j = 0; j < na; j++) {
         int s = e->active[j];
-        e->rows[j] = (db_row){s, t->kv.len[s], e->slots[s].anchor};
+        e->rows[j] = (db_row){s, db_target_len(t, s), e->slots[s].anchor};
         e->logit_rows[j] = j;
     }
     int rc = db_target_forward(t, e->rows, na, e->logit_rows, na, err, errlen);
-    if (!rc) rc = pick_tokens(e, t->s.logits, na, e->active, e->targ, err, errlen);
+    if (!rc) rc = pick_tokens(e, db_target_logits(t), na, e->active, e->targ, err, errlen);
     if (rc) return rc;
     double tb = db_now();
     for (int j = 0; j < na; j++) {
@@ -346,69 +345,37 @@ static int step_ar(db_engine *e, int na, double t0, char *err, size_t errlen)
 
 /* ---- one speculative cycle for every active request ---- */
 
-/* Selector walk of request j (SPEC 3.3): S_t(c) = U_t[c] + pair[prev][c]. */
-static void selector_walk(db_engine *e, int j)
-{
-    int B = e->B, k = e->k, sk = e->sk, ip = 0, slot = e->active[j];
-    for (int t = 1; t < B; t++) {
-        int row = j * (B - 1) + t - 1;
-        const float *u = e->topk_vals + (size_t)row * k;
-        const int *cand = e->cand_ids + (size_t)row * sk;
-        const float *pair = e->pairs + ((size_t)row * sk + ip) * sk;
-        for (int c = 0; c < sk; c++) e->scores[c] = u[c] + pair[c];
-        int pick = 0;
-        if (!e->sampling) {
-            for (int c = 1; c < sk; c++)
-                if (e->scores[c] > e->scores[pick] ||
-                    (e->scores[c] == e->scores[pick] && cand[c] < cand[pick]))
-                    pick = c;
-        } else {
-            db_probs_host(e->scores, sk, e->p.temperature, e->p.top_p, e->p.top_k);
-            pick = db_sample_index(e->scores, sk, &e->slots[slot].rng);
-            float *q = e->q_host + ((size_t)j * B + t) * e->V;
-            memset(q, 0, sizeof(float) * (size_t)e->V);
-            for (int c = 0; c < sk; c++) q[cand[c]] += e->scores[c];
-        }
-        e->draft[j * B + t] = cand[pick];
-        ip = pick;
-    }
-}
-
 static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_select, char *err,
                             size_t errlen)
 {
     db_backend *be = e->be;
     db_drafter *d = e->d;
-    int B = e->B, k = e->k, sk = e->sk, R1 = na * (B - 1);
+    int B = e->B, k = e->k, R1 = na * (B - 1);
     double ta = db_now();
-    int rc = db_drafter_block(d, e->active, e->anchors, na, B, e->use_conv, e->use_sel, err, errlen);
+    int rc = db_drafter_block(d, e->active, e->anchors, na, B, e->use_conv, err, errlen);
     if (rc) return rc;
-    if (be->ops->topk(be, e->topk_ids, e->topk_vals, d->s.logits, R1, e->V, k) != 0)
+    float *logits = db_drafter_logits(d);
+    if (be->ops->topk(be, e->topk_ids, e->topk_vals, logits, R1, e->V, k) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
     double tb = db_now();
     for (int j = 0; j < na; j++) e->draft[j * B] = e->anchors[j];
     if (e->use_sel) {
-        for (int row = 0; row < R1; row++) {
-            int j = row / (B - 1), t = row % (B - 1) + 1;
-            for (int c = 0; c < sk; c++) {
-                e->cand_ids[(size_t)row * sk + c] = e->topk_ids[(size_t)row * k + c];
-                e->prev_ids[(size_t)row * sk + c] =
-                    t == 1 ? e->anchors[j] : e->topk_ids[(size_t)(row - 1) * k + c];
-            }
-        }
-        if (be->ops->pair_scores(be, e->pairs, d->s.g, e->prev_ids, e->cand_ids, &d->sel_pred,
-                                 &d->sel_succ, R1, sk, d->cfg.selector_rank) != 0)
-            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-        for (int j = 0; j < na; j++) selector_walk(e, j);
+        rc = db_selector_score(&e->sel, e->anchors, e->topk_ids, k, na, B, err, errlen);
+        for (int j = 0; j < na && !rc; j++)
+            rc = db_selector_walk(&e->sel, j, B, e->topk_vals, k, e->p.temperature, e->p.top_p,
+                                  e->p.top_k, &e->slots[e->active[j]].rng,
+                                  e->q_host + (size_t)j * B * e->V, e->V, e->draft + j * B, err,
+                                  errlen);
+        if (rc) return rc;
     } else if (!e->sampling) {
         for (int row = 0; row < R1; row++)
             e->draft[(row / (B - 1)) * B + row % (B - 1) + 1] = e->topk_ids[(size_t)row * k];
     } else {
-        be->ops->probs(be, d->s.logits, R1, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
+        be->ops->probs(be, logits, R1, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
         for (int row = 0; row < R1; row++) {
             int j = row / (B - 1), t = row % (B - 1) + 1;
             float *q = e->q_host + ((size_t)j * B + t) * e->V;
-            if (be->ops->download(be, q, d->s.logits + (size_t)row * e->V, sizeof(float) * (size_t)e->V) != 0)
+            if (be->ops->download(be, q, logits + (size_t)row * e->V, sizeof(float) * (size_t)e->V) != 0)
                 return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
             e->draft[j * B + t] = db_sample_index(q, e->V, &e->slots[e->active[j]].rng);
         }
@@ -449,7 +416,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
     /* verify: one target call over every request's block */
     double tv = db_now();
     for (int j = 0; j < na; j++) {
-        int s = e->active[j], base = t->kv.len[s];
+        int s = e->active[j], base = db_target_len(t, s);
         for (int i = 0; i < B; i++) {
             e->rows[j * B + i] = (db_row){s, base + i, e->draft[j * B + i]};
             e->logit_rows[j * B + i] = j * B + i;
@@ -457,12 +424,13 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
     }
     rc = db_target_forward(t, e->rows, NB, e->logit_rows, NB, err, errlen);
     if (rc) return rc;
+    float *logits = db_target_logits(t);
     if (!e->sampling) {
-        if (be->ops->topk(be, e->targ, NULL, t->s.logits, NB, e->V, 1) != 0)
+        if (be->ops->topk(be, e->targ, NULL, logits, NB, e->V, 1) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
     } else {
-        be->ops->probs(be, t->s.logits, NB, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
-        if (be->ops->download(be, e->p_host, t->s.logits, sizeof(float) * (size_t)NB * e->V) != 0)
+        be->ops->probs(be, logits, NB, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
+        if (be->ops->download(be, e->p_host, logits, sizeof(float) * (size_t)NB * e->V) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
     }
     double tc = db_now();
@@ -473,7 +441,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
         slot_state *ss = &e->slots[s];
         req_of[j] = ss->req;
         db_request *r = &e->reqs[ss->req];
-        int P0 = t->kv.len[s] - B, bonus, a;
+        int P0 = db_target_len(t, s) - B, bonus, a;
         if (e->p.replay_rates)
             a = replay_accept(e, j, ss, &bonus);
         else if (!e->sampling)
@@ -498,7 +466,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
         for (int i = 1; i <= a && !done; i++) done = commit_token(e, r, ss->req, e->draft[j * B + i]);
         if (!done) done = commit_token(e, r, ss->req, bonus);
         resolve_pending(e, ss, r, 0);
-        db_kv_truncate(&t->kv, s, P0 + a + 1);
+        db_target_truncate(t, s, P0 + a + 1);
         if (done) {
             finish_request(e, s, t0);
             continue;
@@ -513,7 +481,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
     double td = db_now();
     if (nctx > 0) {
         int w = e->d->cfg.n_taps * t->cfg.hidden;
-        be->ops->copy_rows(be, e->ctx_feats, w, NULL, t->s.taps, w, e->ctx_src, nctx, w);
+        be->ops->copy_rows(be, e->ctx_feats, w, NULL, db_target_taps(t), w, e->ctx_src, nctx, w);
         rc = db_drafter_add_context(e->d, e->ctx_feats, e->ctx_slot, e->ctx_pos, nctx, err, errlen);
         if (rc) return rc;
     }

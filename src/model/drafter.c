@@ -164,7 +164,7 @@ static void release_state(db_drafter *d)
 }
 
 /* floats of each state view, in db_drafter_state order */
-#define STATE_VIEWS 18
+#define STATE_VIEWS 17
 static void state_sizes(const db_drafter_config *c, const db_drafter_opts *o, size_t s[STATE_VIEWS])
 {
     const db_model_config *m = &c->base;
@@ -174,10 +174,10 @@ static void state_sizes(const db_drafter_config *c, const db_drafter_opts *o, si
            kvd = (size_t)m->n_kv_heads * m->head_dim, I = (size_t)m->intermediate,
            D = (size_t)2 * (c->conv_kernel > 0 ? c->conv_kernel : 1) *
                (c->conv_group > 0 ? H / (size_t)c->conv_group : 1),
-           r = (size_t)(c->selector_rank > 0 ? c->selector_rank : 1), V = (size_t)m->vocab;
+           V = (size_t)m->vocab;
     size_t v[STATE_VIEWS] = {Rc * H,   Rc * kvd, Rc * kvd, Rb * H,   Rb * H, Rb * H,
                              Rb * D,   Rb * qd,  Rb * kvd, Rb * kvd, Rb * qd, Rb * H,
-                             Rb * H,   Rb * I,   Rb * I,   R1 * H,   R1 * V, R1 * r};
+                             Rb * H,   Rb * I,   Rb * I,   R1 * H,   R1 * V};
     memcpy(s, v, sizeof v);
 }
 
@@ -205,7 +205,7 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
     state_sizes(c, o, sizes);
     float **views[STATE_VIEWS] = {&d->s.u, &d->s.k, &d->s.v, &d->s.x, &d->s.xn, &d->s.xc,
                                   &d->s.delta, &d->s.q, &d->s.bk, &d->s.bv, &d->s.att, &d->s.z,
-                                  &d->s.zc, &d->s.gate, &d->s.up, &d->s.y, &d->s.logits, &d->s.g};
+                                  &d->s.zc, &d->s.gate, &d->s.up, &d->s.y, &d->s.logits};
     size_t total = db_drafter_state_bytes(c, o) / sizeof(float);
     d->scratch = d->be->ops->alloc(d->be, total * sizeof(float));
     size_t hr = Rc > Rb ? Rc : Rb;
@@ -303,7 +303,7 @@ static db_attn_row block_row(int slot, int P, int B, int t, int W, int causal)
 }
 
 int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, int B,
-                     int use_conv, int want_selector, char *err, size_t errlen)
+                     int use_conv, char *err, size_t errlen)
 {
     const db_drafter_config *c = &d->cfg;
     const db_model_config *m = &c->base;
@@ -316,9 +316,6 @@ int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, 
     if (use_conv && !d->has_conv)
         return db_fail(err, errlen, DB_EINPUT, "%s: no convolution tensors (missing '%s')", m->path,
                        d->missing_conv);
-    if (want_selector && !d->has_selector)
-        return db_fail(err, errlen, DB_EINPUT, "%s: no path selector (missing '%s')", m->path,
-                       d->missing_selector);
     int Rb = nq * B, H = m->hidden, K = c->conv_kernel, G = use_conv ? H / c->conv_group : 0;
     for (int j = 0; j < nq; j++) {
         int P = d->kv.len[slot[j]];
@@ -379,6 +376,9 @@ int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, 
     o->matmul(be, s->logits, s->y, &d->target->head, R1, 0);
     if (c->output_multiplier != 1.0f || c->softcap > 0.0f)
         o->scale_softcap(be, s->logits, (size_t)R1 * m->vocab, c->output_multiplier, c->softcap);
-    if (want_selector) o->matmul(be, s->g, s->y, &d->sel_proj, R1, 0);
     return DB_OK;
 }
+
+float *db_drafter_logits(const db_drafter *d) { return d->s.logits; }
+const float *db_drafter_block_hidden(const db_drafter *d) { return d->s.y; }
+void db_drafter_reset(db_drafter *d, int slot) { db_kv_reset(&d->kv, slot); }

@@ -46,7 +46,6 @@ typedef struct {
     float *gate, *up; /* [Rb, I] */
     float *y;      /* [Nq*(B-1), H] final-normed rows 1..B-1 */
     float *logits; /* [Nq*(B-1), V] */
-    float *g;      /* [Nq*(B-1), r] selector hidden projection */
 } db_drafter_state;
 
 typedef struct {
@@ -97,9 +96,16 @@ void db_drafter_free(db_drafter *d);
 int db_drafter_add_context(db_drafter *d, const float *feats, const int *slot, const int *pos,
                            int n, char *err, size_t errlen);
 
-/* Draft one block per request: anchors at the slots' current lengths. On return s.logits
- * holds [nq*(B-1), V] (request-major) and, with the selector, s.g holds [nq*(B-1), r]. */
+/* Draft one block per request: anchors at the slots' current lengths. Block K/V rows are
+ * written past each slot's length and not committed (add_context commits the accepted ones). */
 int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, int block,
-                     int use_conv, int want_selector, char *err, size_t errlen);
+                     int use_conv, char *err, size_t errlen);
+/* Results of the last db_drafter_block (device, request-major rows 1..B-1 of each block):
+ * logits [nq*(B-1), V]; the final-normed hidden rows [nq*(B-1), H] the selector projects. */
+float *db_drafter_logits(const db_drafter *d);
+const float *db_drafter_block_hidden(const db_drafter *d);
+
+/* forget a slot's context (a new request takes it) */
+void db_drafter_reset(db_drafter *d, int slot);
 
 #endif

@@ -52,6 +52,10 @@ void db_kv_store(db_kv *kv, int layer, const float *k, const float *v, const int
                        kv->width);
 }
 
+int db_kv_len(const db_kv *kv, int slot) { return kv->len[slot]; }
+
+void db_kv_reset(db_kv *kv, int slot) { kv->len[slot] = 0; }
+
 void db_kv_truncate(db_kv *kv, int slot, int len)
 {
     if (len < kv->len[slot]) kv->len[slot] = len < 0 ? 0 : len;

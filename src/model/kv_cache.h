@@ -24,6 +24,11 @@ float *db_kv_v(const db_kv *kv, int layer);
 /* scatter n rows k[n, W], v[n, W] of `layer` to (slot[r], pos[r]) */
 void db_kv_store(db_kv *kv, int layer, const float *k, const float *v, const int *dst_index,
                  int n);
+/* valid positions of `slot` */
+int db_kv_len(const db_kv *kv, int slot);
+/* forget a slot's positions (its request left); the rows stay until overwritten */
+void db_kv_reset(db_kv *kv, int slot);
+/* keep the first `len` positions of `slot` (rejected drafts); never raises the length */
 void db_kv_truncate(db_kv *kv, int slot, int len);
 
 #endif

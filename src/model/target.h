@@ -80,4 +80,16 @@ int db_target_forward(db_target *t, const db_row *rows, int n, const int *logit_
 
 int db_target_is_eos(const db_target *t, int token);
 
+/* Results of the last db_target_forward (device pointers, valid until the next forward):
+ * logits [n_logits, V] of the rows it listed, tap features [n, T*H] of every row. */
+float *db_target_logits(const db_target *t);
+const float *db_target_taps(const db_target *t);
+
+/* Per-slot cache: positions held, positions a slot can hold, forget a slot (a new request
+ * takes it), keep the first len positions (drop rejected draft rows). */
+int db_target_len(const db_target *t, int slot);
+int db_target_capacity(const db_target *t);
+void db_target_reset(db_target *t, int slot);
+void db_target_truncate(db_target *t, int slot, int len);
+
 #endif
