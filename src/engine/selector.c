@@ -33,10 +33,10 @@ int db_selector_init(db_selector *s, const db_drafter *d, int max_rows, char *er
     s->max_rows = max_rows;
     size_t R1 = (size_t)max_rows, sk = (size_t)s->sk;
     s->g = s->be->ops->alloc(s->be, db_selector_state_bytes(&d->cfg, max_rows));
-    s->prev_ids = calloc(R1 * sk, sizeof(int));
-    s->cand_ids = calloc(R1 * sk, sizeof(int));
-    s->pairs = calloc(R1 * sk * sk, sizeof(float));
-    s->scores = calloc(sk, sizeof(float));
+    s->prev_ids = db_calloc(R1 * sk, sizeof(int));
+    s->cand_ids = db_calloc(R1 * sk, sizeof(int));
+    s->pairs = db_calloc(R1 * sk * sk, sizeof(float));
+    s->scores = db_calloc(sk, sizeof(float));
     if (!s->g || !s->prev_ids || !s->cand_ids || !s->pairs || !s->scores) {
         db_selector_free(s);
         return db_fail(err, errlen, DB_ERUNTIME, "out of memory sizing the selector for %d rows",
