@@ -512,13 +512,9 @@ static void test_cli(void)
 int main(void)
 {
     setup();
-    /* preset profiles: the source tree's configs/profiles */
+    /* preset profiles: the source tree's configs/profiles (the data root, base/paths.h) */
     const char *root = getenv("DB_SOURCE_ROOT");
-    if (root) {
-        char pd[600];
-        snprintf(pd, sizeof pd, "%s/configs/profiles", root);
-        setenv("DFLASH_BENCH_PROFILES", pd, 1);
-    }
+    if (root) setenv("DFLASH_BENCH_DATA", root, 1);
     test_fill_random();
     test_synthetic_models();
     test_replay();

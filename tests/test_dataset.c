@@ -117,7 +117,7 @@ static void builtins(void)
 {
     const char *root = getenv("DB_SOURCE_ROOT");
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/datasets", root ? root : ".");
+    snprintf(dir, sizeof dir, "%s", root ? root : "."); /* the data root: datasets/ in it */
     setenv("DFLASH_BENCH_DATA", dir, 1);
     const db_dataset_format want[] = {DB_DS_GSM8K, DB_DS_MATH500, DB_DS_HUMANEVAL, DB_DS_MBPP, DB_DS_MTBENCH};
     for (int i = 0; db_dataset_builtins[i]; i++) {

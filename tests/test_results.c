@@ -1,4 +1,5 @@
-/* test_results.c — the results directory: creation and refusal, headers, appends, points.done,
+/* test_results.c — the results directory: made at the first point (nothing before), refusal,
+ * headers, appends, points.done,
  * and resume after a point was half appended (its rows are dropped and written again exactly
  * once); meta.json; reloading a baseline from requests.csv. */
 #include "report/csv_io.h"
@@ -55,11 +56,13 @@ int main(void)
     db_results_default_dir(def, sizeof def, "", (time_t)1795917600);
     tap_ok(!strcmp(def, "results/20261129-020000"), "default without a label: %s", def);
 
-    /* early checks */
-    tap_ok(db_results_check_writable(dir, 0, err, sizeof err) == 0, "created with parents (%s)",
+    /* early checks: nothing is created before the models load */
+    tap_ok(db_results_check_writable(dir, 0, err, sizeof err) == 0, "a creatable path passes (%s)",
            err);
     struct stat st;
-    tap_ok(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "directory exists");
+    char parent[300];
+    snprintf(parent, sizeof parent, "%s/a", base);
+    tap_ok(stat(parent, &st) != 0 && stat(dir, &st) != 0, "the check created nothing");
     snprintf(file, sizeof file, "%s/plain-file", base);
     FILE *pf = fopen(file, "w");
     fclose(pf);
@@ -78,10 +81,12 @@ int main(void)
     db_results r;
     rc = db_results_open(&r, dir, 0, err, sizeof err);
     tap_ok(rc == 0, "open fresh (%s)", err);
-    int hdr_ok = 1;
-    for (int t = 0; t < DB_TABLE_COUNT; t++) hdr_ok &= rows_of(dir, (db_table)t, NULL) == 0;
-    tap_ok(hdr_ok, "the four tables exist with their header only");
-    tap_ok(db_results_write_meta(&r, &m, err, sizeof err) == 0, "meta.json written");
+    tap_ok(db_results_write_meta(&r, &m, err, sizeof err) == 0, "meta.json held");
+    tap_ok(stat(parent, &st) != 0, "a fresh run's directory waits for its first point");
+    db_results_close(&r); /* a run that fails before its first point leaves nothing */
+    tap_ok(stat(parent, &st) != 0, "closed without a point: nothing on disk");
+    rc = db_results_open(&r, dir, 0, err, sizeof err);
+    db_results_write_meta(&r, &m, err, sizeof err);
 
     db_point_raw p[3] = {fx_raw(fx_key("math", "ar", 1, 2), 2, 4, 1.0),
                          fx_raw(fx_key("math", "dflash2", 8, 2), 2, 4, 2.0),
@@ -93,6 +98,12 @@ int main(void)
         db_point_id(&p[i].key, id[i], sizeof id[i]);
     }
     rc = db_results_append(&r, &m, &p[0], &s[0], err, sizeof err);
+    int first_ok = rc == 0 && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+    for (int t = 0; t < DB_TABLE_COUNT; t++) first_ok &= rows_of(dir, (db_table)t, NULL) == rows_of(dir, (db_table)t, id[0]);
+    char meta0[1200];
+    db_path_join(meta0, sizeof meta0, dir, "meta.json");
+    tap_ok(first_ok && rows_of(dir, DB_TABLE_SUMMARY, NULL) == 1 && stat(meta0, &st) == 0,
+           "the first point makes the directory with parents: headers, its rows, meta.json (%s)", err);
     rc |= db_results_append(&r, &m, &p[1], &s[1], err, sizeof err);
     tap_ok(rc == 0 && db_results_is_done(&r, &p[0].key) && db_results_is_done(&r, &p[1].key) &&
                !db_results_is_done(&r, &p[2].key),

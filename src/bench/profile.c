@@ -1,6 +1,7 @@
 /* profile.c — acceptance profiles (see profile.h). */
 #include "bench/profile.h"
 #include "report/csv_io.h"
+#include "base/paths.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -33,47 +34,27 @@ static char *strip_comments(const char *text, size_t *len)
     return out;
 }
 
-/* the directory of the running executable, or "" */
-static void exe_dir(char *buf, size_t n)
-{
-    buf[0] = 0;
-    ssize_t k = readlink("/proc/self/exe", buf, n - 1);
-    if (k <= 0) {
-        buf[0] = 0;
-        return;
-    }
-    buf[k] = 0;
-    char *slash = strrchr(buf, '/');
-    if (slash) *slash = 0;
-    else buf[0] = 0;
-}
-
 static int is_file(const char *p)
 {
     struct stat sb;
     return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* a preset name (no '/'): NAME or NAME.csv in $DFLASH_BENCH_PROFILES, next to the executable
- * (../configs/profiles, ../share/dflash-bench/profiles) or in ./configs/profiles */
+/* a preset name (no '/'): NAME or NAME.csv in configs/profiles/ (base/paths.h: the current
+ * directory, then the data roots); a path not found from the current directory is looked up
+ * in the data roots too */
 static int resolve_preset(const char *name, char *path, size_t n)
 {
-    if (is_file(name) || strchr(name, '/')) return snprintf(path, n, "%s", name) < (int)n ? 0 : -1;
-    char dirs[4][1024], exe[900];
-    int nd = 0;
-    const char *env = getenv("DFLASH_BENCH_PROFILES");
-    if (env && *env) snprintf(dirs[nd++], sizeof dirs[0], "%.900s", env);
-    exe_dir(exe, sizeof exe);
-    if (exe[0]) {
-        snprintf(dirs[nd++], sizeof dirs[0], "%s/../configs/profiles", exe);
-        snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/dflash-bench/profiles", exe);
+    char rel[600], e[256];
+    if (is_file(name)) return snprintf(path, n, "%s", name) < (int)n ? 0 : -1;
+    if (strchr(name, '/')) {
+        db_data_path(name, path, n, e, sizeof e); /* path = name when not found */
+        return strlen(path) + 1 < n ? 0 : -1;
     }
-    snprintf(dirs[nd++], sizeof dirs[0], "configs/profiles");
-    for (int i = 0; i < nd; i++)
-        for (int ext = 0; ext < 2; ext++) {
-            if (snprintf(path, n, "%s/%s%s", dirs[i], name, ext ? ".csv" : "") >= (int)n) continue;
-            if (is_file(path)) return 0;
-        }
+    for (int ext = 0; ext < 2; ext++) {
+        snprintf(rel, sizeof rel, "configs/profiles/%.500s%s", name, ext ? ".csv" : "");
+        if (db_data_path(rel, path, n, e, sizeof e) == DB_OK && is_file(path)) return 0;
+    }
     return snprintf(path, n, "%s", name) < (int)n ? 0 : -1; /* the open reports it missing */
 }
 

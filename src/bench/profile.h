@@ -13,8 +13,9 @@
  *     (e.g. acceptance.csv#dflash2|B16|c1); otherwise it is an error listing them. An empty
  *     conditional_rate (a position never reached) counts as 0;
  *   - a two-column file `position,conditional_rate` (header optional).
- * A name without '/' that is not a file is a preset: NAME or NAME.csv in $DFLASH_BENCH_PROFILES,
- * next to the executable (../configs/profiles) or in ./configs/profiles (configs/profiles/README.md).
+ * A name without '/' that is not a file is a preset: NAME or NAME.csv in configs/profiles/, found
+ * as base/paths.h says (current directory, $DFLASH_BENCH_DATA, the install, the source tree;
+ * configs/profiles/README.md).
  * Lines starting with '#' are comments (the presets in configs/profiles/ say there where their
  * numbers come from). Positions must be 1..n, each once; rates in [0, 1]. */
 #ifndef DB_PROFILE_H

@@ -23,6 +23,7 @@
 #include "bench/sweep.h"
 #include "model/synthetic.h"
 #include "text/tokenizer.h"
+#include "base/paths.h"
 #include "base/util.h"
 
 #include <math.h>
@@ -171,6 +172,22 @@ static int synthetic_set(prompt_set *ps, int n_tokens, int n, int vocab, uint64_
         ps->len[j] = n_tokens;
     }
     return DB_OK;
+}
+
+/* model paths not found from the current directory come from the data root (base/paths.h), so
+ * `run` and its default models work from any directory; a path found nowhere stays as given
+ * and its loader names it */
+static void find_models(db_sweep *sw)
+{
+    struct {
+        char *p;
+        size_t n;
+    } f[] = {{sw->target, sizeof sw->target}, {sw->drafter, sizeof sw->drafter},
+             {sw->target_config, sizeof sw->target_config}, {sw->drafter_config, sizeof sw->drafter_config}};
+    char buf[1024];
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].p[0] && db_data_path(f[i].p, buf, sizeof buf, NULL, 0) == DB_OK && strlen(buf) < f[i].n)
+            memcpy(f[i].p, buf, strlen(buf) + 1);
 }
 
 static int load_sets(run_ctx *c, char *err, size_t errlen)
@@ -369,6 +386,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
         usage();
         return DB_OK;
     }
+    find_models(&c.sw);
     db_point_key *keys = NULL;
     int nkeys = 0;
     if ((rc = db_sweep_points(&c.sw, &keys, &nkeys, err, errlen))) return rc;

@@ -4,6 +4,7 @@
 #include "report/csv_io.h"
 #include "report/report.h"
 #include "report/report_csv.h"
+#include "base/paths.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -19,11 +20,11 @@
 int db_results_default_dir(char *buf, size_t n, const char *label, time_t now)
 {
     struct tm tm;
-    char ts[32];
+    char ts[32], base[1024];
     gmtime_r(&now, &tm);
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
-    int w = snprintf(buf, n, "results/%s%s%s", ts, label && label[0] ? "-" : "",
-                     label ? label : "");
+    if (db_results_base(base, sizeof base) != DB_OK) return DB_EINPUT;
+    int w = snprintf(buf, n, "%s/%s%s%s", base, ts, label && label[0] ? "-" : "", label ? label : "");
     return w < 0 || (size_t)w >= n ? DB_EINPUT : DB_OK;
 }
 
@@ -50,16 +51,42 @@ static int exists_in(const char *dir, const char *name)
     return db_path_join(p, sizeof p, dir, name) == 0 && stat(p, &st) == 0;
 }
 
+/* a fresh DIR that does not exist yet: its nearest existing ancestor must be a directory in
+ * which a directory can be made (made and removed here: access() says yes to root on /proc) */
+static int check_creatable(const char *dir, char *err, size_t errlen)
+{
+    char up[1024], probe[1100];
+    snprintf(up, sizeof up, "%s", dir);
+    struct stat st;
+    while (stat(up, &st) != 0) {
+        if (errno != ENOENT)
+            return db_fail(err, errlen, DB_EINPUT, "%s: cannot create: %s", dir, strerror(errno));
+        char *slash = strrchr(up, '/');
+        while (slash && slash > up && slash[-1] == '/') slash--; /* "a//b" */
+        if (!slash) snprintf(up, sizeof up, ".");
+        else if (slash == up) up[1] = 0; /* "/" */
+        else *slash = 0;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return db_fail(err, errlen, DB_EINPUT, "%s: cannot create: %s is not a directory", dir, up);
+    snprintf(probe, sizeof probe, "%s/.dflash-bench-probe.XXXXXX", up);
+    if (!mkdtemp(probe))
+        return db_fail(err, errlen, DB_EINPUT, "%s: cannot create: %s: %s", dir, up, strerror(errno));
+    rmdir(probe);
+    return DB_OK;
+}
+
 int db_results_check_writable(const char *dir, int resume, char *err, size_t errlen)
 {
     struct stat st;
     if (!dir || !dir[0]) return db_fail(err, errlen, DB_EINPUT, "results directory: empty path");
+    if (strlen(dir) >= 1000) return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     if (resume) {
         if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
             return db_fail(err, errlen, DB_EINPUT, "--resume %s: no such results directory", dir);
     } else {
-        int e = mkdir_p(dir);
-        if (e) return db_fail(err, errlen, DB_EINPUT, "%s: cannot create: %s", dir, strerror(e));
+        if (stat(dir, &st) != 0) return check_creatable(dir, err, errlen);
+        if (!S_ISDIR(st.st_mode)) return db_fail(err, errlen, DB_EINPUT, "%s: cannot create: File exists", dir);
         if (exists_in(dir, DONE_FILE) || exists_in(dir, db_table_file[DB_TABLE_SUMMARY]))
             return db_fail(err, errlen, DB_EINPUT,
                            "%s already holds results: continue them with --resume %s, or choose "
@@ -278,20 +305,32 @@ int db_results_open(db_results *r, const char *dir, int resume, char *err, size_
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     int rc = db_results_check_writable(dir, resume, err, errlen);
     if (rc) return rc;
-    if (resume) {
-        rc = read_done(r, err, errlen);
-        if (!rc) rc = rotate_meta(dir, err, errlen);
-        for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
-    } else {
-        for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) {
-            size_t n;
-            char *h = header_text((db_table)t, &n);
-            rc = h ? replace_file(dir, db_table_file[t], h, n, err, errlen)
-                   : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-            free(h);
-        }
+    if (!resume) {
+        r->pending = 1;
+        return DB_OK;
     }
+    rc = read_done(r, err, errlen);
+    if (!rc) rc = rotate_meta(dir, err, errlen);
+    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
     if (rc) db_results_close(r);
+    return rc;
+}
+
+/* a fresh run's first point: DIR with its parents, the table headers and the meta.json held so
+ * far. Failing here is a runtime error: DIR passed the checks before the models loaded. */
+static int materialize(db_results *r, char *err, size_t errlen)
+{
+    int e = mkdir_p(r->dir), rc = DB_OK;
+    if (e) return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot create: %s", r->dir, strerror(e));
+    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) {
+        size_t n;
+        char *h = header_text((db_table)t, &n);
+        rc = h ? replace_file(r->dir, db_table_file[t], h, n, err, errlen)
+               : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        free(h);
+    }
+    if (!rc && r->meta_text) rc = replace_file(r->dir, "meta.json", r->meta_text, strlen(r->meta_text), err, errlen);
+    if (!rc) r->pending = 0;
     return rc;
 }
 
@@ -317,7 +356,7 @@ int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *r
     db_point_id(&raw->key, id, sizeof id);
     if (id_done(r, id))
         return db_fail(err, errlen, DB_EINPUT, "point %s is already in %s/" DONE_FILE, id, r->dir);
-    int rc = DB_OK;
+    int rc = r->pending ? materialize(r, err, errlen) : DB_OK;
     for (int t = 0; t < DB_TABLE_COUNT && !rc; t++) {
         char *buf = NULL;
         size_t n = 0;
@@ -338,7 +377,7 @@ int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *r
     return rc;
 }
 
-int db_results_write_meta(const db_results *r, const db_run_meta *m, char *err, size_t errlen)
+int db_results_write_meta(db_results *r, const db_run_meta *m, char *err, size_t errlen)
 {
     cJSON *j = db_run_meta_json(m);
     char *t = j ? cJSON_Print(j) : NULL;
@@ -352,6 +391,11 @@ int db_results_write_meta(const db_results *r, const db_run_meta *m, char *err, 
     }
     s[n] = '\n';
     s[n + 1] = 0;
+    if (r->pending) { /* written with the first point */
+        free(r->meta_text);
+        r->meta_text = s;
+        return DB_OK;
+    }
     int rc = replace_file(r->dir, "meta.json", s, n + 1, err, errlen);
     free(s);
     return rc;
@@ -434,4 +478,6 @@ void db_results_close(db_results *r)
     free(r->done);
     r->done = NULL;
     r->n_done = r->cap_done = 0;
+    free(r->meta_text);
+    r->meta_text = NULL;
 }

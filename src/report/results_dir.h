@@ -1,11 +1,16 @@
 /* results_dir.h — the results directory of a run: CSV tables appended point by point so that a
  * killed run can be resumed without losing, duplicating or half-writing a row.
  *
- * Layout of DIR (default results/<UTC YYYYmmdd-HHMMSS>[-label]/):
+ * Layout of DIR (default results/<UTC YYYYmmdd-HHMMSS>[-label]/ under the current directory, or
+ * the base/paths.h fallback when that is not writable):
  *   summary.csv acceptance.csv histogram.csv requests.csv   the tables (report_csv.h)
  *   points.done   the ids (report.h db_point_id) of the completed points, one per line
  *   meta.json     machine, build, models, command line of the latest invocation; a resumed run
  *                 first renames the previous one to meta.1.json, meta.2.json, ...
+ *
+ * A fresh run makes DIR (with its parents) at its first completed point, not before: a run that
+ * fails on bad input, while loading or during its first point leaves no directory behind; one
+ * that fails later leaves the points completed so far, resumable.
  *
  * Write protocol, per point:
  *   1. every table file exists and starts with its header (created as a temporary file, then
@@ -35,23 +40,28 @@ typedef struct {
     char **done; /* ids in points.done */
     int n_done, cap_done;
     int dropped_rows; /* rows of unfinished points removed by resume (for a log line) */
+    int pending;      /* fresh run: DIR is made at the first append */
+    char *meta_text;  /* meta.json waiting for DIR (pending) */
 } db_results;
 
-/* "results/YYYYmmdd-HHMMSS[-label]" in UTC */
+/* "<base>/YYYYmmdd-HHMMSS[-label]" in UTC, base from db_results_base ("results" when the current
+ * directory is writable) */
 int db_results_default_dir(char *buf, size_t n, const char *label, time_t now);
-/* Before any model loads: create DIR with its parents (resume: DIR must exist) and check that
- * a file can be created in it; a fresh run refuses a DIR that already holds results. DB_EINPUT
- * with a message naming DIR. */
+/* Before any model loads, creating nothing: a fresh run needs DIR absent or a directory without
+ * results, and its nearest existing ancestor writable (a directory made there and removed at
+ * once proves it); resume needs DIR to exist and be writable. DB_EINPUT naming DIR. */
 int db_results_check_writable(const char *dir, int resume, char *err, size_t errlen);
-/* create the table headers (fresh) or read points.done and clean the tables (resume) */
+/* fresh: check as above, DIR waits for the first append; resume: read points.done and clean
+ * the tables */
 int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen);
 /* 1 when points.done lists the point */
 int db_results_is_done(const db_results *r, const db_point_key *k);
 /* append the point's rows to the four tables, then record it in points.done */
 int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *raw,
                       const db_point_summary *s, char *err, size_t errlen);
-/* write meta.json (temporary file + rename); may be called again as backends are added */
-int db_results_write_meta(const db_results *r, const db_run_meta *m, char *err, size_t errlen);
+/* write meta.json (temporary file + rename; held until the first append of a fresh run); may be
+ * called again as backends are added */
+int db_results_write_meta(db_results *r, const db_run_meta *m, char *err, size_t errlen);
 /* Rebuild the raw samples of a completed point from requests.csv (the `ar` baseline of points
  * still to run, on resume): key, n_prompts, repetitions, wall_s and per request the token
  * counts, cycles, time stamps, time split and finished_by_eos. Per-position acceptance counts

@@ -3,6 +3,7 @@
  * an error can name its line. */
 #include "text/dataset.h"
 #include "text/utf8.h"
+#include "base/paths.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -11,10 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-#ifdef __APPLE__
-#include <mach-o/dyld.h>
-#endif
 
 const char *const db_dataset_builtins[] = {"math", "math-hard", "code", "code-basic", "chat", NULL};
 
@@ -45,34 +42,6 @@ static int is_file(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* directory of the running executable, or "" when the platform cannot say */
-static void exe_dir(char *buf, size_t n)
-{
-    buf[0] = 0;
-#if defined(__linux__)
-    ssize_t k = readlink("/proc/self/exe", buf, n - 1);
-    if (k <= 0) {
-        buf[0] = 0;
-        return;
-    }
-    buf[k] = 0;
-#elif defined(__APPLE__)
-    uint32_t sz = (uint32_t)n;
-    char tmp[PATH_MAX];
-    if (_NSGetExecutablePath(buf, &sz) != 0 || !realpath(buf, tmp) || snprintf(buf, n, "%s", tmp) >= (int)n) {
-        buf[0] = 0;
-        return;
-    }
-#else
-    (void)n;
-    return;
-#endif
-    char *slash = strrchr(buf, '/');
-    if (slash) *slash = 0;
-    else
-        buf[0] = 0;
-}
-
 int db_dataset_resolve(const char *spec, char *path, size_t n, char *err, size_t errlen)
 {
     if (is_file(spec)) {
@@ -81,26 +50,15 @@ int db_dataset_resolve(const char *spec, char *path, size_t n, char *err, size_t
     }
     int builtin = 0;
     for (int i = 0; db_dataset_builtins[i]; i++) builtin |= strcmp(spec, db_dataset_builtins[i]) == 0;
+    char rel[64], e[1024];
+    if (!builtin && strchr(spec, '/') && db_data_path(spec, path, n, e, sizeof e) == DB_OK && is_file(path))
+        return DB_OK; /* datasets/x.jsonl from another directory: the data root's */
     if (!builtin)
         return db_fail(err, errlen, DB_EINPUT, "dataset '%s': no such file, and not a built-in name (math, "
                        "math-hard, code, code-basic, chat)", spec);
-    char dirs[4][PATH_MAX], exe[PATH_MAX];
-    int nd = 0;
-    const char *env = getenv("DFLASH_BENCH_DATA");
-    if (env && *env) snprintf(dirs[nd++], PATH_MAX, "%s", env);
-    exe_dir(exe, sizeof exe);
-    if (exe[0]) {
-        snprintf(dirs[nd++], PATH_MAX, "%.*s/../datasets", PATH_MAX - 16, exe);
-        snprintf(dirs[nd++], PATH_MAX, "%.*s/../share/dflash-bench/datasets", PATH_MAX - 40, exe);
-    }
-    snprintf(dirs[nd++], PATH_MAX, "datasets");
-    char file[64];
-    snprintf(file, sizeof file, "%s.jsonl", spec);
-    for (int i = 0; i < nd; i++)
-        if (db_path_join(path, n, dirs[i], file) == 0 && is_file(path)) return DB_OK;
-    return db_fail(err, errlen, DB_EINPUT, "built-in dataset '%s' not found (looked for %s in $DFLASH_BENCH_DATA, "
-                   "next to the executable and in ./datasets; set DFLASH_BENCH_DATA to the datasets/ directory)",
-                   spec, file);
+    snprintf(rel, sizeof rel, "datasets/%s.jsonl", spec);
+    if (db_data_path(rel, path, n, e, sizeof e) == DB_OK) return DB_OK;
+    return db_fail(err, errlen, DB_EINPUT, "built-in dataset '%s': %s", spec, e);
 }
 
 /* ---------------------------------------------------------------- records */

@@ -15,9 +15,9 @@
  * turns: multi-turn sets (mt-bench) send turn k+1 after the model's answer to turn k.
  *
  * A dataset argument is a file path, or a built-in name (math, math-hard, code, code-basic, chat)
- * meaning <dir>/<name>.jsonl for the first <dir> that has it among:
- *   $DFLASH_BENCH_DATA;  <executable's directory>/../datasets (build/dflash-bench in a source
- *   tree);  <executable's directory>/../share/dflash-bench/datasets (an install);  ./datasets. */
+ * meaning datasets/<name>.jsonl, looked up as base/paths.h says: the current directory, then
+ * $DFLASH_BENCH_DATA, an install's share/dflash-bench, the source tree of a build. A relative
+ * path that is not there from the current directory is looked up the same way. */
 #ifndef DB_DATASET_H
 #define DB_DATASET_H
 
