@@ -81,10 +81,12 @@ int db_data_path(const char *path, char *out, size_t n, char *err, size_t errlen
     if (path[0] == '/') return db_fail(err, errlen, DB_EINPUT, "%s: no such file or directory", path);
     char roots[3][PATH_MAX], probe[PATH_MAX];
     int nr = data_roots(roots);
-    for (int i = 0; i < nr; i++)
-        if (db_path_join(probe, sizeof probe, roots[i], path) == 0 && exists(probe))
-            return snprintf(out, n, "%s", probe) < (int)n ? DB_OK
-                                                           : db_fail(err, errlen, DB_EINPUT, "%s: path too long", probe);
+    char real[PATH_MAX];
+    for (int i = 0; i < nr; i++) {
+        if (db_path_join(probe, sizeof probe, roots[i], path) != 0 || !exists(probe)) continue;
+        const char *p = realpath(probe, real) ? real : probe; /* bin/../share: say it plainly */
+        return snprintf(out, n, "%s", p) < (int)n ? DB_OK : db_fail(err, errlen, DB_EINPUT, "%s: path too long", p);
+    }
     char where[3 * PATH_MAX + 64] = "";
     size_t w = 0;
     for (int i = 0; i < nr && w < sizeof where; i++)

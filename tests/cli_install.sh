@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# cli_install.sh — the installed binary runs from anywhere (TAP). meson's test_env sets DB_BIN,
+# DB_SOURCE_ROOT, DB_BUILD_ROOT and DB_MESON.
+#   meson install --destdir D puts bin/dflash-bench and share/dflash-bench/{models,datasets,
+#   configs}, every file equal to the source tree's;
+#   a failing run from / (a bad dataset) creates nothing in /;
+#   D/.../bin/dflash-bench run -n 8 --max-samples 1, run from / with no DFLASH_BENCH_DATA and no
+#   source tree above it, exits 0 and writes the default sweep under ./results (here /results;
+#   $XDG_DATA_HOME/dflash-bench/results when / is not writable), its meta.json naming the
+#   installed models;
+#   the build tree's binary, run from an empty directory, finds the source tree's models.
+set -u
+
+BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
+ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
+BUILD=${DB_BUILD_ROOT:?DB_BUILD_ROOT not set}
+MESON=${DB_MESON:-}
+if [ -z "$MESON" ] || [ ! -x "$MESON" ]; then
+    echo "1..0 # SKIP meson not found (needed for meson install)"
+    exit 0
+fi
+if [ ! -f "$ROOT/models/tiny-qwen3/config.json" ]; then
+    echo "1..0 # SKIP the embedded pair is not in models/"
+    exit 0
+fi
+
+n=0
+failed=0
+ok() { # status, description
+    n=$((n + 1))
+    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-install-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
+made_results=""
+cleanup() {
+    rm -rf "$tmp"
+    [ -n "$made_results" ] && rm -rf "$made_results"
+}
+trap cleanup EXIT
+unset DFLASH_BENCH_DATA XDG_DATA_HOME
+export HOME="$tmp/home"
+mkdir -p "$HOME"
+
+D="$tmp/dest"
+"$MESON" install -C "$BUILD" --destdir "$D" --no-rebuild --quiet >"$tmp/install.log" 2>&1
+rc=$?
+ok "$rc" "meson install --destdir (rc $rc)"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/install.log"
+IBIN=$(find "$D" -type f -path '*/bin/dflash-bench' | head -n 1)
+SHARE=$(dirname "$(find "$D" -type f -path '*/share/dflash-bench/configs/default.ini' | head -n 1)")
+SHARE=${SHARE%/configs}
+[ -x "$IBIN" ] && [ -d "$SHARE" ] && [ "$(cd "$(dirname "$IBIN")/../share/dflash-bench" 2>/dev/null && pwd)" = "$SHARE" ]
+ok $? "bin/dflash-bench and share/dflash-bench installed (${IBIN#"$D"}, ${SHARE#"$D"})"
+
+bad=0 count=0
+while IFS= read -r f; do
+    count=$((count + 1))
+    cmp -s "$ROOT/$f" "$SHARE/$f" || { bad=1; echo "# differs or missing: $f"; }
+done < <(cd "$ROOT" && find models datasets configs -type f)
+[ "$count" -gt 0 ] || bad=1
+ok "$bad" "every file of models/ datasets/ configs/ installed as it is ($count files)"
+
+# a failing run from /: nothing new in /
+before=$(ls -A /)
+(cd / && "$IBIN" run -n 8 --max-samples 1 --dataset "$tmp/missing.jsonl") >/dev/null 2>"$tmp/stderr"
+rc=$?
+[ "$rc" = 2 ] && [ "$(ls -A /)" = "$before" ]
+ok $? "a failing run from / exits 2 and creates nothing in / (rc $rc)"
+
+# the documented command from /
+had_results=0
+[ -e /results ] && had_results=1
+(cd / && "$IBIN" run -n 8 --max-samples 1) >"$tmp/stdout" 2>"$tmp/stderr"
+rc=$?
+out=$(sed -n 's/^results in //p' "$tmp/stderr" | tail -n 1)
+case "$out" in /*) abs=$out ;; *) abs="/$out" ;; esac
+if [ -w / ]; then want=/results/; else want="$HOME/.local/share/dflash-bench/results/"; fi
+inplace=1
+case "$abs" in
+"$want"?*) # ours to remove: the run's directory, and /results when the run made it
+    inplace=0
+    made_results=$abs
+    [ "$want" = /results/ ] && [ "$had_results" = 0 ] && made_results=/results ;;
+esac
+ok "$rc" "installed binary: run -n 8 --max-samples 1 from / exits 0 (rc $rc)"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/stderr" | tail -n 5
+ok "$inplace" "results where expected: $abs (under $want)"
+rows=$( (tail -n +2 "$abs/summary.csv" 2>/dev/null || true) | wc -l)
+[ "$rows" -gt 0 ] && grep -qF "$SHARE/models/tiny-qwen3" "$abs/meta.json" 2>/dev/null
+ok $? "summary.csv has the default sweep's $rows rows, meta.json names the installed models"
+
+# the build tree's binary from an empty directory: the source tree's data, by walking up
+mkdir -p "$tmp/empty"
+(cd "$tmp/empty" && "$BIN" run -n 4 --max-samples 1 --warmup 0 --dataset math --variant ar -c 1 \
+    --out "$tmp/bt") >/dev/null 2>"$tmp/stderr"
+rc=$?
+[ "$rc" = 0 ] && grep -qF "$ROOT/models/tiny-qwen3" "$tmp/bt/meta.json" && [ -z "$(ls -A "$tmp/empty")" ]
+ok $? "build tree binary from an empty directory uses the source tree's models (rc $rc)"
+
+echo "1..$n"
+[ "$failed" = 0 ]
