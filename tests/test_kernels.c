@@ -1,10 +1,12 @@
 /* test_kernels.c — the CPU compute kernels against naive double-precision C written here.
  *
- * 1. SIMD matmul kernel (the one db_matmul_select picks: AVX2+FMA+F16C on x86, NEON on
- *    aarch64; skipped when the CPU has none) against db_matmul_ref and a double reference, for
- *    f32 / bf16 / f16 weights, N = 1..9 and 33, I in {1,7,8,15,16,17,64,100,257},
- *    O in {1,5,16,33}, with and without accumulate; a kernel called on a slice [o0, o1) of the
- *    weight rows writes exactly those columns.
+ * 1. Every SIMD matmul kernel this build has and this CPU runs (db_matmul_kernels: AVX-512,
+ *    AVX2+FMA+F16C on x86, NEON on aarch64; skipped when none), each forced in turn, against
+ *    db_matmul_ref and a double reference, for f32 / bf16 / f16 weights, N = 1..9, 16, 17, 33
+ *    (partial register tiles and row groups), I in {1,7,8,15,16,17,64,100,257,600} (masked
+ *    tails, several K blocks), O in {1,5,16,33} (partial weight-row tiles), with and without
+ *    accumulate; a kernel called on a slice [o0, o1) of the weight rows writes exactly those
+ *    columns. DB_CPU_KERNEL=name forces a kernel in the backend; an unknown name is refused.
  *
  *    Error bound: a dot product of length I in f32 has, whatever the summation order, an error
  *    below I * u * S (u = 2^-24, S = sum_k |w_k x_k|) and typically sqrt(I) * u * S. We allow
@@ -18,7 +20,7 @@
  *    whether the row is computed alone or among N others at any position, with and without
  *    accumulate; the CPU backend's matmul in deterministic mode likewise through
  *    be->ops->matmul for N up to 40 (where a non-deterministic backend would use OpenBLAS),
- *    with several threads. The non-deterministic backend (OpenBLAS for N >= 16, bf16/f16 weights
+ *    with several threads, once per kernel. The non-deterministic backend (OpenBLAS for N >= 16, bf16/f16 weights
  *    converted in 256-row panels) is checked for accuracy only.
  *
  * 3. The other CPU ops against double-precision references: rmsnorm (also in place), rope,
@@ -111,8 +113,8 @@ static double tol_dot(int I) { return 1e-5 * sqrt((double)I); }
 
 static void matmul_accuracy(const kernel *k)
 {
-    static const int Ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 33};
-    static const int Is[] = {1, 7, 8, 15, 16, 17, 64, 100, 257};
+    static const int Ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33};
+    static const int Is[] = {1, 7, 8, 15, 16, 17, 64, 100, 257, 600};
     static const int Os[] = {1, 5, 16, 33};
     for (int di = 0; di < 3; di++) {
         db_dtype dt = dtypes[di];
@@ -205,9 +207,9 @@ static void matmul_slices(const kernel *k)
 
 static void kernel_batch_invariance(const kernel *k)
 {
-    static const int Ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 33};
-    static const int Is[] = {7, 16, 17, 100, 257};
-    static const int Os[] = {5, 33};
+    static const int Ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33};
+    static const int Is[] = {7, 16, 17, 100, 257, 600};
+    static const int Os[] = {5, 13, 33};
     for (int di = 0; di < 3; di++) {
         db_dtype dt = dtypes[di];
         int bad = 0, checks = 0;
@@ -255,7 +257,7 @@ static void kernel_batch_invariance(const kernel *k)
                 free(alone[1]);
             }
         tap_ok(!bad, "%s %s: a row's result is bitwise the same alone or at any position among "
-               "N = 1..9, 33 rows (%d batches)", k->name, db_dtype_name(dt), checks);
+               "N = 1..9, 17, 33 rows (%d batches)", k->name, db_dtype_name(dt), checks);
         if (bad) tap_diag("%d differ, first: %s", bad, first);
     }
 }
@@ -923,7 +925,8 @@ static void convert_bulk(void)
 int main(void)
 {
     db_rng_seed(&rng, 20240611);
-    unsetenv("DB_SIMD"); /* test the kernel this CPU would really use */
+    unsetenv("DB_SIMD"); /* test the kernels this CPU would really use */
+    unsetenv("DB_CPU_KERNEL");
 
     /* 4. conversions first: the matmul references decode weights with them */
     static const fmt16 bf16 = {"bf16", db_bf16_to_f32, db_f32_to_bf16, dec_bf16, 0x7f80, 0x1p128};
@@ -932,23 +935,53 @@ int main(void)
     conversions(&f16);
     convert_bulk();
 
-    /* 1, 2: kernels */
-    const char *name = NULL;
-    db_matmul_kernel simd = db_matmul_select(0, &name);
-    kernel ref = {"ref (c)", db_matmul_ref};
-    kernel simd_k = {name, simd};
-    if (simd == db_matmul_ref) {
-        tap_diag("no SIMD kernel for this CPU / build (select: %s): SIMD checks skipped", name);
+    /* 1, 2: every kernel this build has and this CPU runs, each forced in turn */
+    const char *names[8];
+    db_matmul_kernel fns[8];
+    int nk = db_matmul_kernels(names, fns, 8);
+    if (nk == 1) {
+        tap_diag("no SIMD kernel for this CPU / build: SIMD checks skipped");
         printf("ok %d - SIMD matmul kernel # SKIP none compiled or supported here\n", ++tap_n);
-    } else {
-        matmul_accuracy(&simd_k);
-        matmul_slices(&simd_k);
-        kernel_batch_invariance(&simd_k);
     }
-    matmul_slices(&ref);
-    kernel_batch_invariance(&ref);
+    for (int i = 0; i < nk; i++) {
+        kernel k = {names[i], fns[i]};
+        if (fns[i] != db_matmul_ref) matmul_accuracy(&k);
+        matmul_slices(&k);
+        kernel_batch_invariance(&k);
+    }
+    const char *picked = NULL;
+    tap_ok(db_matmul_select(NULL, &picked) == fns[0] && db_matmul_select("ref", &picked) ==
+           db_matmul_ref && !db_matmul_select("no-such-kernel", &picked),
+           "select: best kernel by default (%s), \"ref\" is the C one, unknown names refused",
+           names[0]);
 
     char err[256];
+    for (int i = 0; i < nk; i++) {
+        /* the backend with each kernel forced through the environment, as a user would */
+        setenv("DB_CPU_KERNEL", names[i], 1);
+        db_backend *det = NULL, *fast = NULL;
+        db_backend_opts od = {.threads = 0, .deterministic = 1}, of = {.threads = 0};
+        if (db_backend_create("cpu", &od, &det, err, sizeof err) ||
+            db_backend_create("cpu", &of, &fast, err, sizeof err)) {
+            printf("Bail out! %s\n", err);
+            return 1;
+        }
+        tap_ok(strcmp(det->simd, names[i]) == 0, "DB_CPU_KERNEL=%s forces that kernel (%s)",
+               names[i], det->simd);
+        tap_diag("cpu backend: %s, %d threads, simd %s", det->device_name, det->threads, det->simd);
+        backend_matmul(det, fast);
+        db_backend_destroy(det);
+        db_backend_destroy(fast);
+    }
+    setenv("DB_CPU_KERNEL", "no-such-kernel", 1);
+    db_backend *bad = NULL;
+    db_backend_opts ob = {.threads = 0};
+    int rc = db_backend_create("cpu", &ob, &bad, err, sizeof err);
+    tap_ok(rc != 0 && strstr(err, "no-such-kernel"), "DB_CPU_KERNEL naming no kernel: backend "
+           "refused (%s)", err);
+    if (!rc) db_backend_destroy(bad);
+    unsetenv("DB_CPU_KERNEL");
+
     db_backend *det = NULL, *fast = NULL;
     db_backend_opts od = {.threads = 0, .deterministic = 1}, of = {.threads = 0};
     if (db_backend_create("cpu", &od, &det, err, sizeof err) ||
@@ -956,8 +989,6 @@ int main(void)
         printf("Bail out! %s\n", err);
         return 1;
     }
-    tap_diag("cpu backend: %s, %d threads, simd %s", det->device_name, det->threads, det->simd);
-    backend_matmul(det, fast);
 
     /* 3. the other ops */
     op_rmsnorm(fast);

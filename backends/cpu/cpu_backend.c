@@ -66,7 +66,13 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
         return -1;
     }
     const char *simd = "c";
-    c->matmul = db_matmul_select(0, &simd);
+    c->matmul = db_matmul_select(NULL, &simd);
+    if (!c->matmul) {
+        snprintf(be->err, sizeof be->err,
+                 "DB_CPU_KERNEL=%s: no such matmul kernel in this build or on this CPU", simd);
+        free(c);
+        return -1;
+    }
     snprintf(be->simd, sizeof be->simd, "%s", simd);
     be->ctx = c;
     be->deterministic = opts ? opts->deterministic : 0;
@@ -112,19 +118,27 @@ static void cpu_copy(db_backend *be, void *dst, const void *src, size_t bytes)
     memmove(dst, src, bytes);
 }
 
-/* Threads split the weight rows; every thread runs the same kernel over all N rows. */
+/* Threads split the weight rows into contiguous ranges of whole 24-row blocks (a multiple of
+ * every kernel's weight-row tile, so only the last range has a partial tile); every thread runs
+ * the kernel over all N rows. One parallel region per matmul, static partition. */
 static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const db_weight *w,
                                    int n, int accumulate)
 {
     int nout = w->rows, nin = w->cols;
-    const int chunk = 16;
-    int nchunks = (nout + chunk - 1) / chunk;
+    const int blk = 24;
+    int nblk = (nout + blk - 1) / blk;
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (nchunks > 1 && (size_t)nout * nin * n > 32768)
+#pragma omp parallel if (nblk > 1 && (size_t)nout * nin * n > 32768)
+    {
+        int nt = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+    {
+        int nt = 1, id = 0;
 #endif
-    for (int ci = 0; ci < nchunks; ci++) {
-        int o0 = ci * chunk, o1 = o0 + chunk < nout ? o0 + chunk : nout;
-        c->matmul(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
+        int o0 = (int)((long long)nblk * id / nt) * blk;
+        int o1 = (int)((long long)nblk * (id + 1) / nt) * blk;
+        if (o1 > nout) o1 = nout;
+        if (o0 < o1) c->matmul(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
     }
 }
 

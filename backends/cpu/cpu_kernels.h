@@ -17,6 +17,8 @@ typedef void (*db_matmul_kernel)(float *y, const float *x, const void *w, db_dty
 void db_matmul_ref(float *y, const float *x, const void *w, db_dtype dt, int n, int O, int I,
                    int o0, int o1, int accumulate);
 #if HAVE_X86_SIMD
+void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int n, int O, int I,
+                      int o0, int o1, int accumulate);
 void db_matmul_avx2(float *y, const float *x, const void *w, db_dtype dt, int n, int O, int I,
                     int o0, int o1, int accumulate);
 #endif
@@ -25,8 +27,13 @@ void db_matmul_neon(float *y, const float *x, const void *w, db_dtype dt, int n,
                     int o0, int o1, int accumulate);
 #endif
 
-/* Best kernel this CPU runs, and its name ("avx2+fma+f16c", "neon", "c"). `force_ref` picks
- * the plain C one (tests, DB_SIMD=c in the environment). */
-db_matmul_kernel db_matmul_select(int force_ref, const char **name);
+/* The kernels this build has and this CPU runs, best first, the plain C one last: their names
+ * ("avx512", "avx2", "neon", "c") and functions, at most `max`; returns how many. */
+int db_matmul_kernels(const char **names, db_matmul_kernel *fns, int max);
+
+/* The kernel named `want` (also "ref" for "c"); NULL or "" means DB_CPU_KERNEL from the
+ * environment (DB_SIMD=c is the older spelling of "c"), else the best one. Sets *name to the
+ * chosen name; returns NULL (and *name = want) when that kernel is not available here. */
+db_matmul_kernel db_matmul_select(const char *want, const char **name);
 
 #endif

@@ -1,0 +1,142 @@
+/* matmul_avx512.c — AVX-512F matmul kernel, register-blocked (compiled with -mavx512f
+ * -mavx512bw -mavx512vl, called only when the CPU reports them). Notation in cpu_kernels.h.
+ *
+ * A tile is RO = 6 weight rows x up to RN = 4 activation rows: per 16 reduction steps it
+ * loads (and widens from bf16 / f16) each of the 6 weight vectors once and each of the RN
+ * activation vectors once, and issues 6 * RN FMAs into 6 * RN independent 16-lane accumulators, so the
+ * loop is bound by the FMA units instead of the loads.
+ *
+ * Batch invariance: the (row, o) dot product owns one accumulator; lane j sums the products at
+ * k = j, j + 16, j + 32, ... in k order, the last partial group of 16 is a masked load (absent
+ * lanes add exact zeros), and the 16 lanes are summed by one fixed reduction. Nothing in that
+ * depends on N, on which rows share a tile, or on where the K blocks below are cut.
+ *
+ * Cache blocking: weight rows are taken RO at a time, activation rows in groups of up to
+ * SUPER = 16, the reduction in KC-long blocks; every RN-row tile of the group runs over a K
+ * block while its 6 weight-row slices stay in L1, and accumulators wait in `abuf` between K
+ * blocks. Splitting K only pauses an accumulator, so the per-lane order stays k order. (Widening
+ * the block's weights to f32 once per group instead of once per tile measured slower: the
+ * conversions are cheaper than the extra stores and loads.) A ragged edge in O reuses the last
+ * valid weight row in the unused tile slots and drops their results (each accumulator is
+ * independent, so this changes no value). */
+#include "config.h"
+#include "cpu_kernels.h"
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#ifndef RO
+#define RO 6
+#define RN 4
+#endif
+#define SUPER 16
+#define KC 256
+
+static inline __m512 load16(const void *w, db_dtype dt, size_t i)
+{
+    if (dt == DB_F32) return _mm512_loadu_ps((const float *)w + i);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
+    if (dt == DB_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline __m512 load16_mask(const void *w, db_dtype dt, size_t i, __mmask16 m)
+{
+    if (dt == DB_F32) return _mm512_maskz_loadu_ps(m, (const float *)w + i);
+    __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
+    if (dt == DB_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* one tile over `len` reduction steps: wr[j] the 6 weight rows (dtype wdt) and xr[r] the RN
+ * activation rows, both at the block's first k; acc[r * RO + j] in/out. len is a multiple of
+ * 16 except in the last block of a row, whose tail is masked. */
+static inline __attribute__((always_inline)) void tile(int R, __m512 *acc,
+                                                       const void *const *wr, db_dtype wdt,
+                                                       const float *const *xr, int len)
+{
+    __m512 a[RN * RO];
+    _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) a[i] = acc[i];
+    int k = 0, k1 = len;
+    for (; k + 16 <= k1; k += 16) {
+        __m512 wv[RO];
+        _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++) wv[j] = load16(wr[j], wdt, (size_t)k);
+        _Pragma("GCC unroll 32") for (int r = 0; r < R; r++) {
+            __m512 xv = _mm512_loadu_ps(xr[r] + k);
+            _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++) a[r * RO + j] = _mm512_fmadd_ps(wv[j], xv, a[r * RO + j]);
+        }
+    }
+    if (k < k1) {
+        __mmask16 m = (__mmask16)((1u << (k1 - k)) - 1u);
+        __m512 wv[RO];
+        _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++) wv[j] = load16_mask(wr[j], wdt, (size_t)k, m);
+        _Pragma("GCC unroll 32") for (int r = 0; r < R; r++) {
+            __m512 xv = _mm512_maskz_loadu_ps(m, xr[r] + k);
+            _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++) a[r * RO + j] = _mm512_fmadd_ps(wv[j], xv, a[r * RO + j]);
+        }
+    }
+    _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) acc[i] = a[i];
+}
+
+static void tile_n(int rn, __m512 *acc, const void *const *wr, db_dtype wdt,
+                   const float *const *xr, int len)
+{
+    /* dtype and row count as compile-time constants: no branch in the inner loop */
+#define TILE_DT(R)                                                                              \
+    do {                                                                                         \
+        if (wdt == DB_F32) tile(R, acc, wr, DB_F32, xr, len);                                  \
+        else if (wdt == DB_F16) tile(R, acc, wr, DB_F16, xr, len);                             \
+        else tile(R, acc, wr, DB_BF16, xr, len);                                               \
+    } while (0)
+    switch (rn) {
+#if RN > 4
+    case 6: TILE_DT(6); break;
+    case 5: TILE_DT(5); break;
+#endif
+    case 4: TILE_DT(4); break;
+    case 3: TILE_DT(3); break;
+    case 2: TILE_DT(2); break;
+    default: TILE_DT(1); break;
+    }
+#undef TILE_DT
+}
+
+/* weight rows [o, o + 6) (the last ones clamped to o_last) x activation rows [r0, r0 + nr) */
+static void block(float *y, const float *x, const void *w, db_dtype dt, int O, int I, int o,
+                  int o_last, int r0, int nr, int accumulate)
+{
+    __m512 abuf[(SUPER + RN) * RO]; /* accumulators of the row group, [nr][6] */
+    size_t es = db_dtype_size(dt);
+    const void *wrow[RO];
+    for (int j = 0; j < RO; j++) {
+        int oj = o + j <= o_last ? o + j : o_last;
+        wrow[j] = (const char *)w + (size_t)oj * (size_t)I * es;
+    }
+    for (int i = 0; i < nr * RO; i++) abuf[i] = _mm512_setzero_ps();
+    for (int k0 = 0; k0 < I; k0 += KC) {
+        int len = I - k0 < KC ? I - k0 : KC;
+        const void *wr[RO];
+        for (int j = 0; j < RO; j++) wr[j] = (const char *)wrow[j] + (size_t)k0 * es;
+        for (int r = 0; r < nr; r += RN) {
+            int rn = nr - r < RN ? nr - r : RN;
+            const float *xr[RN];
+            for (int i = 0; i < rn; i++) xr[i] = x + (size_t)(r0 + r + i) * I + k0;
+            tile_n(rn, abuf + r * RO, wr, dt, xr, len);
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        float *yr = y + (size_t)(r0 + r) * O;
+        for (int j = 0; j < RO && o + j <= o_last; j++) {
+            float s = _mm512_reduce_add_ps(abuf[r * RO + j]);
+            yr[o + j] = accumulate ? yr[o + j] + s : s;
+        }
+    }
+}
+
+void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int n, int O, int I,
+                      int o0, int o1, int accumulate)
+{
+    for (int o = o0; o < o1; o += RO)
+        for (int r0 = 0; r0 < n; r0 += SUPER)
+            block(y, x, w, dt, O, I, o, o1 - 1, r0, n - r0 < SUPER ? n - r0 : SUPER, accumulate);
+}
