@@ -7,7 +7,8 @@
 #   -o csv: stdout parses as CSV and holds exactly summary.csv;
 #   a run killed with SIGKILL mid-sweep and resumed has every point exactly once;
 #   scripts/plot writes non-empty PNGs (skipped without gnuplot);
-#   check-lossless passes on the pair and exits 1 on a planted mismatch.
+#   check-lossless passes on the pair (also with each CPU matmul kernel forced through
+#   DB_CPU_KERNEL) and exits 1 on a planted mismatch.
 set -u
 
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
@@ -144,6 +145,19 @@ fi
 rc=$?
 ok "$rc" "check-lossless passes on the embedded pair"
 [ "$rc" = 0 ] || sed 's/^/# /' "$tmp/cl"
+# every CPU matmul kernel forced in turn (deterministic mode's guarantee holds on each path)
+for kern in avx512 avx2 neon c; do
+    DB_CPU_KERNEL=$kern "$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" \
+        --random-prompts 2 -n 16 -B 3,16 >"$tmp/clk" 2>&1
+    rc=$?
+    if grep -q "no such matmul kernel" "$tmp/clk"; then
+        n=$((n + 1))
+        echo "ok $n - check-lossless with DB_CPU_KERNEL=$kern # SKIP not on this CPU / build"
+        continue
+    fi
+    ok "$rc" "check-lossless passes with DB_CPU_KERNEL=$kern"
+    [ "$rc" = 0 ] || sed 's/^/# /' "$tmp/clk"
+done
 "$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" --random-prompts 3 -n 16 -B 4 \
     --debug-plant-mismatch 3 >"$tmp/cl2" 2>&1
 rc=$?
