@@ -41,7 +41,7 @@ static db_point_raw fx_raw(db_point_key k, int R, int N, double speed)
     p.repetitions = R;
     p.wall_s = calloc((size_t)R, sizeof *p.wall_s);
     p.reqs = calloc((size_t)(R * N), sizeof *p.reqs);
-    p.peak_mem_mb = 123.5;
+    p.peak_mem_mib = 123.5;
     int B = k.block_size;
     for (int r = 0; r < R; r++) {
         double end = 0;

@@ -40,7 +40,7 @@ static void by_hand(void)
     reqs[1].oracle_len_sum = 21;
     double wall[2] = {2.0, 4.0};
     db_point_raw p = {.key = fx_key("math", "dflash2", 4, 1), .n_prompts = 2, .repetitions = 2,
-                      .wall_s = wall, .reqs = reqs, .peak_mem_mb = 10, .predicted_tok_s = 12};
+                      .wall_s = wall, .reqs = reqs, .peak_mem_mib = 10, .predicted_tok_s = 12};
     db_point_summary s;
     int rc = db_point_summarize(&p, NULL, 1, &s);
     tap_ok(rc == 0, "summarize");
@@ -163,8 +163,8 @@ static void tables(void)
         tap_ok(shape, "%s: parses with libcsv, every row as wide as the header (%d columns)",
                db_table_file[t], d->n ? d->rec[0].n : 0);
         tap_ok(d->n && !strcmp(d->rec[0].field[0], "schema_version") &&
-                   !strcmp(d->rec[0].field[1], "point_id") && !strcmp(d->rec[1].field[0], "1"),
-               "%s: schema_version first, = 1", db_table_file[t]);
+                   !strcmp(d->rec[0].field[1], "point_id") && atoi(d->rec[1].field[0]) == DB_SCHEMA_VERSION,
+               "%s: schema_version first, = %d", db_table_file[t], DB_SCHEMA_VERSION);
         int headers = 0;
         for (int r = 1; r < d->n; r++) headers += !strcmp(d->rec[r].field[0], "schema_version");
         tap_ok(headers == 0, "%s: one header line", db_table_file[t]);
@@ -188,7 +188,7 @@ static void tables(void)
                           "throughput_stddev", "speedup", "speedup_ci_lo", "speedup_ci_hi", "tau",
                           "cycles", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99",
                           "e2e_ms_p50", "e2e_ms_p99", "draft_ms_per_cycle",
-                          "select_ms_per_cycle", "verify_ms_per_cycle", "peak_mem_mb",
+                          "select_ms_per_cycle", "verify_ms_per_cycle", "peak_mem_mib",
                           "chat_template", "thinking", "acceptance_source", "weights",
                           "oracle_tau", "measured_over_predicted", "tool_version", "git_commit",
                           "device", "cpu_model", "cpu_cores", "cpu_threads", "simd", "compiler",
@@ -286,7 +286,7 @@ static void tables(void)
     tap_ok(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 3 &&
                cJSON_IsNull(cJSON_GetObjectItem(j2, "speedup")) &&
                cJSON_IsNumber(cJSON_GetObjectItem(j1, "speedup")) &&
-               cJSON_GetObjectItem(j1, "schema_version")->valueint == 1 &&
+               cJSON_GetObjectItem(j1, "schema_version")->valueint == DB_SCHEMA_VERSION &&
                cJSON_IsString(cJSON_GetObjectItem(j1, "seed")),
            "-o json: an array of summary objects, absent values null");
     cJSON_Delete(j);

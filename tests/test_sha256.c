@@ -103,7 +103,7 @@ int main(void)
                !strcmp(meta.command_line,
                        "dflash-bench run --dataset 'my set' 'it'\\''s' --block-size=8,16"),
            "command line quoted for a shell: %s", meta.command_line ? meta.command_line : "");
-    tap_ok(!strcmp(meta.test_time, "2026-11-29T02:00:00Z") && meta.schema_version == 1 &&
+    tap_ok(!strcmp(meta.test_time, "2026-11-29T02:00:00Z") && meta.schema_version == DB_SCHEMA_VERSION &&
                meta.cpu.cores >= 1 && meta.cpu.pus >= meta.cpu.cores,
            "time, schema, CPU facts");
     db_run_meta_set_backend(&meta, "cpu", "dev", "avx2", 2);

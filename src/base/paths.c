@@ -97,6 +97,11 @@ int db_data_path(const char *path, char *out, size_t n, char *err, size_t errlen
                    path, where);
 }
 
+const char *db_data_find(const char *path, char *buf, size_t n)
+{
+    return path && db_data_path(path, buf, n, NULL, 0) == DB_OK ? buf : path;
+}
+
 int db_results_base(char *out, size_t n)
 {
     struct stat st;

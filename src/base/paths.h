@@ -22,6 +22,10 @@
  * none holds it (out = path then, so a caller may still report its own error) */
 int db_data_path(const char *path, char *out, size_t n, char *err, size_t errlen);
 
+/* the same for a path given by the user: buf when found through a data root, else path
+ * itself (NULL stays NULL), so the caller's loader reports a missing file as usual */
+const char *db_data_find(const char *path, char *buf, size_t n);
+
 /* the directory that holds the default results directories ("results" or the XDG one) */
 int db_results_base(char *out, size_t n);
 

@@ -21,6 +21,13 @@ int db_fail(char *err, size_t errlen, int status, const char *fmt, ...)
 
 double db_now(void); /* monotonic seconds */
 
+/* Units, one convention everywhere: amounts of memory (sizes, free memory, bytes moved per
+ * step) in binary units, GiB in prose and tables, MiB in CSV columns named for it
+ * (peak_mem_mib), bytes in JSON keys named *_bytes; rates in decimal units as devices are
+ * quoted (GB/s = 1e9 bytes/s, GFLOP/s). */
+#define DB_MIB 1048576.0
+#define DB_GIB 1073741824.0
+
 /* whole file into a NUL-terminated buffer (free()), size in *len; DB_EINPUT if unreadable */
 int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);
 /* the same from an open stream (stdin); `name` goes into the message */

@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
-
 /* ---- memory ---- */
 
 /* one decoder layer: matrices in dt, norm vectors in f32 */
@@ -82,8 +80,8 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
     if (avail == 0 || need <= (double)avail) return DB_OK;
     return db_fail(err, errlen, DB_EINPUT,
                    "%s needs %.2f GiB (weights %.2f, KV %.2f, activations %.2f), %.2f GiB available",
-                   what, need / GIB, n->weights / GIB, n->kv / GIB, n->act / GIB,
-                   (double)avail / GIB);
+                   what, need / DB_GIB, n->weights / DB_GIB, n->kv / DB_GIB, n->act / DB_GIB,
+                   (double)avail / DB_GIB);
 }
 
 /* ---- measuring the device ---- */
@@ -129,7 +127,7 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *er
     int rc = DB_OK;
     if (!w.data || !m.data || !x || !y)
         rc = db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.0f MiB to measure the device",
-                     (double)((size_t)O * I * es) / 1048576.0);
+                     (double)((size_t)O * I * es) / DB_MIB);
     if (!rc && (db_fill_random(be, w.data, (size_t)O * I, dt, 1, 0, 0.03f, 0.0f) != 0 ||
                 db_fill_random(be, m.data, (size_t)I * I, dt, 2, 0, 0.03f, 0.0f) != 0 ||
                 db_fill_random(be, x, (size_t)N * I, DB_F32, 3, 0, 1.0f, 0.0f) != 0))
@@ -139,7 +137,7 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *er
         hw->bw = (double)O * I * es / t;
         snprintf(hw->bw_source, sizeof hw->bw_source,
                  "measured: GEMV, 1 row x [%d, %d] %s weights (%.0f MiB read once), best of several",
-                 O, I, db_dtype_name(dt), (double)O * I * es / 1048576.0);
+                 O, I, db_dtype_name(dt), (double)O * I * es / DB_MIB);
         t = time_matmul(be, y, x, &m, N);
         hw->flops = 2.0 * N * I * (double)I / t;
         snprintf(hw->flops_source, sizeof hw->flops_source,

@@ -29,7 +29,7 @@ typedef struct {
     int repetitions;
     double *wall_s;        /* [repetitions] timed-phase seconds */
     db_req_stats *reqs;    /* [repetitions * n_prompts]; request i of rep r at r*n_prompts + i */
-    double peak_mem_mb;    /* backend bytes_peak (weights + caches + activations) */
+    double peak_mem_mib;   /* backend bytes_peak (weights + caches + activations), MiB */
     double predicted_tok_s; /* roofline prediction, 0 when none */
 } db_point_raw;
 

@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "engine/session.h"
 #include "base/parse.h"
+#include "base/paths.h"
 #include "base/util.h"
 
 #include <stdio.h>
@@ -140,6 +141,8 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
         return DB_OK;
     }
     if (!target_dir || !drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
+    char tbuf[1024], dbuf[1024]; /* models/... from any directory (base/paths.h) */
+    target_dir = db_data_find(target_dir, tbuf, sizeof tbuf), drafter_dir = db_data_find(drafter_dir, dbuf, sizeof dbuf);
     if (conc < 1 || max_new < 1 || n_random < 1)
         return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");
     int blocks[DB_LIST_MAX], nblocks = 0;

@@ -7,6 +7,7 @@
 #include "text/prompt.h"
 #include "engine/session.h"
 #include "text/tokenizer.h"
+#include "base/paths.h"
 #include "base/util.h"
 
 #include <stdio.h>
@@ -87,6 +88,8 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
         return DB_OK;
     }
     if (!target_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR is required");
+    char tbuf[1024], dbuf[1024]; /* models/... from any directory (base/paths.h) */
+    target_dir = db_data_find(target_dir, tbuf, sizeof tbuf), drafter_dir = db_data_find(drafter_dir, dbuf, sizeof dbuf);
     if (!!ids_text + !!ids_file + !!prompt_text + !!dataset != 1)
         return db_fail(err, errlen, DB_EINPUT, "give exactly one of --prompt, --dataset, --prompt-ids, --prompt-ids-file");
     if (max_new < 1) return db_fail(err, errlen, DB_EINPUT, "--max-new-tokens must be >= 1");

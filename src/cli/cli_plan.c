@@ -24,6 +24,7 @@
 #include "engine/session.h"
 #include "model/synthetic.h"
 #include "base/parse.h"
+#include "base/paths.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -31,8 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* SPEC 6: DFlash (5-layer, Qwen3-4B class) on GSM8K, T = 0, per-position Recall@1, counted
  * where every earlier position was right, i.e. the conditional acceptance of greedy DFlash */
@@ -110,27 +109,27 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
                      const char *device, size_t avail, db_dtype dt)
 {
     printf("# dflash-bench plan\n\n");
-    printf("- device: %s; %.2f GiB free\n", device, (double)avail / GIB);
+    printf("- device: %s; %.2f GiB free\n", device, (double)avail / DB_GIB);
     printf("- bandwidth %.1f GB/s (%s)\n- matmul %.1f GFLOP/s (%s)\n", hw->bw / 1e9, hw->bw_source,
            hw->flops / 1e9, hw->flops_source);
-    printf("- target %s: %.2f GB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / 1e9,
+    printf("- target %s: %.2f GiB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / DB_GIB,
            db_dtype_name(dt));
     if (d)
-        printf("- drafter %s: %.2f GB; variant %s, block %d\n", d->base.path,
-               (db_weights_bytes(t, d, dt) - db_weights_bytes(t, NULL, dt)) / 1e9, variant, B);
+        printf("- drafter %s: %.2f GiB; variant %s, block %d\n", d->base.path,
+               (db_weights_bytes(t, d, dt) - db_weights_bytes(t, NULL, dt)) / DB_GIB, variant, B);
     printf("- acceptance: %s\n\n", acc);
-    printf("| variant | c | ctx | tau | GB/step | GFLOP/step | bound | pred ms | pred tok/s | meas ms "
+    printf("| variant | c | ctx | tau | GiB/step | GFLOP/step | bound | pred ms | pred tok/s | meas ms "
            "| meas tok/s | meas/pred | memory GiB |\n");
     printf("|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < nrows; i++) {
         const plan_row *r = &rows[i];
         char a[32], b[32], c[32], e[32];
-        double mem = (r->mem.weights + r->mem.kv + r->mem.act) / GIB;
+        double mem = (r->mem.weights + r->mem.kv + r->mem.act) / DB_GIB;
         fmt(a, sizeof a, "%.3f", r->ar_ms);
         fmt(b, sizeof b, "%.1f", r->ar_tok_s);
         fmt(c, sizeof c, "%.2f", ratio(r->ar_tok_s, r->ar.tok_s));
         printf("| ar | %d | %.0f | 1.00 | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
-               r->conc, r->ctx, r->ar.verify.bytes / 1e9, r->ar.verify.flops / 1e9,
+               r->conc, r->ctx, r->ar.verify.bytes / DB_GIB, r->ar.verify.flops / 1e9,
                bound(&r->ar.verify), 1e3 * r->ar.t, r->ar.tok_s, a, b, c, mem);
         if (!d) continue;
         db_cost tot = r->cyc.draft;
@@ -141,7 +140,7 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         fmt(c, sizeof c, "%.2f", ratio(r->cyc_tok_s, r->cyc.tok_s));
         fmt(e, sizeof e, "%.2f", r->tau_meas);
         printf("| %s | %d | %.0f | %.2f (meas %s) | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
-               variant, r->conc, r->ctx, r->tau, e, tot.bytes / 1e9, tot.flops / 1e9,
+               variant, r->conc, r->ctx, r->tau, e, tot.bytes / DB_GIB, tot.flops / 1e9,
                bound(&r->cyc.verify), 1e3 * r->cyc.t, r->cyc.tok_s, a, b, c, mem);
     }
     if (!d) return;
@@ -299,6 +298,8 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
     int conc[DB_LIST_MAX], nconc;
     if ((rc = db_parse_int_list("--concurrency", conc_s, 1, 1 << 16, conc, &nconc, err, errlen))) return rc;
 
+    char tbuf[1024], dbuf[1024]; /* configs/models/... from any directory (base/paths.h) */
+    target = db_data_find(target, tbuf, sizeof tbuf), drafter = db_data_find(drafter, dbuf, sizeof dbuf);
     db_model_config tc;
     db_drafter_config dc;
     if ((rc = db_model_config_load(&tc, target, err, errlen))) return rc;
@@ -375,7 +376,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         }
     }
     if (!rc && !no_measure) {
-        fprintf(stderr, "plan: generating synthetic weights (%.2f GB)...\n", weights / 1e9);
+        fprintf(stderr, "plan: generating synthetic weights (%.2f GiB)...\n", weights / DB_GIB);
         rc = db_session_load_models(&s, &so, err, errlen);
         if (rc) s.be = NULL; /* closed by the failed load */
         for (int i = 0; i < nconc && !rc; i++) {
@@ -422,7 +423,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
             print_json(rows, nconc, &hw, &tc, d, variant_s, block, acc, device, avail, dt);
         else
             print_md(rows, nconc, &hw, &tc, d, variant_s, block, acc, device, avail, dt);
-        if (!fits_all) fprintf(stderr, "plan: some concurrencies need more memory than the %.2f GiB available (memory column)\n", (double)avail / GIB);
+        if (!fits_all) fprintf(stderr, "plan: some concurrencies need more memory than the %.2f GiB available (memory column)\n", (double)avail / DB_GIB);
     }
     if (s.be) db_session_close(&s);
     return rc;

@@ -186,7 +186,7 @@ static void find_models(db_sweep *sw)
              {sw->target_config, sizeof sw->target_config}, {sw->drafter_config, sizeof sw->drafter_config}};
     char buf[1024];
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        if (f[i].p[0] && db_data_path(f[i].p, buf, sizeof buf, NULL, 0) == DB_OK && strlen(buf) < f[i].n)
+        if (f[i].p[0] && db_data_find(f[i].p, buf, sizeof buf) == buf && strlen(buf) < f[i].n)
             memcpy(f[i].p, buf, strlen(buf) + 1);
 }
 
@@ -358,7 +358,7 @@ static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, c
         rc = timed_pass(c, ps, &p, k->concurrency, raw->reqs + (size_t)r * per_pass, &got, &raw->wall_s[r], err, errlen);
         if (!rc && got != per_pass) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, per_pass);
     }
-    raw->peak_mem_mb = (double)c->s.be->bytes_peak / 1048576.0;
+    raw->peak_mem_mib = (double)c->s.be->bytes_peak / DB_MIB;
     if (!rc && c->sw.predict)
         raw->predicted_tok_s = db_roofline_point(&c->tcfg, c->need_drafter ? &c->dcfg : NULL, c->wdtype,
                                                  &c->hw, raw);

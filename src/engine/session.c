@@ -2,12 +2,29 @@
 #include "engine/session.h"
 #include "base/util.h"
 
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+/* hardware threads this process may run on (taskset, cpusets), 0 when unknown */
+static int cpus_available(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 0;
+}
 
 int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     if (o->threads < 0) return db_fail(err, errlen, DB_EINPUT, "threads must be >= 0 (0 = all cores)");
+    int ncpu = cpus_available();
+    /* more threads than CPUs: workers take turns at every barrier, and the timings measure that */
+    if (ncpu > 0 && o->threads > ncpu && o->backend && !strcmp(o->backend, "cpu"))
+        fprintf(stderr, "warning: --threads %d is above the %d cores (hardware threads) this process may "
+                "use; timings will include threads waiting for a core\n", o->threads, ncpu);
     db_backend_opts bo = {.threads = o->threads, .deterministic = o->deterministic};
     if (db_backend_create(o->backend, &bo, &s->be, err, errlen) != 0) return DB_EINPUT;
     return DB_OK;

@@ -139,7 +139,7 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "select_ms_per_cycle", s->select_ms_per_cycle);
     put_num(r, "verify_ms_per_cycle", s->verify_ms_per_cycle);
     put_num(r, "host_ms_per_cycle", s->host_ms_per_cycle);
-    put_num(r, "peak_mem_mb", p->peak_mem_mb);
+    put_num(r, "peak_mem_mib", p->peak_mem_mib);
     put_num(r, "predicted_tok_s", p->predicted_tok_s > 0 ? p->predicted_tok_s : NAN);
     put_num(r, "measured_over_predicted", s->measured_over_predicted);
 }
