@@ -10,27 +10,15 @@
 #   installed models;
 #   the build tree's binary, run from an empty directory, finds the source tree's models.
 set -u
+. "$(dirname "$0")/tap.sh"
 
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
 ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
 BUILD=${DB_BUILD_ROOT:?DB_BUILD_ROOT not set}
 MESON=${DB_MESON:-}
-if [ -z "$MESON" ] || [ ! -x "$MESON" ]; then
-    echo "1..0 # SKIP meson not found (needed for meson install)"
-    exit 0
-fi
-if [ ! -f "$ROOT/models/tiny-qwen3/config.json" ]; then
-    echo "1..0 # SKIP the embedded pair is not in models/"
-    exit 0
-fi
-
-n=0
-failed=0
-ok() { # status, description
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-install-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
+{ [ -n "$MESON" ] && [ -x "$MESON" ]; } || skip_all "meson not found (needed for meson install)"
+need_models
+make_tmp install
 made_results=""
 cleanup() {
     rm -rf "$tmp"
@@ -45,7 +33,7 @@ D="$tmp/dest"
 "$MESON" install -C "$BUILD" --destdir "$D" --no-rebuild --quiet >"$tmp/install.log" 2>&1
 rc=$?
 ok "$rc" "meson install --destdir (rc $rc)"
-[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/install.log"
+[ "$rc" = 0 ] || diag <"$tmp/install.log"
 IBIN=$(find "$D" -type f -path '*/bin/dflash-bench' | head -n 1)
 SHARE=$(dirname "$(find "$D" -type f -path '*/share/dflash-bench/configs/default.ini' | head -n 1)")
 SHARE=${SHARE%/configs}
@@ -83,7 +71,7 @@ case "$abs" in
     [ "$want" = /results/ ] && [ "$had_results" = 0 ] && made_results=/results ;;
 esac
 ok "$rc" "installed binary: run -n 8 --max-samples 1 from / exits 0 (rc $rc)"
-[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/stderr" | tail -n 5
+[ "$rc" = 0 ] || tail -n 5 "$tmp/stderr" | diag
 ok "$inplace" "results where expected: $abs (under $want)"
 rows=$( (tail -n +2 "$abs/summary.csv" 2>/dev/null || true) | wc -l)
 [ "$rows" -gt 0 ] && grep -qF "$SHARE/models/tiny-qwen3" "$abs/meta.json" 2>/dev/null
@@ -97,5 +85,4 @@ rc=$?
 [ "$rc" = 0 ] && grep -qF "$ROOT/models/tiny-qwen3" "$tmp/bt/meta.json" && [ -z "$(ls -A "$tmp/empty")" ]
 ok $? "build tree binary from an empty directory uses the source tree's models (rc $rc)"
 
-echo "1..$n"
-[ "$failed" = 0 ]
+done_testing

@@ -9,22 +9,12 @@
 # Then a run that succeeds has its directory, and a later invocation that fails on the same
 # --out leaves it as it was (points intact, resumable).
 set -u
+. "$(dirname "$0")/tap.sh"
 
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
 ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
-if [ ! -f "$ROOT/models/tiny-qwen3/config.json" ] || [ ! -f "$ROOT/models/tiny-qwen3-dflash2-b16/config.json" ]; then
-    echo "1..0 # SKIP the embedded pair is not in models/"
-    exit 0
-fi
-
-n=0
-failed=0
-ok() { # status, description
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-no-results-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
-trap 'rm -rf "$tmp"' EXIT
+need_models
+make_tmp no-results
 unset DFLASH_BENCH_DATA
 
 # fixtures: truncated weights, a bad dataset, the binary alone in a directory
@@ -66,7 +56,7 @@ for c in "${cases[@]}"; do
         { [ "$rc" = 1 ] || [ "$rc" = 2 ]; } || bad=1
         [ -z "$left" ] || bad=1
         ok "$bad" "$desc ($mode results directory): exit $rc, left: ${left:-nothing}"
-        sed 's/^/# /' "$tmp/stderr"
+        diag <"$tmp/stderr"
     done
 done
 
@@ -81,5 +71,4 @@ after=$(cat "$tmp/done/points.done" 2>/dev/null)
 [ "$rc" = 2 ] && [ -n "$before" ] && [ "$before" = "$after" ] && [ -s "$tmp/done/summary.csv" ]
 ok $? "a failed resume leaves the completed points as they were (rc $rc)"
 
-echo "1..$n"
-[ "$failed" = 0 ]
+done_testing

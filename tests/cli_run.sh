@@ -10,29 +10,16 @@
 #   check-lossless passes on the pair (also with each CPU matmul kernel forced through
 #   DB_CPU_KERNEL) and exits 1 on a planted mismatch.
 set -u
+. "$(dirname "$0")/tap.sh"
 
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
 ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
 PY=/usr/bin/python3
 TARGET="$ROOT/models/tiny-qwen3"
 DRAFTER="$ROOT/models/tiny-qwen3-dflash2-b16"
-if [ ! -f "$TARGET/config.json" ] || [ ! -f "$DRAFTER/config.json" ]; then
-    echo "1..0 # SKIP the embedded pair is not in models/"
-    exit 0
-fi
-if [ ! -x "$PY" ]; then
-    echo "1..0 # SKIP /usr/bin/python3 (used to check the CSV files) is missing"
-    exit 0
-fi
-
-n=0
-failed=0
-ok() { # status, description
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-cli-run-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
-trap 'rm -rf "$tmp"' EXIT
+need_models
+[ -x "$PY" ] || skip_all "/usr/bin/python3 (used to check the CSV files) is missing"
+make_tmp cli-run
 cd "$ROOT" || exit 1
 
 common=(--target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 3 --max-new-tokens 16
@@ -164,5 +151,4 @@ rc=$?
 ok "$([ "$rc" = 1 ] && grep -q "prompt 0 differs at output position 2" "$tmp/cl2"; echo $?)" \
     "check-lossless exits 1 on a planted mismatch, naming prompt and position (rc $rc)"
 
-echo "1..$n"
-[ "$failed" = 0 ]
+done_testing

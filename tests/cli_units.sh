@@ -7,23 +7,14 @@
 #   target's weights file / 2^20);
 #   --threads above the CPUs this process may use warns on stderr, --threads at that count not.
 set -u
+. "$(dirname "$0")/tap.sh"
 
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
 ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
 DATA=${DB_TEST_DATA:?DB_TEST_DATA not set}
 PY=/usr/bin/python3
-if [ ! -x "$PY" ]; then
-    echo "1..0 # SKIP /usr/bin/python3 (used to read JSON and CSV) is missing"
-    exit 0
-fi
-n=0
-failed=0
-ok() { # status, description
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-units-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
-trap 'rm -rf "$tmp"' EXIT
+[ -x "$PY" ] || skip_all "/usr/bin/python3 (used to read JSON and CSV) is missing"
+make_tmp units
 
 # ---- plan: GiB everywhere, equal to the JSON's bytes / 2^30 ----
 plan=(plan -t "$ROOT/configs/models/qwen3-8b.json" -d "$ROOT/configs/models/qwen3-8b-dflash2.json"
@@ -97,5 +88,4 @@ rc=$?
 [ "$rc" = 0 ] && ! grep -q "warning: --threads" "$tmp/stderr"
 ok $? "--threads $ncpu: no warning (rc $rc)"
 
-echo "1..$n"
-[ "$failed" = 0 ]
+done_testing
