@@ -11,5 +11,6 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_run(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_plan(int argc, char **argv, char *err, size_t errlen);
+int db_cmd_bench(int argc, char **argv, char *err, size_t errlen);
 
 #endif

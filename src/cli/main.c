@@ -27,6 +27,7 @@ static void print_help(void)
            "  run        the benchmark sweep (default: configs/default.ini) -> CSV + table\n"
            "  check-lossless  every variant's greedy output == ar, token for token\n"
            "  plan       capacity planning: roofline vs a synthetic run, from config.json shapes\n"
+           "  bench      forward time vs rows and context, against copy bandwidth and FMA peak\n"
            "  tokenize   text to token ids (or ids to text) with a tokenizer.json\n"
            "  info       compiled backends, devices and CPU topology\n\n"
            "  dflash-bench <command> --help   options of a command\n"
@@ -69,6 +70,7 @@ int main(int argc, char **argv)
         {"check-lossless", db_cmd_check_lossless},
         {"run", db_cmd_run},
         {"plan", db_cmd_plan},
+        {"bench", db_cmd_bench},
     };
     char err[1024] = "";
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {

@@ -1,0 +1,466 @@
+/* cli_bench.c — `dflash-bench bench`: the forward pass timed against the device's limits.
+ *
+ * For every (rows N, context depth C) it times one forward of the target (and one block draft
+ * of the drafter when given) and prints the median time next to what the roofline allows:
+ *   batch   (default) N requests, one row each, every cache holding C positions: a batched
+ *           decode step (N = 1 is the plain decode step); logits for every row;
+ *   prefill one request, N consecutive rows after C cached positions (a prompt chunk, or a
+ *           verify of N rows); logits for the last row;
+ *   drafter N requests drafting one block of B rows each (N*B rows), C context positions.
+ * Cached positions are not computed: the cache length is set to C over zeroed K/V rows (the
+ * attention costs the same whatever the values), so deep contexts cost no prefill.
+ *
+ * Limits, measured here (or "-"): the copy bandwidth (memcpy over all threads, read + write
+ * bytes counted) and the FMA peak (independent FMA chains of the widest vector unit the CPU
+ * has, all threads). Traffic and arithmetic per forward come from the roofline model
+ * (capacity.h): GB/s = bytes / time, GFLOP/s = flops / time, with their fractions of the two
+ * limits, and "x 1-row" = this time / the 1-row time at the same context. */
+#include "bench/capacity.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "engine/session.h"
+#include "model/synthetic.h"
+#include "base/parse.h"
+#include "base/paths.h"
+#include "base/util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if HAVE_OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+typedef struct {
+    const char *model; /* "target" / "drafter" */
+    int rows, reqs, ctx;
+    double ms, ms_min;
+    double bytes, flops;
+} bench_row;
+
+typedef struct {
+    double copy_gbs, peak_gflops; /* 0: not measured */
+    const char *peak_unit;
+} bench_limits;
+
+/* ---------------------------------------------------------------- device limits */
+
+#define CHAINS 12
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float fma_512(long n)
+{
+    __m512 a[CHAINS], b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(1e-4f);
+    for (int i = 0; i < CHAINS; i++) a[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < n; it++)
+        _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; i++) a[i] = _mm512_fmadd_ps(a[i], b, c);
+    float s = 0;
+    for (int i = 0; i < CHAINS; i++) s += _mm512_reduce_add_ps(a[i]);
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static float fma_256(long n)
+{
+    __m256 a[CHAINS], b = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(1e-4f);
+    for (int i = 0; i < CHAINS; i++) a[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < n; it++)
+        _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; i++) a[i] = _mm256_fmadd_ps(a[i], b, c);
+    float s = 0, t[8];
+    for (int i = 0; i < CHAINS; i++) {
+        _mm256_storeu_ps(t, a[i]);
+        s += t[0];
+    }
+    return s;
+}
+#elif defined(__aarch64__)
+static float fma_128(long n)
+{
+    float32x4_t a[CHAINS], b = vdupq_n_f32(0.999f), c = vdupq_n_f32(1e-4f);
+    for (int i = 0; i < CHAINS; i++) a[i] = vdupq_n_f32((float)i);
+    for (long it = 0; it < n; it++)
+        _Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; i++) a[i] = vfmaq_f32(c, a[i], b);
+    float s = 0;
+    for (int i = 0; i < CHAINS; i++) s += vaddvq_f32(a[i]);
+    return s;
+}
+#endif
+
+static volatile float peak_sink;
+
+/* FLOP/s of CHAINS independent FMA chains per thread on all threads, best of 3; 0 when this
+ * build has no vector FMA for the CPU */
+static double fma_peak(const char **unit)
+{
+    float (*fn)(long) = NULL;
+    int lanes = 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) fn = fma_512, lanes = 16, *unit = "avx512 fma";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        fn = fma_256, lanes = 8, *unit = "avx2 fma";
+#elif defined(__aarch64__)
+    fn = fma_128, lanes = 4, *unit = "neon fma";
+#endif
+    if (!fn) return 0;
+    const long n = 20000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        int threads = 1;
+        double t0 = db_now();
+#if HAVE_OPENMP
+#pragma omp parallel
+        {
+#pragma omp single
+            threads = omp_get_num_threads();
+            peak_sink += fn(n);
+        }
+#else
+        peak_sink += fn(n);
+#endif
+        double f = (double)threads * n * CHAINS * lanes * 2 / (db_now() - t0);
+        if (f > best) best = f;
+    }
+    return best;
+}
+
+/* memcpy of 2 x 128 MiB split over the threads, read + write bytes / s, best of 3 */
+static double copy_bandwidth(void)
+{
+    size_t bytes = (size_t)128 << 20;
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double best = 0;
+    if (a && b) {
+        memset(a, 1, bytes);
+        memset(b, 2, bytes);
+        for (int rep = 0; rep < 3; rep++) {
+            double t0 = db_now();
+#if HAVE_OPENMP
+#pragma omp parallel
+            {
+                size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+                size_t chunk = (bytes / nt + 63) & ~(size_t)63, lo = id * chunk;
+                size_t hi = lo + chunk < bytes ? lo + chunk : bytes;
+                if (lo < hi) memcpy(b + lo, a + lo, hi - lo);
+            }
+#else
+            memcpy(b, a, bytes);
+#endif
+            double g = 2.0 * (double)bytes / (db_now() - t0);
+            if (g > best) best = g;
+        }
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+/* ---------------------------------------------------------------- timing */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    db_session *s;
+    const char *mode;   /* batch, prefill */
+    int block;          /* drafter block size */
+    int *ids, *slots;   /* [max rows] scratch */
+    db_row *rows;
+} bench_ctx;
+
+/* one forward of `model` at (n, ctx); caches set to ctx positions first */
+static int forward_once(bench_ctx *b, const bench_row *r, char *err, size_t errlen)
+{
+    db_session *s = b->s;
+    if (!strcmp(r->model, "drafter")) {
+        db_drafter *d = &s->drafter;
+        for (int i = 0; i < r->reqs; i++) {
+            d->kv.len[i] = r->ctx; /* zeroed cache rows stand in for a real context */
+            b->slots[i] = i;
+            b->ids[i] = (int)((7u * (unsigned)i + 1u) % (unsigned)s->target.cfg.vocab);
+        }
+        return db_drafter_block(d, b->slots, b->ids, r->reqs, b->block, d->has_conv, err, errlen);
+    }
+    db_target *t = &s->target;
+    int prefill = !strcmp(b->mode, "prefill");
+    for (int i = 0; i < r->reqs; i++) t->kv.len[i] = r->ctx;
+    for (int i = 0; i < r->rows; i++) {
+        int tok = (int)((7u * (unsigned)i + 1u) % (unsigned)t->cfg.vocab);
+        b->rows[i] = (db_row){prefill ? 0 : i, prefill ? r->ctx + i : r->ctx, tok};
+        b->ids[i] = i;
+    }
+    const int *logit_rows = prefill ? b->ids + r->rows - 1 : b->ids;
+    return db_target_forward(t, b->rows, r->rows, logit_rows, prefill ? 1 : r->rows, err, errlen);
+}
+
+/* median (and best) of `reps` timed forwards after one untimed one */
+static int time_row(bench_ctx *b, bench_row *r, int reps, char *err, size_t errlen)
+{
+    double t[64];
+    if (reps > 64) reps = 64;
+    db_backend *be = b->s->be;
+    int rc = forward_once(b, r, err, errlen);
+    if (!rc && be->ops->sync(be)) rc = db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+    for (int i = 0; i < reps && !rc; i++) {
+        double t0 = db_now();
+        rc = forward_once(b, r, err, errlen);
+        if (!rc && be->ops->sync(be)) rc = db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        t[i] = db_now() - t0;
+    }
+    if (rc) return rc;
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    r->ms = 1e3 * (reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]));
+    r->ms_min = 1e3 * t[0];
+    return 0;
+}
+
+/* roofline traffic and arithmetic of the forward r stands for */
+static void row_cost(const db_session *s, db_dtype dt, const char *mode, int block, bench_row *r)
+{
+    db_hw hw = {.bw = 1e12, .flops = 1e12};
+    const db_model_config *tc = &s->target.cfg;
+    if (!strcmp(r->model, "drafter")) {
+        db_step_shape sh = {.concurrency = r->reqs, .block = block, .ctx = r->ctx, .tau = 1,
+                            .use_conv = s->drafter.has_conv, .use_sel = 0};
+        db_step_cost c;
+        db_roofline_step(tc, &s->drafter.cfg, dt, &hw, &sh, &c);
+        r->bytes = c.draft.bytes;
+        r->flops = c.draft.flops;
+    } else if (!strcmp(mode, "prefill")) {
+        db_cost c = db_roofline_prefill(tc, NULL, dt, &hw, 1, r->rows, r->rows);
+        /* prefill's model attends to half a prompt from position 0; add the cached context */
+        c.flops += 4.0 * tc->n_layers * r->rows * tc->n_heads * (double)tc->head_dim * r->ctx;
+        c.bytes += (double)tc->n_layers * r->ctx * 2 * tc->n_kv_heads * tc->head_dim * 4;
+        r->bytes = c.bytes;
+        r->flops = c.flops;
+    } else {
+        db_step_shape sh = {.concurrency = r->rows, .block = 1, .ctx = r->ctx, .tau = 1};
+        db_step_cost c;
+        db_roofline_step(tc, NULL, dt, &hw, &sh, &c);
+        r->bytes = c.verify.bytes;
+        r->flops = c.verify.flops;
+    }
+}
+
+/* ---------------------------------------------------------------- output */
+
+static double one_row_ms(const bench_row *rows, int n, const bench_row *r)
+{
+    int drafter = !strcmp(r->model, "drafter");
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].model, r->model) && rows[i].ctx == r->ctx && rows[i].reqs == 1 &&
+            (drafter || rows[i].rows == 1))
+            return rows[i].ms;
+    return NAN;
+}
+
+static void fmt_frac(char *buf, size_t n, double v, double lim)
+{
+    if (lim > 0) snprintf(buf, n, "%.0f%%", 100.0 * v / lim);
+    else snprintf(buf, n, "-");
+}
+
+static void print_md(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
+                     const char *mode, db_dtype dt)
+{
+    printf("# dflash-bench bench\n\n");
+    printf("- device: %s, %s, %d threads, kernel %s\n", s->be->ops->name, s->be->device_name,
+           s->be->threads, s->be->simd);
+    printf("- copy bandwidth %.1f GB/s; FMA peak %.1f GFLOP/s (%s)\n", lim->copy_gbs,
+           lim->peak_gflops, lim->peak_unit);
+    printf("- target %s (%s weights, %.3f GB)%s%s; mode %s\n\n", s->target.cfg.path,
+           db_dtype_name(dt), db_target_weight_bytes(&s->target) / 1e9,
+           s->has_drafter ? "; drafter " : "", s->has_drafter ? s->drafter.cfg.base.path : "", mode);
+    printf("| model | rows | requests | ctx | ms (median) | ms (best) | rows/s | GB/s | %% copy bw "
+           "| GFLOP/s | %% FMA peak | x 1-row |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        double sec = r->ms / 1e3, gbs = r->bytes / sec / 1e9, gf = r->flops / sec / 1e9;
+        char fb[16], ff[16], x1[16];
+        fmt_frac(fb, sizeof fb, gbs, lim->copy_gbs);
+        fmt_frac(ff, sizeof ff, gf, lim->peak_gflops);
+        double one = one_row_ms(rows, n, r);
+        if (isfinite(one) && one > 0) snprintf(x1, sizeof x1, "%.2f", r->ms / one);
+        else snprintf(x1, sizeof x1, "-");
+        printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | %.1f | %s | %.1f | %s | %s |\n", r->model,
+               r->rows, r->reqs, r->ctx, r->ms, r->ms_min, r->rows / sec, gbs, fb, gf, ff, x1);
+    }
+}
+
+static void print_csv(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
+                      const char *mode)
+{
+    printf("model,mode,rows,requests,ctx,ms_median,ms_best,rows_per_s,gb_s,gflop_s,copy_gb_s,"
+           "fma_peak_gflop_s,x_one_row,kernel,threads\n");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        double sec = r->ms / 1e3, one = one_row_ms(rows, n, r);
+        printf("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%s,%d\n", r->model,
+               strcmp(r->model, "drafter") ? mode : "draft", r->rows, r->reqs, r->ctx, r->ms,
+               r->ms_min, r->rows / sec, r->bytes / sec / 1e9, r->flops / sec / 1e9, lim->copy_gbs,
+               lim->peak_gflops, isfinite(one) ? r->ms / one : 0.0, s->be->simd, s->be->threads);
+    }
+}
+
+static void print_json(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
+                       const char *mode, db_dtype dt)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "backend", s->be->ops->name);
+    cJSON_AddStringToObject(root, "device", s->be->device_name);
+    cJSON_AddStringToObject(root, "kernel", s->be->simd);
+    cJSON_AddNumberToObject(root, "threads", s->be->threads);
+    cJSON_AddNumberToObject(root, "copy_gb_s", lim->copy_gbs);
+    cJSON_AddNumberToObject(root, "fma_peak_gflop_s", lim->peak_gflops);
+    cJSON_AddStringToObject(root, "target", s->target.cfg.path);
+    cJSON_AddStringToObject(root, "drafter", s->has_drafter ? s->drafter.cfg.base.path : "");
+    cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt));
+    cJSON_AddStringToObject(root, "mode", mode);
+    cJSON *arr = cJSON_AddArrayToObject(root, "rows");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        double sec = r->ms / 1e3, one = one_row_ms(rows, n, r);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", r->model);
+        cJSON_AddNumberToObject(o, "rows", r->rows);
+        cJSON_AddNumberToObject(o, "requests", r->reqs);
+        cJSON_AddNumberToObject(o, "ctx", r->ctx);
+        cJSON_AddNumberToObject(o, "ms_median", r->ms);
+        cJSON_AddNumberToObject(o, "ms_best", r->ms_min);
+        cJSON_AddNumberToObject(o, "bytes", r->bytes);
+        cJSON_AddNumberToObject(o, "flops", r->flops);
+        cJSON_AddNumberToObject(o, "gb_s", r->bytes / sec / 1e9);
+        cJSON_AddNumberToObject(o, "gflop_s", r->flops / sec / 1e9);
+        if (isfinite(one)) cJSON_AddNumberToObject(o, "x_one_row", r->ms / one);
+        else cJSON_AddNullToObject(o, "x_one_row");
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *txt = cJSON_Print(root);
+    if (txt) printf("%s\n", txt);
+    free(txt);
+    cJSON_Delete(root);
+}
+
+/* ---------------------------------------------------------------- command */
+
+/* caches and scratch for the largest point, the measurement of every point */
+static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, int nctx,
+                     int reps, db_dtype dt, bench_row *out, int *nout, char *err, size_t errlen)
+{
+    db_session *s = b->s;
+    int maxr = 0, maxc = 0, prefill = !strcmp(b->mode, "prefill");
+    for (int i = 0; i < nrows; i++) maxr = rows[i] > maxr ? rows[i] : maxr;
+    for (int i = 0; i < nctx; i++) maxc = ctxs[i] > maxc ? ctxs[i] : maxc;
+    db_target_opts to = {.slots = prefill ? 1 : maxr, .capacity = maxc + maxr + 1, .max_rows = maxr,
+                         .n_taps = s->has_drafter ? s->drafter.cfg.n_taps : 0,
+                         .tap_layers = s->has_drafter ? s->drafter.cfg.tap_layers : NULL};
+    int rc = db_target_alloc(&s->target, &to, err, errlen);
+    if (!rc && s->has_drafter) {
+        db_drafter_opts dop = {.slots = maxr, .capacity = maxc + b->block + 1, .max_ctx_rows = 1,
+                               .max_requests = maxr, .max_block = b->block};
+        rc = db_drafter_alloc(&s->drafter, &dop, err, errlen);
+    }
+    int cap = maxr > b->block * maxr ? maxr : b->block * maxr;
+    b->ids = malloc(sizeof(int) * (size_t)cap);
+    b->slots = malloc(sizeof(int) * (size_t)cap);
+    b->rows = malloc(sizeof(db_row) * (size_t)cap);
+    if (!rc && (!b->ids || !b->slots || !b->rows)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    *nout = 0;
+    for (int m = 0; m < 1 + s->has_drafter && !rc; m++)
+        for (int c = 0; c < nctx && !rc; c++)
+            for (int i = 0; i < nrows && !rc; i++) {
+                bench_row *r = &out[(*nout)++];
+                *r = (bench_row){.model = m ? "drafter" : "target", .ctx = ctxs[c]};
+                r->reqs = m || !prefill ? rows[i] : 1;
+                r->rows = m ? rows[i] * b->block : rows[i];
+                fprintf(stderr, "bench: %s rows %d ctx %d\n", r->model, r->rows, r->ctx);
+                rc = time_row(b, r, reps, err, errlen);
+                row_cost(s, dt, b->mode, b->block, r);
+            }
+    free(b->ids), free(b->slots), free(b->rows);
+    return rc;
+}
+
+int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
+{
+    const char *target = "models/tiny-qwen3", *drafter = NULL, *rows_s = "1,2,4,8,16,32,64",
+               *ctx_s = "128", *mode = "batch", *dtype_s = "bf16", *output = "md", *backend = "cpu";
+    int reps = 9, threads = 0, synthetic = 0, deterministic = 0, block = 8, help = 0, seed = 0;
+    const db_arg spec[] = {
+        {"target", 't', DB_ARG_STR, &target, "target checkpoint (default models/tiny-qwen3); with --synthetic its config.json"},
+        {"drafter", 'd', DB_ARG_STR, &drafter, "drafter checkpoint (or config.json with --synthetic); none by default"},
+        {"synthetic", 0, DB_ARG_FLAG, &synthetic, "random weights of the configs' shapes, made on the backend"},
+        {"dtype", 0, DB_ARG_STR, &dtype_s, "synthetic weight dtype: bf16 (default), f16, f32"},
+        {"rows", 'r', DB_ARG_STR, &rows_s, "rows per forward (drafter: requests), default 1,2,4,8,16,32,64"},
+        {"context", 'C', DB_ARG_STR, &ctx_s, "cached positions per request, comma list (default 128)"},
+        {"mode", 'm', DB_ARG_STR, &mode, "batch (N requests x 1 row, default) or prefill (1 request x N rows)"},
+        {"block-size", 'B', DB_ARG_INT, &block, "drafter block size (default 8)"},
+        {"reps", 0, DB_ARG_INT, &reps, "timed forwards per point, median reported (default 9, <= 64)"},
+        {"deterministic", 0, DB_ARG_FLAG, &deterministic, "batch-invariant kernels (as check-lossless)"},
+        {"seed", 's', DB_ARG_INT, &seed, "seed of synthetic weights (default 0)"},
+        {"backend", 'b', DB_ARG_STR, &backend, "compute backend (default cpu)"},
+        {"threads", 0, DB_ARG_INT, &threads, "CPU threads (default: all cores)"},
+        {"output", 'o', DB_ARG_STR, &output, "md (default), csv or json"},
+        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    };
+    int nspec = (int)(sizeof spec / sizeof *spec);
+    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
+    if (rc) return rc;
+    if (help) {
+        db_args_usage(spec, nspec, "bench",
+                      "Forward time of the target (and drafter) vs rows and context depth, with\n"
+                      "achieved GB/s and GFLOP/s next to the copy bandwidth and FMA peak.");
+        return DB_OK;
+    }
+    if (strcmp(output, "md") && strcmp(output, "csv") && strcmp(output, "json"))
+        return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", output);
+    if (strcmp(mode, "batch") && strcmp(mode, "prefill"))
+        return db_fail(err, errlen, DB_EINPUT, "--mode must be batch or prefill, not '%s'", mode);
+    if (reps < 1 || reps > 64 || threads < 0 || seed < 0 || block < 2 || block > DB_MAX_BLOCK)
+        return db_fail(err, errlen, DB_EINPUT, "--reps 1..64, --threads >= 0, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
+    db_dtype dt;
+    if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
+    int rows[DB_LIST_MAX], ctxs[DB_LIST_MAX], nrows, nctx;
+    if ((rc = db_parse_int_list("--rows", rows_s, 1, 4096, rows, &nrows, err, errlen))) return rc;
+    if ((rc = db_parse_int_list("--context", ctx_s, 0, 1 << 20, ctxs, &nctx, err, errlen))) return rc;
+    char tpath[1024], dpath[1024];
+    if ((rc = db_data_path(target, tpath, sizeof tpath, err, errlen))) return rc;
+    if (drafter && (rc = db_data_path(drafter, dpath, sizeof dpath, err, errlen))) return rc;
+
+    db_session s;
+    db_synth_opts syn = {.seed = (uint64_t)seed, .dtype = dt};
+    db_session_opts so = {backend, tpath, drafter ? dpath : NULL, threads, deterministic, synthetic ? &syn : NULL};
+    if ((rc = db_session_open(&s, &so, err, errlen))) return rc;
+    if (!synthetic) dt = s.target.embed.dtype;
+    if (s.has_drafter && block > s.drafter.cfg.block_size) {
+        db_session_close(&s);
+        return db_fail(err, errlen, DB_EINPUT, "--block-size %d above the drafter's block_size %d (%s)", block,
+                       s.drafter.cfg.block_size, s.drafter.cfg.base.path);
+    }
+    bench_limits lim = {0, 0, "none"};
+    if (!strcmp(backend, "cpu")) {
+        fprintf(stderr, "bench: measuring copy bandwidth and FMA peak\n");
+        lim.copy_gbs = copy_bandwidth() / 1e9;
+        lim.peak_gflops = fma_peak(&lim.peak_unit) / 1e9;
+    }
+    bench_row *out = calloc((size_t)2 * nrows * nctx, sizeof *out);
+    int nout = 0;
+    bench_ctx b = {.s = &s, .mode = mode, .block = block};
+    if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    else rc = bench_all(&b, rows, nrows, ctxs, nctx, reps, dt, out, &nout, err, errlen);
+    if (!rc && !strcmp(output, "json")) print_json(out, nout, &lim, &s, mode, dt);
+    else if (!rc && !strcmp(output, "csv")) print_csv(out, nout, &lim, &s, mode);
+    else if (!rc) print_md(out, nout, &lim, &s, mode, dt);
+    free(out);
+    db_session_close(&s);
+    return rc;
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# cli_bench.sh — `dflash-bench bench` end to end on the embedded pair (TAP): the CSV has one
+# row per (model, rows, context) with positive times, GB/s and GFLOP/s that equal the roofline
+# bytes / flops over the median time (checked against the JSON), the 1-row point's ratio is 1,
+# the drafter's rows are requests x block; bad options exit 2 with nothing on stdout.
+set -u
+BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
+ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
+PY=/usr/bin/python3
+TARGET="$ROOT/models/tiny-qwen3"
+DRAFTER="$ROOT/models/tiny-qwen3-dflash2-b16"
+if [ ! -f "$TARGET/config.json" ] || [ ! -x "$PY" ]; then
+    echo "1..0 # SKIP the embedded pair or /usr/bin/python3 is missing"
+    exit 0
+fi
+n=0
+failed=0
+ok() {
+    n=$((n + 1))
+    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-cli-bench-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
+trap 'rm -rf "$tmp"' EXIT
+
+"$BIN" bench --target "$TARGET" --drafter "$DRAFTER" --rows 1,3 --context 0,40 --reps 2 -B 4 \
+    --threads 1 -o csv >"$tmp/b.csv" 2>"$tmp/err"
+ok $? "bench -o csv exits 0"
+"$PY" - "$tmp/b.csv" <<'PYEOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 8, len(rows)
+seen = {(r["model"], int(r["rows"]), int(r["requests"]), int(r["ctx"])) for r in rows}
+want = {(m, r * (4 if m == "drafter" else 1), r, c) for m in ("target", "drafter")
+        for r in (1, 3) for c in (0, 40)}
+assert seen == want, seen
+for r in rows:
+    assert float(r["ms_best"]) > 0 and float(r["ms_median"]) >= float(r["ms_best"]), r
+    assert float(r["gb_s"]) > 0 and float(r["gflop_s"]) > 0, r
+    if int(r["requests"]) == 1:
+        assert abs(float(r["x_one_row"]) - 1) < 1e-9, r
+PYEOF
+ok $? "CSV: one row per model x rows x context, drafter rows = requests x block, 1-row ratio 1"
+
+"$BIN" bench --target "$TARGET" --rows 2 --context 16 --reps 1 --threads 1 --mode prefill \
+    -o json >"$tmp/b.json" 2>"$tmp/err"
+ok $? "bench --mode prefill -o json exits 0"
+"$PY" - "$tmp/b.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mode"] == "prefill" and d["copy_gb_s"] > 0 and d["fma_peak_gflop_s"] > 0, d
+(r,) = d["rows"]
+assert r["requests"] == 1 and r["rows"] == 2 and r["ctx"] == 16, r
+assert abs(r["gflop_s"] - r["flops"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r["gflop_s"], r
+assert abs(r["gb_s"] - r["bytes"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r["gb_s"], r
+PYEOF
+ok $? "JSON: prefill of 1 request x 2 rows; GB/s and GFLOP/s are bytes and flops over the median"
+
+for bad in "-o xml" "--mode sideways" "--rows 0" "--reps 0" "--context -1"; do
+    # shellcheck disable=SC2086
+    "$BIN" bench --target "$TARGET" $bad >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    ok "$([ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ]; echo $?)" \
+        "bench $bad: exit 2, one line on stderr, nothing on stdout (rc $rc)"
+done
+echo "1..$n"
+[ "$failed" = 0 ]
