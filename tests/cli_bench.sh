@@ -22,7 +22,7 @@ ok() {
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-cli-bench-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
 
-"$BIN" bench --target "$TARGET" --drafter "$DRAFTER" --rows 1,3 --context 0,40 --reps 2 -B 4 \
+"$BIN" bench --target "$TARGET" --drafter "$DRAFTER" --rows 1,3 --context 0,40 --repetitions 2 -B 4 \
     --threads 1 -o csv >"$tmp/b.csv" 2>"$tmp/err"
 ok $? "bench -o csv exits 0"
 "$PY" - "$tmp/b.csv" <<'PYEOF'
@@ -41,7 +41,7 @@ for r in rows:
 PYEOF
 ok $? "CSV: one row per model x rows x context, drafter rows = requests x block, 1-row ratio 1"
 
-"$BIN" bench --target "$TARGET" --rows 2 --context 16 --reps 1 --threads 1 --mode prefill \
+"$BIN" bench --target "$TARGET" --rows 2 --context 16 --repetitions 1 --threads 1 --mode prefill \
     -o json >"$tmp/b.json" 2>"$tmp/err"
 ok $? "bench --mode prefill -o json exits 0"
 "$PY" - "$tmp/b.json" <<'PYEOF'
@@ -55,7 +55,7 @@ assert abs(r["gb_s"] - r["bytes"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r["gb
 PYEOF
 ok $? "JSON: prefill of 1 request x 2 rows; GB/s and GFLOP/s are bytes and flops over the median"
 
-for bad in "-o xml" "--mode sideways" "--rows 0" "--reps 0" "--context -1"; do
+for bad in "-o xml" "--mode sideways" "--rows 0" "--repetitions 0" "--context -1"; do
     # shellcheck disable=SC2086
     "$BIN" bench --target "$TARGET" $bad >"$tmp/out" 2>"$tmp/err"
     rc=$?

@@ -24,9 +24,9 @@ printf 'Ünïcödé 你好 👍🏽\r\n  x' > "$tmp/in"
   "$bin" tokenize --tokenizer "$data/tokenizer-gpt2.json" --decode < "$tmp/ids" > "$tmp/out"
 cmp -s "$tmp/in" "$tmp/out"; ok $? "non-ASCII text round-trips byte for byte"
 
-out=$(printf 'Hi' | "$bin" tokenize --tokenizer "$data/tokenizer.json" --template chatml)
+out=$(printf 'Hi' | "$bin" tokenize --tokenizer "$data/tokenizer.json" --chat-template chatml)
 case "$out" in 509,*,510,10,509,*) r=0 ;; *) r=1 ;; esac
-ok $r "--template chatml wraps the text in <|im_start|>/<|im_end|> ($out)"
+ok $r "--chat-template chatml wraps the text in <|im_start|>/<|im_end|> ($out)"
 
 out=$(printf '<|im_end|>' | "$bin" tokenize --tokenizer "$data/tokenizer.json")
 [ "$out" = "510" ]; ok $? "a special token in the text is one id"

@@ -1,6 +1,8 @@
 /* test_sweep.c — sweep lists and ranges (good and bad values), ini files (unknown keys named
- * with file and line), the presets, validation, and the order of the enumerated points. */
+ * with file and line), the presets, validation, the order of the enumerated points, and the
+ * variant table: the sweep's variants are its rows, and README's variant table is a copy of it. */
 #include "bench/sweep.h"
+#include "engine/variant.h"
 #include "tap.h"
 #include "base/util.h"
 
@@ -269,11 +271,37 @@ static void ini(void)
     if (rc == 0) free(k);
 }
 
+static void variants(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    int same = s.n_variant == DB_VAR_COUNT;
+    for (int i = 0; same && i < DB_VAR_COUNT; i++) same = !strcmp(s.variant[i], db_variant_table[i].name);
+    tap_ok(same, "the default sweep runs every variant of the table, in table order");
+    const char *root = getenv("DB_SOURCE_ROOT");
+    char path[1024], *readme = NULL;
+    snprintf(path, sizeof path, "%s/README.md", root ? root : ".");
+    if (db_read_file(path, &readme, NULL, err, sizeof err) != 0) {
+        tap_ok(0, "README.md readable: %s", err);
+        return;
+    }
+    for (int i = 0; i < DB_VAR_COUNT; i++) {
+        const db_variant_info *v = &db_variant_table[i];
+        int d = db_variant_uses_drafter((db_variant)i);
+        char row[512];
+        snprintf(row, sizeof row, "| `%s` | %s | %s | %s | %s |", v->name, db_variant_checkpoint((db_variant)i),
+                 !d ? "—" : v->conv ? "on" : "off", !d ? "—" : v->selector ? "on" : "off", v->meaning);
+        tap_ok(strstr(readme, row) != NULL, "README's variant table has the row %s", row);
+    }
+    free(readme);
+}
+
 int main(void)
 {
     ranges();
     scalars();
     enumeration();
     ini();
+    variants();
     return tap_done();
 }

@@ -395,38 +395,34 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     const char *target = "models/tiny-qwen3", *drafter = NULL, *rows_s = "1,2,4,8,16,32,64",
                *ctx_s = "128", *mode = "batch", *dtype_s = "bf16", *output = "md", *backend = "cpu";
     int reps = 9, threads = 0, synthetic = 0, deterministic = 0, block = 8, help = 0, seed = 0;
-    const db_arg spec[] = {
-        {"target", 't', DB_ARG_STR, &target, "target checkpoint (default models/tiny-qwen3); with --synthetic its config.json"},
-        {"drafter", 'd', DB_ARG_STR, &drafter, "drafter checkpoint (or config.json with --synthetic); none by default"},
-        {"synthetic", 0, DB_ARG_FLAG, &synthetic, "random weights of the configs' shapes, made on the backend"},
-        {"dtype", 0, DB_ARG_STR, &dtype_s, "synthetic weight dtype: bf16 (default), f16, f32"},
-        {"rows", 'r', DB_ARG_STR, &rows_s, "rows per forward (drafter: requests), default 1,2,4,8,16,32,64"},
-        {"context", 'C', DB_ARG_STR, &ctx_s, "cached positions per request, comma list (default 128)"},
-        {"mode", 'm', DB_ARG_STR, &mode, "batch (N requests x 1 row, default) or prefill (1 request x N rows)"},
-        {"block-size", 'B', DB_ARG_INT, &block, "drafter block size (default 8)"},
-        {"reps", 0, DB_ARG_INT, &reps, "timed forwards per point, median reported (default 9, <= 64)"},
-        {"deterministic", 0, DB_ARG_FLAG, &deterministic, "batch-invariant kernels (as check-lossless)"},
-        {"seed", 's', DB_ARG_INT, &seed, "seed of synthetic weights (default 0)"},
-        {"backend", 'b', DB_ARG_STR, &backend, "compute backend (default cpu)"},
-        {"threads", 0, DB_ARG_INT, &threads, "CPU threads (default: all cores)"},
-        {"output", 'o', DB_ARG_STR, &output, "md (default), csv or json"},
-        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    const db_opt opts[] = {
+        {"target", 't', "DIR", "target checkpoint (default models/tiny-qwen3); with --synthetic its config.json", NULL, DB_OPT_STR, &target},
+        {"drafter", 'd', "DIR", "drafter checkpoint (or config.json with --synthetic); none by default", NULL, DB_OPT_STR, &drafter},
+        {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", NULL, DB_OPT_FLAG, &synthetic},
+        {"dtype", 0, "TYPE", "synthetic weight dtype: bf16 (default), f16, f32", NULL, DB_OPT_STR, &dtype_s},
+        {"rows", 0, "LIST", "rows per forward (drafter: requests), default 1,2,4,8,16,32,64", NULL, DB_OPT_STR, &rows_s},
+        {"context", 'C', "LIST", "cached positions per request (default 128)", NULL, DB_OPT_STR, &ctx_s},
+        {"mode", 'm', "NAME", "batch (N requests x 1 row, default) or prefill (1 request x N rows)", NULL, DB_OPT_STR, &mode},
+        {"block-size", 'B', "N", "drafter block size (default 8)", NULL, DB_OPT_INT, &block},
+        {"repetitions", 'r', "N", "timed forwards per point, median reported (default 9, <= 64)", NULL, DB_OPT_INT, &reps},
+        {"deterministic", 0, NULL, "batch-invariant kernels (as check-lossless)", NULL, DB_OPT_FLAG, &deterministic},
+        {"seed", 's', "N", "seed of synthetic weights (default 0)", NULL, DB_OPT_INT, &seed},
+        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
+        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &threads},
+        {"output", 'o', "FMT", "md (default), csv or json", NULL, DB_OPT_STR, &output},
     };
-    int nspec = (int)(sizeof spec / sizeof *spec);
-    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
-    if (rc) return rc;
-    if (help) {
-        db_args_usage(spec, nspec, "bench",
-                      "Forward time of the target (and drafter) vs rows and context depth, with\n"
-                      "achieved GB/s and GFLOP/s next to the copy bandwidth and FMA peak.");
-        return DB_OK;
-    }
+    const db_cmd_opts cmd = {"bench",
+                             "Forward time of the target (and drafter) vs rows and context depth, with\n"
+                             "achieved GB/s and GFLOP/s next to the copy bandwidth and FMA peak.",
+                             opts, (int)(sizeof opts / sizeof *opts), NULL};
+    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
+    if (rc || help) return rc;
     if (strcmp(output, "md") && strcmp(output, "csv") && strcmp(output, "json"))
         return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", output);
     if (strcmp(mode, "batch") && strcmp(mode, "prefill"))
         return db_fail(err, errlen, DB_EINPUT, "--mode must be batch or prefill, not '%s'", mode);
     if (reps < 1 || reps > 64 || threads < 0 || seed < 0 || block < 2 || block > DB_MAX_BLOCK)
-        return db_fail(err, errlen, DB_EINPUT, "--reps 1..64, --threads >= 0, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
+        return db_fail(err, errlen, DB_EINPUT, "--repetitions 1..64, --threads >= 0, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
     db_dtype dt;
     if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
     int rows[DB_LIST_MAX], ctxs[DB_LIST_MAX], nrows, nctx;

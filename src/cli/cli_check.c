@@ -118,28 +118,24 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
     const char *target_dir = NULL, *drafter_dir = NULL, *prompts_file = NULL, *backend = "cpu",
                *blocks_text = NULL;
     int n_random = 20, max_new = 48, conc = 4, threads = 0, help = 0, plant = 0, seed = 0;
-    const db_arg spec[] = {
-        {"target", 't', DB_ARG_STR, &target_dir, "target checkpoint directory"},
-        {"drafter", 'd', DB_ARG_STR, &drafter_dir, "drafter directory"},
-        {"prompt-ids-file", 0, DB_ARG_STR, &prompts_file, "one prompt of token ids per line (default: random prompts)"},
-        {"random-prompts", 0, DB_ARG_INT, &n_random, "number of seeded random prompts when no file (default 20)"},
-        {"block-size", 'B', DB_ARG_STR, &blocks_text, "block sizes, comma list (default: 4,8 and the drafter's)"},
-        {"max-new-tokens", 'n', DB_ARG_INT, &max_new, "tokens per prompt (default 48)"},
-        {"concurrency", 'c', DB_ARG_INT, &conc, "requests batched per cycle (default 4)"},
-        {"seed", 's', DB_ARG_INT, &seed, "seed of the random prompts (default 0)"},
-        {"backend", 'b', DB_ARG_STR, &backend, "compute backend (default cpu)"},
-        {"threads", 0, DB_ARG_INT, &threads, "CPU threads (default: all cores)"},
-        {"debug-plant-mismatch", 0, DB_ARG_INT, &plant, "testing: corrupt the N-th token of prompt 0 in every speculative variant"},
-        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    const db_opt opts[] = {
+        {"target", 't', "DIR", "target checkpoint directory", NULL, DB_OPT_STR, &target_dir},
+        {"drafter", 'd', "DIR", "drafter directory", NULL, DB_OPT_STR, &drafter_dir},
+        {"prompt-ids-file", 0, "FILE", "one prompt of token ids per line (default: random prompts)", NULL, DB_OPT_STR, &prompts_file},
+        {"random-prompts", 0, "N", "number of seeded random prompts when no file (default 20)", NULL, DB_OPT_INT, &n_random},
+        {"block-size", 'B', "LIST", "block sizes, comma list (default: 4,8 and the drafter's)", NULL, DB_OPT_STR, &blocks_text},
+        {"max-new-tokens", 'n', "N", "tokens per prompt (default 48)", NULL, DB_OPT_INT, &max_new},
+        {"concurrency", 'c', "N", "requests batched per cycle (default 4)", NULL, DB_OPT_INT, &conc},
+        {"seed", 's', "N", "seed of the random prompts (default 0)", NULL, DB_OPT_INT, &seed},
+        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
+        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &threads},
+        {"debug-plant-mismatch", 0, "N", "testing: corrupt the N-th token of prompt 0 in every speculative variant", NULL, DB_OPT_INT, &plant},
     };
-    int nspec = (int)(sizeof spec / sizeof *spec);
-    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
-    if (rc) return rc;
-    if (help) {
-        db_args_usage(spec, nspec, "check-lossless",
-                      "Greedy output of every variant == ar, token for token (exit 1 on the first difference).");
-        return DB_OK;
-    }
+    const db_cmd_opts cmd = {"check-lossless",
+                             "Greedy output of every variant == ar, token for token (exit 1 on the first difference).",
+                             opts, (int)(sizeof opts / sizeof *opts), NULL};
+    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
+    if (rc || help) return rc;
     if (!target_dir || !drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
     char tbuf[1024], dbuf[1024]; /* models/... from any directory (base/paths.h) */
     target_dir = db_data_find(target_dir, tbuf, sizeof tbuf), drafter_dir = db_data_find(drafter_dir, dbuf, sizeof dbuf);

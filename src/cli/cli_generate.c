@@ -55,38 +55,37 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     int max_new = 64, threads = 0, deterministic = 0, help = 0, block = 0, top_k = 0, seed = 0,
         trace = 0;
     float temperature = 0.0f, top_p = 1.0f;
-    const db_arg spec[] = {
-        {"target", 't', DB_ARG_STR, &target_dir, "target checkpoint directory (config.json + safetensors)"},
-        {"drafter", 'd', DB_ARG_STR, &drafter_dir, "DFlash / DFlash 2 drafter directory"},
-        {"variant", 'v', DB_ARG_STR, &variant_name, "ar, dflash, selector-off, conv-off, dflash2 (default: dflash2 / dflash with a drafter, else ar)"},
-        {"block-size", 'B', DB_ARG_INT, &block, "draft block size (default: the drafter's)"},
-        {"prompt", 'p', DB_ARG_STR, &prompt_text, "prompt text (chat template applied; output printed as text)"},
-        {"dataset", 0, DB_ARG_STR, &dataset, "take the prompt from a dataset (built-in name or path)"},
-        {"index", 'i', DB_ARG_INT, &index, "sample index in --dataset (default 0)"},
-        {"tokenizer", 0, DB_ARG_STR, &tok_path, "tokenizer.json (default: the target directory's)"},
-        {"chat-template", 0, DB_ARG_STR, &template_name, "auto (default), none, chatml, llama3"},
-        {"thinking", 0, DB_ARG_FLAG, &thinking, "Qwen3 thinking on (chatml: no empty think block)"},
-        {"prompt-ids", 0, DB_ARG_STR, &ids_text, "prompt token ids, e.g. 1,2,3"},
-        {"prompt-ids-file", 0, DB_ARG_STR, &ids_file, "file of prompt token ids (commas or whitespace)"},
-        {"max-new-tokens", 'n', DB_ARG_INT, &max_new, "tokens to generate (default 64)"},
-        {"temperature", 'T', DB_ARG_FLOAT, &temperature, "sampling temperature, 0 = greedy (default)"},
-        {"top-p", 0, DB_ARG_FLOAT, &top_p, "nucleus sampling mass (default 1)"},
-        {"top-k", 0, DB_ARG_INT, &top_k, "sample among the k most likely (default 0 = all)"},
-        {"seed", 's', DB_ARG_INT, &seed, "sampling seed (default 0)"},
-        {"backend", 'b', DB_ARG_STR, &backend, "compute backend (default cpu)"},
-        {"threads", 0, DB_ARG_INT, &threads, "CPU threads (default: all cores)"},
-        {"deterministic", 0, DB_ARG_FLAG, &deterministic, "batch-invariant reductions"},
-        {"trace", 0, DB_ARG_FLAG, &trace, "print every cycle's draft and acceptance to stderr"},
-        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    char names[200], vhelp[300];
+    snprintf(vhelp, sizeof vhelp, "%s (default: dflash2 with a DFlash 2 drafter, dflash with a DFlash 1 one, else ar)",
+             db_variant_names(names, sizeof names, 0));
+    const db_opt opts[] = {
+        {"target", 't', "DIR", "target checkpoint directory (config.json + safetensors)", NULL, DB_OPT_STR, &target_dir},
+        {"drafter", 'd', "DIR", "DFlash / DFlash 2 drafter directory", NULL, DB_OPT_STR, &drafter_dir},
+        {"variant", 'v', "NAME", vhelp, NULL, DB_OPT_STR, &variant_name},
+        {"block-size", 'B', "N", "draft block size (default: the drafter's)", NULL, DB_OPT_INT, &block},
+        {"prompt", 'p', "TEXT", "prompt text (chat template applied; output printed as text)", NULL, DB_OPT_STR, &prompt_text},
+        {"dataset", 0, "NAME", "take the prompt from a dataset (built-in name or path)", NULL, DB_OPT_STR, &dataset},
+        {"index", 'i', "N", "sample index in --dataset (default 0)", NULL, DB_OPT_INT, &index},
+        {"tokenizer", 0, "FILE", "tokenizer.json (default: the target directory's)", NULL, DB_OPT_STR, &tok_path},
+        {"chat-template", 0, "NAME", "auto (default), none, chatml, llama3", NULL, DB_OPT_STR, &template_name},
+        {"thinking", 0, NULL, "Qwen3 thinking on (chatml: no empty think block)", NULL, DB_OPT_FLAG, &thinking},
+        {"prompt-ids", 0, "IDS", "prompt token ids, e.g. 1,2,3", NULL, DB_OPT_STR, &ids_text},
+        {"prompt-ids-file", 0, "FILE", "file of prompt token ids (commas or whitespace)", NULL, DB_OPT_STR, &ids_file},
+        {"max-new-tokens", 'n', "N", "tokens to generate (default 64)", NULL, DB_OPT_INT, &max_new},
+        {"temperature", 'T', "X", "sampling temperature, 0 = greedy (default)", NULL, DB_OPT_FLOAT, &temperature},
+        {"top-p", 0, "X", "nucleus sampling mass (default 1)", NULL, DB_OPT_FLOAT, &top_p},
+        {"top-k", 0, "N", "sample among the k most likely (default 0 = all)", NULL, DB_OPT_INT, &top_k},
+        {"seed", 's', "N", "sampling seed (default 0)", NULL, DB_OPT_INT, &seed},
+        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
+        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &threads},
+        {"deterministic", 0, NULL, "batch-invariant reductions", NULL, DB_OPT_FLAG, &deterministic},
+        {"trace", 0, NULL, "print every cycle's draft and acceptance to stderr", NULL, DB_OPT_FLAG, &trace},
     };
-    int nspec = (int)(sizeof spec / sizeof *spec);
-    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
-    if (rc) return rc;
-    if (help) {
-        db_args_usage(spec, nspec, "generate",
-                      "Decode one prompt; output ids to stdout, cycle statistics to stderr.");
-        return DB_OK;
-    }
+    const db_cmd_opts cmd = {"generate",
+                             "Decode one prompt; output ids to stdout, cycle statistics to stderr.",
+                             opts, (int)(sizeof opts / sizeof *opts), db_variants_help};
+    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
+    if (rc || help) return rc;
     if (!target_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR is required");
     char tbuf[1024], dbuf[1024]; /* models/... from any directory (base/paths.h) */
     target_dir = db_data_find(target_dir, tbuf, sizeof tbuf), drafter_dir = db_data_find(drafter_dir, dbuf, sizeof dbuf);
@@ -94,7 +93,6 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "give exactly one of --prompt, --dataset, --prompt-ids, --prompt-ids-file");
     if (max_new < 1) return db_fail(err, errlen, DB_EINPUT, "--max-new-tokens must be >= 1");
     db_variant variant = drafter_dir ? DB_VAR_DFLASH2 : DB_VAR_AR;
-    char names[200];
     if (variant_name && db_variant_parse(variant_name, &variant) != 0)
         return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s' (%s)", variant_name, db_variant_names(names, sizeof names, 0));
     db_chat_template tmpl = DB_CHAT_AUTO;

@@ -16,16 +16,14 @@ int db_cmd_info(int argc, char **argv, char *err, size_t errlen)
 {
     const char *fmt = "md";
     int help = 0;
-    const db_arg spec[] = {
-        {"output", 'o', DB_ARG_STR, &fmt, "md (default) or json"},
-        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    const db_opt opts[] = {
+        {"output", 'o', "FMT", "md (default) or json", NULL, DB_OPT_STR, &fmt},
     };
-    int rc = db_args_parse(spec, 2, argc, argv, 2, err, errlen);
-    if (rc) return rc;
-    if (help) {
-        db_args_usage(spec, 2, "info", "Compiled backends, usable devices and CPU topology.");
-        return DB_OK;
-    }
+    const db_cmd_opts cmd = {"info",
+                             "Compiled backends, usable devices and CPU topology.",
+                             opts, (int)(sizeof opts / sizeof *opts), NULL};
+    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
+    if (rc || help) return rc;
     if (strcmp(fmt, "md") != 0 && strcmp(fmt, "json") != 0)
         return db_fail(err, errlen, DB_EINPUT, "info: -o must be md or json, not '%s'", fmt);
     db_cpu_info ci;

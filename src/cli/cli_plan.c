@@ -248,45 +248,42 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
     int block = 8, prompt_tokens = 128, max_new = 32, threads = 0, no_measure = 0, help = 0,
         seed = 0, warmup = 1, context = 0;
     float tau_arg = 0, bw_arg = 0, gf_arg = 0;
-    const db_arg spec[] = {
-        {"target-config", 't', DB_ARG_STR, &target, "target config.json (or a checkpoint directory)"},
-        {"drafter-config", 'd', DB_ARG_STR, &drafter, "DFlash / DFlash 2 drafter config.json (none: ar only)"},
-        {"variant", 'v', DB_ARG_STR, &variant_s, "drafter variant: dflash, selector-off, conv-off, dflash2 (default)"},
-        {"block-size", 'B', DB_ARG_INT, &block, "draft block size (default 8)"},
-        {"concurrency", 'c', DB_ARG_STR, &conc_s, "comma list of concurrencies (default 1,8,32)"},
-        {"prompt-tokens", 0, DB_ARG_INT, &prompt_tokens, "prompt length (default 128)"},
-        {"max-new-tokens", 'n', DB_ARG_INT, &max_new, "tokens generated per request when measuring (default 32)"},
-        {"context", 0, DB_ARG_INT, &context, "context of the predicted step (default prompt + n/2)"},
-        {"acceptance-profile", 0, DB_ARG_STR, &profile_s, "per-position acceptance (profile CSV, profile.h)"},
-        {"tau", 0, DB_ARG_FLOAT, &tau_arg, "expected acceptance length instead of a profile"},
-        {"dtype", 0, DB_ARG_STR, &dtype_s, "weight dtype: bf16 (default), f16, f32"},
-        {"bandwidth-gbs", 0, DB_ARG_FLOAT, &bw_arg, "device memory bandwidth, GB/s (default: measured)"},
-        {"gflops", 0, DB_ARG_FLOAT, &gf_arg, "device matmul rate, GFLOP/s (default: measured)"},
-        {"no-measure", 0, DB_ARG_FLAG, &no_measure, "predict only (no synthetic run)"},
-        {"warmup", 0, DB_ARG_INT, &warmup, "untimed runs before each measurement (default 1)"},
-        {"seed", 's', DB_ARG_INT, &seed, "seed of the synthetic weights, prompts and replay (default 0)"},
-        {"backend", 'b', DB_ARG_STR, &backend, "compute backend (default cpu)"},
-        {"threads", 0, DB_ARG_INT, &threads, "CPU threads (default: all cores)"},
-        {"output", 'o', DB_ARG_STR, &output, "md (default) or json"},
-        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    char names[200], vhelp[300];
+    snprintf(vhelp, sizeof vhelp, "drafter variant: %s (default dflash2)", db_variant_names(names, sizeof names, 1));
+    const db_opt opts[] = {
+        {"target-config", 't', "FILE", "target config.json (or a checkpoint directory)", NULL, DB_OPT_STR, &target},
+        {"drafter-config", 'd', "FILE", "DFlash / DFlash 2 drafter config.json (none: ar only)", NULL, DB_OPT_STR, &drafter},
+        {"variant", 'v', "NAME", vhelp, NULL, DB_OPT_STR, &variant_s},
+        {"block-size", 'B', "N", "draft block size (default 8)", NULL, DB_OPT_INT, &block},
+        {"concurrency", 'c', "LIST", "comma list of concurrencies (default 1,8,32)", NULL, DB_OPT_STR, &conc_s},
+        {"prompt-tokens", 0, "N", "prompt length (default 128)", NULL, DB_OPT_INT, &prompt_tokens},
+        {"max-new-tokens", 'n', "N", "tokens generated per request when measuring (default 32)", NULL, DB_OPT_INT, &max_new},
+        {"context", 0, "N", "context of the predicted step (default prompt + n/2)", NULL, DB_OPT_INT, &context},
+        {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &profile_s},
+        {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &tau_arg},
+        {"dtype", 0, "TYPE", "weight dtype: bf16 (default), f16, f32", NULL, DB_OPT_STR, &dtype_s},
+        {"bandwidth-gbs", 0, "X", "device memory bandwidth, GB/s (default: measured)", NULL, DB_OPT_FLOAT, &bw_arg},
+        {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &gf_arg},
+        {"no-measure", 0, NULL, "predict only (no synthetic run)", NULL, DB_OPT_FLAG, &no_measure},
+        {"warmup", 0, "N", "untimed runs before each measurement (default 1)", NULL, DB_OPT_INT, &warmup},
+        {"seed", 's', "N", "seed of the synthetic weights, prompts and replay (default 0)", NULL, DB_OPT_INT, &seed},
+        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
+        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &threads},
+        {"output", 'o', "FMT", "md (default) or json", NULL, DB_OPT_STR, &output},
     };
-    int nspec = (int)(sizeof spec / sizeof *spec);
-    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
-    if (rc) return rc;
-    if (help) {
-        db_args_usage(spec, nspec, "plan",
-                      "Capacity planning from config.json shapes: device bandwidth and matmul rate,\n"
-                      "roofline step / cycle times and tok/s, memory per concurrency, then a short\n"
-                      "synthetic run (random weights on the device, replayed acceptance) to compare.");
-        return DB_OK;
-    }
+    const db_cmd_opts cmd = {"plan",
+                             "Capacity planning from config.json shapes: device bandwidth and matmul rate,\n"
+                             "roofline step / cycle times and tok/s, memory per concurrency, then a short\n"
+                             "synthetic run (random weights on the device, replayed acceptance) to compare.",
+                             opts, (int)(sizeof opts / sizeof *opts), db_variants_help};
+    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
+    if (rc || help) return rc;
     if (!target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
     if (strcmp(output, "md") && strcmp(output, "json"))
         return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", output);
     db_dtype dt;
     if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
     db_variant variant;
-    char names[200];
     if (db_variant_parse(variant_s, &variant) != 0 || !db_variant_uses_drafter(variant))
         return db_fail(err, errlen, DB_EINPUT, "--variant %s: one of %s", variant_s, db_variant_names(names, sizeof names, 1));
     if (block < 2 || block > DB_MAX_BLOCK) return db_fail(err, errlen, DB_EINPUT, "--block-size %d outside 2..%d", block, DB_MAX_BLOCK);

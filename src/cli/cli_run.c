@@ -11,6 +11,7 @@
  * prompts and the same per-request seeds, so speedup pairs with `ar` prompt by prompt. */
 #include "bench/capacity.h"
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "engine/engine.h"
 #include "text/prompt.h"
 #include "bench/progress.h"
@@ -44,7 +45,14 @@ typedef struct {
     db_sweep sw;
     const char *resume;
     char out_dir[1024];
+    db_point_key *keys;   /* the sweep's points, in order */
+    int nkeys;
+    int maxb;             /* largest block size of a drafter point */
     db_session s;
+    int session_open;
+    db_session_opts so;
+    db_synth_opts syn;
+    const char *tpath, *dpath; /* checkpoint directories, or (synthetic) their configs */
     db_tokenizer tok;
     db_chat_template tmpl;
     prompt_set *sets;
@@ -58,92 +66,88 @@ typedef struct {
     db_dtype wdtype;          /* storage dtype of the weights (synthetic: the chosen one) */
     db_profile profiles[DB_SWEEP_MAX]; /* acceptance profiles, in sweep order */
     db_hw hw;                 /* device figures for the roofline (predict) */
+    /* output */
+    db_run_meta meta;
+    db_results res;
+    int res_open;
+    db_out out;
 } run_ctx;
 
-static const char *const bool_keys[] = {"no-baseline", "no_baseline", "thinking", "deterministic",
-                                        "synthetic", "predict"};
-
-static void usage(void)
+/* The options of run. Every one but --config and --resume is a sweep key (sweep.h), set with
+ * db_sweep_set in the order given; --config files are applied first, so every flag overrides
+ * them. */
+static db_cmd_opts run_options(run_ctx *c, const char **config)
 {
-    printf("usage: dflash-bench run [options]\n\n"
-           "Benchmark sweep: every combination of the list-valued axes is one point; results go\n"
-           "to --out DIR as CSV (summary, acceptance, histogram, requests) + meta.json, and a\n"
-           "table to stdout. Without options it runs the default sweep (configs/default.ini).\n\n"
-           "axes (comma lists; concurrency and block size also ranges a-b, a-b+s, a-b*m):\n"
-           "  --backend LIST       compute backends (default cpu)\n"
-           "  --dataset LIST       math, math-hard, code, code-basic, chat, or JSONL/text paths\n"
-           "  -c, --concurrency LIST  requests in flight (default 1,8,32)\n"
-           "  -B, --block-size LIST   draft block sizes (default 8,16)\n"
-           "  --variant LIST       ar, dflash, selector-off, conv-off, dflash2 (default: all)\n"
-           "  -T, --temperature LIST  0 = greedy (default 0)\n"
-           "settings:\n"
-           "  --top-p X, --top-k N, -n/--max-new-tokens N (64), --max-samples N (8), --seed N,\n"
-           "  -r/--repetitions N (1), --warmup N (1), --target DIR, --drafter DIR,\n"
-           "  --chat-template auto|none|chatml|llama3, --thinking, --no-baseline, --deterministic,\n"
-           "  --threads N, --config FILE.ini, --out DIR, --label S, --resume DIR,\n"
-           "  -o/--output md|csv|json (stdout format)\n"
-           "capacity planning (rows say weights=synthetic / acceptance_source=replay:<file>):\n"
-           "  --synthetic          random weights of the configs' shapes, made on the backend\n"
-           "  --target-config F, --drafter-config F   config.json files (with --synthetic)\n"
-           "  --dtype bf16|f16|f32 synthetic weight dtype (bf16)\n"
-           "  --prompt-tokens N    synthetic prompts: N random ids (dataset synthetic-N; 128)\n"
-           "  --acceptance-profile LIST  replay these per-position acceptance rates (an axis;\n"
-           "                       FILE.csv or FILE.csv#POINT; configs/profiles/)\n"
-           "  --predict            roofline prediction per row (predicted_tok_s), measuring the\n"
-           "                       device unless --bandwidth-gbs X and --gflops X are given\n");
+    static char vhelp[300];
+    static db_opt opts[] = {
+        {NULL, 0, NULL, "axes (comma lists; concurrency and block size also ranges a-b, a-b+s, a-b*m)", NULL, DB_OPT_HEADING, NULL},
+        {"backend", 'b', "LIST", "compute backends (default cpu)", "backend", DB_OPT_SWEEP, NULL},
+        {"dataset", 0, "LIST", "math, math-hard, code, code-basic, chat, synthetic-N, or JSONL / text paths (default math,code,chat)", "dataset", DB_OPT_SWEEP, NULL},
+        {"concurrency", 'c', "LIST", "requests in flight (default 1,8,32)", "concurrency", DB_OPT_SWEEP, NULL},
+        {"block-size", 'B', "LIST", "draft block sizes (default 8,16)", "block_size", DB_OPT_SWEEP, NULL},
+        {"variant", 'v', "LIST", vhelp, "variant", DB_OPT_SWEEP, NULL},
+        {"temperature", 'T', "LIST", "sampling temperatures, 0 = greedy (default 0)", "temperature", DB_OPT_SWEEP, NULL},
+        {NULL, 0, NULL, "settings", NULL, DB_OPT_HEADING, NULL},
+        {"top-p", 0, "X", "nucleus sampling mass (default 1)", "top_p", DB_OPT_SWEEP, NULL},
+        {"top-k", 0, "N", "sample among the k most likely (default 0 = all)", "top_k", DB_OPT_SWEEP, NULL},
+        {"max-new-tokens", 'n', "N", "tokens generated per request (default 64)", "max_new_tokens", DB_OPT_SWEEP, NULL},
+        {"max-samples", 0, "N", "prompts per dataset (default 8)", "max_samples", DB_OPT_SWEEP, NULL},
+        {"seed", 's', "N", "seed of sampling, prompt order and bootstrap (default 0)", "seed", DB_OPT_SWEEP, NULL},
+        {"repetitions", 'r', "N", "timed passes over the prompts per point (default 1)", "repetitions", DB_OPT_SWEEP, NULL},
+        {"warmup", 0, "N", "untimed passes before them (default 1)", "warmup", DB_OPT_SWEEP, NULL},
+        {"target", 't', "DIR", "target checkpoint directory (default models/tiny-qwen3)", "target", DB_OPT_SWEEP, NULL},
+        {"drafter", 'd', "DIR", "drafter checkpoint directory (default models/tiny-qwen3-dflash2-b16)", "drafter", DB_OPT_SWEEP, NULL},
+        {"chat-template", 0, "NAME", "auto (default), none, chatml, llama3", "chat_template", DB_OPT_SWEEP, NULL},
+        {"thinking", 0, NULL, "Qwen3 thinking on (chatml: no empty think block)", "thinking", DB_OPT_SWEEP, NULL},
+        {"no-baseline", 0, NULL, "no ar baseline (rows get no speedup)", "no_baseline", DB_OPT_SWEEP, NULL},
+        {"deterministic", 0, NULL, "batch-invariant reductions", "deterministic", DB_OPT_SWEEP, NULL},
+        {"threads", 0, "N", "CPU threads (default: all cores; more than this process may use: a warning)", "threads", DB_OPT_SWEEP, NULL},
+        {"out", 0, "DIR", "results directory (default results/<UTC time>[-label])", "out", DB_OPT_SWEEP, NULL},
+        {"label", 0, "TEXT", "name of the run, in the directory name and every row", "label", DB_OPT_SWEEP, NULL},
+        {"output", 'o', "FMT", "stdout format: md (default), csv, json", "output", DB_OPT_SWEEP, NULL},
+        {"config", 0, "FILE", "sweep keys from an ini file (block_size = 8,16), applied before every flag", NULL, DB_OPT_STR, NULL},
+        {"resume", 0, "DIR", "finish the sweep of an earlier run in DIR (completed points are kept)", NULL, DB_OPT_STR, NULL},
+        {NULL, 0, NULL, "capacity planning (rows say weights=synthetic / acceptance_source=replay:<file>)", NULL, DB_OPT_HEADING, NULL},
+        {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", "synthetic", DB_OPT_SWEEP, NULL},
+        {"target-config", 0, "FILE", "target config.json for --synthetic (default: the target's)", "target_config", DB_OPT_SWEEP, NULL},
+        {"drafter-config", 0, "FILE", "drafter config.json for --synthetic (default: the drafter's)", "drafter_config", DB_OPT_SWEEP, NULL},
+        {"dtype", 0, "TYPE", "synthetic weight dtype: bf16 (default), f16, f32", "dtype", DB_OPT_SWEEP, NULL},
+        {"prompt-tokens", 0, "N", "synthetic prompts: N random ids (dataset synthetic-N; default 128)", "prompt_tokens", DB_OPT_SWEEP, NULL},
+        {"acceptance-profile", 0, "LIST", "replay these per-position acceptance rates (an axis; FILE.csv, FILE.csv#POINT or a preset of configs/profiles/)", "acceptance_profile", DB_OPT_SWEEP, NULL},
+        {"predict", 0, NULL, "roofline prediction per row (predicted_tok_s)", "predict", DB_OPT_SWEEP, NULL},
+        {"bandwidth-gbs", 0, "X", "device bandwidth for --predict, GB/s (default: measured)", "bandwidth_gbs", DB_OPT_SWEEP, NULL},
+        {"gflops", 0, "X", "device matmul rate for --predict, GFLOP/s (default: measured)", "gflops", DB_OPT_SWEEP, NULL},
+    };
+    char names[200];
+    snprintf(vhelp, sizeof vhelp, "variants: %s (default: all; table below)", db_variant_names(names, sizeof names, 0));
+    int n = (int)(sizeof opts / sizeof *opts);
+    for (int i = 0; i < n; i++) {
+        if (opts[i].kind == DB_OPT_SWEEP) opts[i].dst = &c->sw;
+        else if (opts[i].name && !strcmp(opts[i].name, "config")) opts[i].dst = config;
+        else if (opts[i].name && !strcmp(opts[i].name, "resume")) opts[i].dst = &c->resume;
+    }
+    return (db_cmd_opts){"run",
+                         "Benchmark sweep: every combination of the list-valued axes is one point; results go\n"
+                         "to --out DIR as CSV (summary, acceptance, histogram, requests) + meta.json, and a\n"
+                         "table to stdout. Without options it runs the default sweep (configs/default.ini).",
+                         opts, n, db_variants_help};
 }
 
-/* flags -> sweep keys; --config is applied first so later flags override it */
+/* flags -> sweep keys, --config files first */
 static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, size_t errlen)
 {
+    const char *config = NULL;
+    db_cmd_opts cmd = run_options(c, &config);
     db_sweep_init(&c->sw);
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            int rc = db_sweep_load_ini(&c->sw, argv[i + 1], err, errlen);
-            if (rc) return rc;
-        }
-    static const struct {
-        char alias;
-        const char *key;
-    } aliases[] = {{'c', "concurrency"}, {'B', "block_size"}, {'T', "temperature"},
-                   {'n', "max_new_tokens"}, {'r', "repetitions"}, {'o', "output"}};
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *key = NULL, *val = NULL;
-        char keybuf[64];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            *help = 1;
-            return DB_OK;
-        }
-        if (a[0] == '-' && a[1] && !a[2]) {
-            for (size_t j = 0; j < sizeof aliases / sizeof *aliases; j++)
-                if (aliases[j].alias == a[1]) key = aliases[j].key;
-            if (!key) return db_fail(err, errlen, DB_EINPUT, "unknown option '%s' (see run --help)", a);
-        } else if (a[0] == '-' && a[1] == '-') {
-            const char *eq = strchr(a, '=');
-            size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-            if (n >= sizeof keybuf) return db_fail(err, errlen, DB_EINPUT, "unknown option '%s'", a);
-            memcpy(keybuf, a + 2, n);
-            keybuf[n] = 0;
-            key = keybuf;
-            if (eq) val = eq + 1;
-        } else {
-            return db_fail(err, errlen, DB_EINPUT, "unexpected argument '%s'", a);
-        }
-        int is_bool = 0;
-        for (size_t j = 0; j < sizeof bool_keys / sizeof *bool_keys; j++) is_bool |= strcmp(key, bool_keys[j]) == 0;
-        if (!val && !is_bool) {
-            if (i + 1 >= argc) return db_fail(err, errlen, DB_EINPUT, "%s needs a value", a);
-            val = argv[++i];
-        }
-        if (strcmp(key, "config") == 0) continue; /* applied above */
-        if (strcmp(key, "resume") == 0) {
-            c->resume = val;
-            continue;
-        }
-        int rc = db_sweep_set(&c->sw, key, val, err, errlen);
-        if (rc) return rc;
-    }
-    return db_sweep_validate(&c->sw, err, errlen);
+    db_opt_use *uses = calloc((size_t)argc, sizeof *uses);
+    if (!uses) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    int n, rc = db_opts_scan(&cmd, argc, argv, uses, &n, help, err, errlen);
+    for (int i = 0; i < n && !rc && !*help; i++)
+        if (uses[i].opt->dst == &config) rc = db_sweep_load_ini(&c->sw, uses[i].value, err, errlen);
+    for (int i = 0; i < n && !rc && !*help; i++)
+        if (uses[i].opt->dst != &config) rc = db_opt_apply(&uses[i], err, errlen);
+    free(uses);
+    return rc || *help ? rc : db_sweep_validate(&c->sw, err, errlen);
 }
 
 /* synthetic-<N>: max_samples prompts of N ids drawn uniformly from the vocabulary, seeded by
@@ -376,199 +380,276 @@ static const db_point_raw *find_baseline(run_ctx *c, db_results *res, const db_p
     return NULL;
 }
 
-int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
+
+static int synth_only(const run_ctx *c) { return c->sw.synthetic && !c->sw.dataset_set; }
+
+/* the point runs the drafter (its variant, by the variant table) */
+static int key_drafts(const db_point_key *k)
 {
-    run_ctx c;
-    memset(&c, 0, sizeof c);
-    int help = 0, rc = parse_args(&c, argc, argv, &help, err, errlen);
+    db_variant v;
+    return db_variant_parse(k->variant, &v) == 0 && db_variant_uses_drafter(v);
+}
+
+/* 1. the invocation's metadata and its points, and what is checkable from names alone: one compiled backend, datasets that
+ *    resolve, profiles that load, an output directory that can be written */
+static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    db_run_meta_init(&c->meta, argc, argv, sw->seed, sw->label, time(NULL));
+    find_models(&c->sw);
+    int rc = db_sweep_points(sw, &c->keys, &c->nkeys, err, errlen);
     if (rc) return rc;
-    if (help) {
-        usage();
-        return DB_OK;
-    }
-    find_models(&c.sw);
-    db_point_key *keys = NULL;
-    int nkeys = 0;
-    if ((rc = db_sweep_points(&c.sw, &keys, &nkeys, err, errlen))) return rc;
-    for (int b = 1; b < c.sw.n_backend; b++)
-        if (strcmp(c.sw.backend[b], c.sw.backend[0]) != 0) {
-            free(keys);
-            return db_fail(err, errlen, DB_EINPUT, "one backend per invocation for now (got %s and %s)", c.sw.backend[0], c.sw.backend[b]);
-        }
+    for (int b = 1; b < sw->n_backend; b++)
+        if (strcmp(sw->backend[b], sw->backend[0]) != 0)
+            return db_fail(err, errlen, DB_EINPUT, "one backend per invocation for now (got %s and %s)",
+                           sw->backend[0], sw->backend[b]);
     int known = 0;
-    for (int i = 0; db_backends[i]; i++) known |= strcmp(db_backends[i]->name, c.sw.backend[0]) == 0;
-    if (!known) {
-        free(keys);
-        return db_fail(err, errlen, DB_EINPUT, "backend '%s' is not compiled into this binary (see --version)", c.sw.backend[0]);
-    }
-    for (int d = 0; d < c.sw.n_dataset && !rc && !(c.sw.synthetic && !c.sw.dataset_set); d++) {
+    for (int i = 0; db_backends[i]; i++) known |= strcmp(db_backends[i]->name, sw->backend[0]) == 0;
+    if (!known)
+        return db_fail(err, errlen, DB_EINPUT, "backend '%s' is not compiled into this binary (see --version)",
+                       sw->backend[0]);
+    for (int d = 0; d < sw->n_dataset && !rc && !synth_only(c); d++) {
         char path[1024];
-        if (!db_dataset_is_synthetic(c.sw.dataset[d], NULL))
-            rc = db_dataset_resolve(c.sw.dataset[d], path, sizeof path, err, errlen);
+        if (!db_dataset_is_synthetic(sw->dataset[d], NULL))
+            rc = db_dataset_resolve(sw->dataset[d], path, sizeof path, err, errlen);
     }
-    for (int i = 0; i < c.sw.n_profile && !rc; i++)
-        if (strcmp(c.sw.profile[i], "none") != 0) rc = db_profile_load(&c.profiles[i], c.sw.profile[i], err, errlen);
-    if (!rc) {
-        if (c.resume) snprintf(c.out_dir, sizeof c.out_dir, "%s", c.resume);
-        else if (c.sw.out[0]) snprintf(c.out_dir, sizeof c.out_dir, "%s", c.sw.out);
-        else db_results_default_dir(c.out_dir, sizeof c.out_dir, c.sw.label, time(NULL));
-        rc = db_results_check_writable(c.out_dir, c.resume != NULL, err, errlen);
-    }
-    int need_drafter = 0;
-    for (int i = 0; i < nkeys; i++) need_drafter |= strcmp(keys[i].variant, "ar") != 0;
-    c.need_drafter = need_drafter;
-    /* what the models are: checkpoint directories, or (synthetic) their configs alone */
-    const char *tpath = c.sw.synthetic && c.sw.target_config[0] ? c.sw.target_config : c.sw.target;
-    const char *dpath = c.sw.synthetic && c.sw.drafter_config[0] ? c.sw.drafter_config : c.sw.drafter;
-    db_synth_opts syn = {.seed = c.sw.seed, .dtype = DB_BF16};
-    if (!rc && c.sw.synthetic) db_dtype_parse(c.sw.dtype, &syn.dtype);
-    /* configs first: prompts, memory and profiles are checked against them before any weight
-     * is loaded */
-    if (!rc) rc = db_model_config_load(&c.tcfg, tpath, err, errlen);
-    if (!rc && need_drafter) rc = db_drafter_config_load(&c.dcfg, dpath, c.tcfg.n_layers, err, errlen);
-    int maxb = 1;
-    for (int i = 0; i < nkeys; i++)
-        if (strcmp(keys[i].variant, "ar") != 0 && keys[i].block_size > maxb) maxb = keys[i].block_size;
-    for (int i = 0; i < c.sw.n_profile && !rc; i++)
-        if (strcmp(c.sw.profile[i], "none") != 0 && c.profiles[i].n < maxb - 1)
+    for (int i = 0; i < sw->n_profile && !rc; i++)
+        if (strcmp(sw->profile[i], "none") != 0) rc = db_profile_load(&c->profiles[i], sw->profile[i], err, errlen);
+    if (rc) return rc;
+    if (c->resume) snprintf(c->out_dir, sizeof c->out_dir, "%s", c->resume);
+    else if (sw->out[0]) snprintf(c->out_dir, sizeof c->out_dir, "%s", sw->out);
+    else db_results_default_dir(c->out_dir, sizeof c->out_dir, sw->label, time(NULL));
+    return db_results_check_writable(c->out_dir, c->resume != NULL, err, errlen);
+}
+
+/* 2. the model configs (the checkpoints', or the configs alone for synthetic weights), checked
+ *    against the sweep before any weight loads */
+static int load_configs(run_ctx *c, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    c->maxb = 1;
+    for (int i = 0; i < c->nkeys; i++)
+        if (key_drafts(&c->keys[i])) {
+            c->need_drafter = 1;
+            if (c->keys[i].block_size > c->maxb) c->maxb = c->keys[i].block_size;
+        }
+    c->tpath = sw->synthetic && sw->target_config[0] ? sw->target_config : sw->target;
+    c->dpath = sw->synthetic && sw->drafter_config[0] ? sw->drafter_config : sw->drafter;
+    c->syn = (db_synth_opts){.seed = sw->seed, .dtype = DB_BF16};
+    if (sw->synthetic) db_dtype_parse(sw->dtype, &c->syn.dtype);
+    int rc = db_model_config_load(&c->tcfg, c->tpath, err, errlen);
+    if (!rc && c->need_drafter) rc = db_drafter_config_load(&c->dcfg, c->dpath, c->tcfg.n_layers, err, errlen);
+    for (int i = 0; i < sw->n_profile && !rc; i++)
+        if (strcmp(sw->profile[i], "none") != 0 && c->profiles[i].n < c->maxb - 1)
             rc = db_fail(err, errlen, DB_EINPUT, "%s: %d positions, but block size %d drafts %d",
-                         c.sw.profile[i], c.profiles[i].n, maxb, maxb - 1);
-    int need_tok = 0;
-    for (int d = 0; d < c.sw.n_dataset && !(c.sw.synthetic && !c.sw.dataset_set); d++)
-        need_tok |= !db_dataset_is_synthetic(c.sw.dataset[d], NULL);
-    if (!rc && need_tok) rc = db_tokenizer_load(&c.tok, c.sw.target, err, errlen);
-    c.tmpl = DB_CHAT_NONE;
+                         sw->profile[i], c->profiles[i].n, c->maxb, c->maxb - 1);
+    return rc;
+}
+
+/* 3. tokenizer, chat template and the prompt sets */
+static int prepare_prompts(run_ctx *c, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    int need_tok = 0, rc = DB_OK;
+    for (int d = 0; d < sw->n_dataset && !synth_only(c); d++)
+        need_tok |= !db_dataset_is_synthetic(sw->dataset[d], NULL);
+    c->tmpl = DB_CHAT_NONE;
+    if (need_tok) rc = db_tokenizer_load(&c->tok, sw->target, err, errlen);
     if (!rc && need_tok) {
-        if (strcmp(c.sw.chat_template, "auto") == 0)
-            c.tmpl = db_chat_template_detect(&c.tok, c.tcfg.model_type);
+        if (strcmp(sw->chat_template, "auto") == 0)
+            c->tmpl = db_chat_template_detect(&c->tok, c->tcfg.model_type);
         else
-            rc = db_chat_template_parse(c.sw.chat_template, &c.tmpl, err, errlen);
+            rc = db_chat_template_parse(sw->chat_template, &c->tmpl, err, errlen);
     }
-    for (int i = 0; i < nkeys && !rc; i++) /* synthetic prompts have no template */
-        snprintf(keys[i].chat_template, sizeof keys[i].chat_template, "%s",
-                 db_chat_template_name(db_dataset_is_synthetic(keys[i].dataset, NULL) ? DB_CHAT_NONE : c.tmpl));
-    if (!rc) rc = load_sets(&c, err, errlen);
-    db_session_opts so = {c.sw.backend[0], tpath, need_drafter ? dpath : NULL, c.sw.threads,
-                          c.sw.deterministic, c.sw.synthetic ? &syn : NULL};
-    if (!rc) rc = db_session_open_backend(&c.s, &so, err, errlen);
-    int session_open = rc == DB_OK;
-    /* the storage dtype: chosen (synthetic) or the checkpoint's (its embedding's) */
-    c.wdtype = syn.dtype;
-    if (!rc && !c.sw.synthetic) {
+    for (int i = 0; i < c->nkeys && !rc; i++) { /* synthetic prompts have no template */
+        db_point_key *k = &c->keys[i];
+        snprintf(k->chat_template, sizeof k->chat_template, "%s",
+                 db_chat_template_name(db_dataset_is_synthetic(k->dataset, NULL) ? DB_CHAT_NONE : c->tmpl));
+    }
+    return rc ? rc : load_sets(c, err, errlen);
+}
+
+/* memory: refuse what cannot fit before allocating anything */
+static int check_memory(run_ctx *c, char *err, size_t errlen)
+{
+    const db_drafter_config *dc = c->need_drafter ? &c->dcfg : NULL;
+    db_mem_need need = {db_weights_bytes(&c->tcfg, dc, c->wdtype), 0, 0};
+    for (int i = 0; i < c->nkeys; i++) {
+        const db_point_key *k = &c->keys[i];
+        prompt_set *ps = find_set(c, k->dataset);
+        int maxp = 1, turns = 1;
+        for (int j = 0; ps && j < ps->ds.n; j++) {
+            maxp = ps->len[j] > maxp ? ps->len[j] : maxp;
+            turns = ps->ds.samples[j].n_turns > turns ? ps->ds.samples[j].n_turns : turns;
+        }
+        /* a later turn carries the earlier turns and answers (an estimate: its text is not
+         * known yet) */
+        maxp = maxp * turns + k->max_new_tokens * (turns - 1);
+        db_engine_shape es = {k->concurrency, key_drafts(k) ? k->block_size : 1, maxp, k->max_new_tokens,
+                              k->temperature > 0};
+        double kv, act;
+        db_engine_bytes(&c->tcfg, dc, &es, &kv, &act);
+        if (kv + act > need.kv + need.act) need.kv = kv, need.act = act;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "this sweep (%s)", c->sw.synthetic ? "synthetic weights" : "its checkpoints");
+    return db_mem_check(&need, db_mem_available(c->s.be), what, err, errlen);
+}
+
+/* device figures for the roofline: measured (before the models take the memory) or given */
+static int device_figures(run_ctx *c, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    int rc = DB_OK;
+    if (!(sw->bandwidth_gbs > 0 && sw->gflops > 0)) rc = db_hw_measure(c->s.be, c->wdtype, 0, &c->hw, err, errlen);
+    if (rc) return rc;
+    if (sw->bandwidth_gbs > 0) {
+        c->hw.bw = sw->bandwidth_gbs * 1e9;
+        snprintf(c->hw.bw_source, sizeof c->hw.bw_source, "given: --bandwidth-gbs %g", sw->bandwidth_gbs);
+    }
+    if (sw->gflops > 0) {
+        c->hw.flops = sw->gflops * 1e9;
+        snprintf(c->hw.flops_source, sizeof c->hw.flops_source, "given: --gflops %g", sw->gflops);
+    }
+    fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c->hw.bw / 1e9, c->hw.bw_source,
+            c->hw.flops / 1e9, c->hw.flops_source);
+    return DB_OK;
+}
+
+/* 4. the backend, and what must hold before the models take memory: the weights' storage dtype
+ *    (chosen, or the checkpoint embedding's), the memory check, the roofline's device figures */
+static int open_backend(run_ctx *c, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    c->so = (db_session_opts){sw->backend[0], c->tpath, c->need_drafter ? c->dpath : NULL, sw->threads,
+                              sw->deterministic, sw->synthetic ? &c->syn : NULL};
+    int rc = db_session_open_backend(&c->s, &c->so, err, errlen);
+    if (rc) return rc;
+    c->session_open = 1;
+    c->wdtype = c->syn.dtype;
+    if (!sw->synthetic) {
         db_st_set st;
-        if ((rc = db_st_open_dir(&st, tpath, err, errlen)) == DB_OK) {
-            const db_st_tensor *e = db_st_find(&st, "model.embed_tokens.weight");
-            if (e) c.wdtype = e->dtype;
-            db_st_close(&st);
-        }
+        if ((rc = db_st_open_dir(&st, c->tpath, err, errlen))) return rc;
+        const db_st_tensor *e = db_st_find(&st, "model.embed_tokens.weight");
+        if (e) c->wdtype = e->dtype;
+        db_st_close(&st);
     }
-    /* memory: refuse what cannot fit before allocating anything */
-    if (!rc) {
-        db_mem_need need = {db_weights_bytes(&c.tcfg, need_drafter ? &c.dcfg : NULL, c.wdtype), 0, 0};
-        for (int i = 0; i < nkeys; i++) {
-            prompt_set *ps = find_set(&c, keys[i].dataset);
-            int maxp = 1, turns = 1;
-            for (int j = 0; ps && j < ps->ds.n; j++) {
-                maxp = ps->len[j] > maxp ? ps->len[j] : maxp;
-                turns = ps->ds.samples[j].n_turns > turns ? ps->ds.samples[j].n_turns : turns;
-            }
-            /* a later turn carries the earlier turns and answers (an estimate: its text is not
-             * known yet) */
-            maxp = maxp * turns + keys[i].max_new_tokens * (turns - 1);
-            db_engine_shape es = {keys[i].concurrency, strcmp(keys[i].variant, "ar") ? keys[i].block_size : 1,
-                                  maxp, keys[i].max_new_tokens, keys[i].temperature > 0};
-            double kv, act;
-            db_engine_bytes(&c.tcfg, need_drafter ? &c.dcfg : NULL, &es, &kv, &act);
-            if (kv + act > need.kv + need.act) need.kv = kv, need.act = act;
-        }
-        char what[96];
-        snprintf(what, sizeof what, "this sweep (%s)", c.sw.synthetic ? "synthetic weights" : "its checkpoints");
-        rc = db_mem_check(&need, db_mem_available(c.s.be), what, err, errlen);
+    rc = check_memory(c, err, errlen);
+    if (!rc && sw->predict) rc = device_figures(c, err, errlen);
+    return rc;
+}
+
+/* 5. the weights, and whether the drafter runs every variant and block size of the sweep */
+static int load_models(run_ctx *c, char *err, size_t errlen)
+{
+    int rc = db_session_load_models(&c->s, &c->so, err, errlen);
+    if (rc) {
+        c->session_open = 0; /* closed by the failed load */
+        return rc;
     }
-    /* device figures for the roofline, measured before the models take the memory */
-    if (!rc && c.sw.predict) {
-        if (!(c.sw.bandwidth_gbs > 0 && c.sw.gflops > 0)) rc = db_hw_measure(c.s.be, c.wdtype, 0, &c.hw, err, errlen);
-        if (!rc && c.sw.bandwidth_gbs > 0) {
-            c.hw.bw = c.sw.bandwidth_gbs * 1e9;
-            snprintf(c.hw.bw_source, sizeof c.hw.bw_source, "given: --bandwidth-gbs %g", c.sw.bandwidth_gbs);
-        }
-        if (!rc && c.sw.gflops > 0) {
-            c.hw.flops = c.sw.gflops * 1e9;
-            snprintf(c.hw.flops_source, sizeof c.hw.flops_source, "given: --gflops %g", c.sw.gflops);
-        }
-        if (!rc)
-            fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c.hw.bw / 1e9, c.hw.bw_source,
-                    c.hw.flops / 1e9, c.hw.flops_source);
-    }
-    if (!rc) {
-        rc = db_session_load_models(&c.s, &so, err, errlen);
-        if (rc) session_open = 0; /* closed by the failed load */
-    }
-    if (!rc) {
+    for (int i = 0; i < c->nkeys && !rc; i++) {
         db_variant v;
-        for (int i = 0; i < nkeys && !rc; i++)
-            if (db_variant_parse(keys[i].variant, &v) == 0 && v != DB_VAR_AR)
-                rc = db_variant_check(v, &c.s.drafter, err, errlen);
-        if (!rc && need_drafter && maxb > c.s.drafter.cfg.block_size)
-            rc = db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", maxb,
-                         c.s.drafter.cfg.block_size, c.s.drafter.cfg.base.path);
+        if (key_drafts(&c->keys[i]) && db_variant_parse(c->keys[i].variant, &v) == 0)
+            rc = db_variant_check(v, &c->s.drafter, err, errlen);
     }
-    db_run_meta meta;
-    db_run_meta_init(&meta, argc, argv, c.sw.seed, c.sw.label, time(NULL));
-    db_results res = {0};
-    int res_open = 0;
-    if (!rc) {
-        db_run_meta_set_backend(&meta, c.sw.backend[0], c.s.be->device_name, c.s.be->simd, c.s.be->threads);
-        /* synthetic: the config files stand for the models (name and sha256 are theirs) */
-        rc = db_run_meta_set_models(&meta, c.sw.synthetic ? c.tcfg.path : tpath,
-                                    need_drafter ? (c.sw.synthetic ? c.dcfg.base.path : dpath) : NULL,
-                                    db_dtype_name(c.s.target.embed.dtype), err, errlen);
-    }
-    if (!rc) res_open = (rc = db_results_open(&res, c.out_dir, c.resume != NULL, err, errlen)) == DB_OK;
-    if (!rc) rc = db_results_write_meta(&res, &meta, err, errlen);
-    db_out out = {0};
-    if (!rc) rc = db_out_begin(&out, stdout, c.sw.output, err, errlen);
-    c.done = calloc((size_t)nkeys, sizeof *c.done);
-    int todo = 0;
-    for (int i = 0; i < nkeys; i++) todo += !db_results_is_done(&res, &keys[i]);
+    const db_drafter_config *dc = &c->s.drafter.cfg;
+    if (!rc && c->need_drafter && c->maxb > dc->block_size)
+        rc = db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", c->maxb,
+                     dc->block_size, dc->base.path);
+    return rc;
+}
+
+/* 6. meta.json, the results directory and the stdout table */
+static int open_results(run_ctx *c, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    db_run_meta_set_backend(&c->meta, sw->backend[0], c->s.be->device_name, c->s.be->simd, c->s.be->threads);
+    /* synthetic: the config files stand for the models (name and sha256 are theirs) */
+    const char *dname = sw->synthetic ? c->dcfg.base.path : c->dpath;
+    int rc = db_run_meta_set_models(&c->meta, sw->synthetic ? c->tcfg.path : c->tpath,
+                                    c->need_drafter ? dname : NULL, db_dtype_name(c->s.target.embed.dtype),
+                                    err, errlen);
+    if (!rc) c->res_open = (rc = db_results_open(&c->res, c->out_dir, c->resume != NULL, err, errlen)) == DB_OK;
+    if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
+    if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, err, errlen);
+    return rc;
+}
+
+/* one point: measure, summarize against its baseline, append to the files and the table */
+static int run_point(run_ctx *c, const db_point_key *k, const char *what, db_progress *prog, char *err,
+                     size_t errlen)
+{
+    db_point_raw *raw = &c->done[c->n_done];
+    int rc = measure_point(c, k, raw, err, errlen);
+    if (rc) return rc;
+    c->n_done++;
+    db_point_raw loaded = {0};
+    const db_point_raw *base = find_baseline(c, &c->res, k, &loaded, err, errlen);
+    db_point_summary sum;
+    if (db_point_summarize(raw, base, c->sw.seed, &sum))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory summarizing %s", what);
+    if (!rc) rc = db_results_append(&c->res, &c->meta, raw, &sum, err, errlen);
+    db_progress_clear(prog);
+    if (!rc) rc = db_out_point(&c->out, &c->meta, raw, &sum, err, errlen);
+    db_point_raw_free(&loaded);
+    return rc;
+}
+
+/* 7. every point not done yet (--resume keeps the done ones), with progress on stderr */
+static int measure_all(run_ctx *c, char *err, size_t errlen)
+{
+    c->done = calloc((size_t)c->nkeys, sizeof *c->done);
+    if (!c->done) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    int todo = 0, rc = DB_OK;
+    for (int i = 0; i < c->nkeys; i++) todo += !db_results_is_done(&c->res, &c->keys[i]);
     db_progress prog;
     db_progress_begin(&prog, stderr, todo);
-    if (!rc && c.resume && todo < nkeys) {
+    if (c->resume && todo < c->nkeys) {
         db_progress_clear(&prog);
-        fprintf(stderr, "resume: %d of %d points already complete in %s\n", nkeys - todo, nkeys, c.out_dir);
+        fprintf(stderr, "resume: %d of %d points already complete in %s\n", c->nkeys - todo, c->nkeys, c->out_dir);
     }
-    for (int i = 0; i < nkeys && !rc; i++) {
-        if (db_results_is_done(&res, &keys[i])) continue;
+    for (int i = 0; i < c->nkeys && !rc; i++) {
+        const db_point_key *k = &c->keys[i];
+        if (db_results_is_done(&c->res, k)) continue;
         char what[160];
-        snprintf(what, sizeof what, "%s %s B%d c%d T%g", keys[i].dataset, keys[i].variant, keys[i].block_size,
-                 keys[i].concurrency, keys[i].temperature);
+        snprintf(what, sizeof what, "%s %s B%d c%d T%g", k->dataset, k->variant, k->block_size, k->concurrency,
+                 k->temperature);
         db_progress_start(&prog, what);
         double tp = db_now();
-        db_point_raw *raw = &c.done[c.n_done];
-        rc = measure_point(&c, &keys[i], raw, err, errlen);
-        if (rc) break;
-        c.n_done++;
-        db_point_raw loaded = {0};
-        const db_point_raw *base = find_baseline(&c, &res, &keys[i], &loaded, err, errlen);
-        db_point_summary sum;
-        rc = db_point_summarize(raw, base, c.sw.seed, &sum);
-        if (rc) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory summarizing %s", what);
-        if (!rc) rc = db_results_append(&res, &meta, raw, &sum, err, errlen);
-        db_progress_clear(&prog);
-        if (!rc) rc = db_out_point(&out, &meta, raw, &sum, err, errlen);
-        db_point_raw_free(&loaded);
-        db_progress_done(&prog, what, db_now() - tp);
+        rc = run_point(c, k, what, &prog, err, errlen);
+        if (!rc) db_progress_done(&prog, what, db_now() - tp);
     }
     db_progress_end(&prog);
-    if (!rc) rc = db_out_end(&out, err, errlen);
-    if (!rc) fprintf(stderr, "results in %s\n", c.out_dir);
-    for (int i = 0; i < c.n_done; i++) db_point_raw_free(&c.done[i]);
-    free(c.done);
-    free(keys);
-    if (res_open) db_results_close(&res);
-    db_run_meta_free(&meta);
-    free_sets(&c);
-    db_tokenizer_free(&c.tok);
-    if (session_open) db_session_close(&c.s);
+    return rc;
+}
+
+static void run_free(run_ctx *c)
+{
+    for (int i = 0; i < c->n_done; i++) db_point_raw_free(&c->done[i]);
+    free(c->done);
+    free(c->keys);
+    if (c->res_open) db_results_close(&c->res);
+    db_run_meta_free(&c->meta);
+    free_sets(c);
+    db_tokenizer_free(&c->tok);
+    if (c->session_open) db_session_close(&c->s);
+}
+
+int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
+{
+    run_ctx *c = calloc(1, sizeof *c);
+    if (!c) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    int help = 0, rc = parse_args(c, argc, argv, &help, err, errlen);
+    if (!rc && !help) rc = check_sweep(c, argc, argv, err, errlen);
+    if (!rc && !help) rc = load_configs(c, err, errlen);
+    if (!rc && !help) rc = prepare_prompts(c, err, errlen);
+    if (!rc && !help) rc = open_backend(c, err, errlen);
+    if (!rc && !help) rc = load_models(c, err, errlen);
+    if (!rc && !help) rc = open_results(c, err, errlen);
+    if (!rc && !help) rc = measure_all(c, err, errlen);
+    if (!rc && !help) rc = db_out_end(&c->out, err, errlen);
+    if (!rc && !help) fprintf(stderr, "results in %s\n", c->out_dir);
+    run_free(c);
+    free(c);
     return rc;
 }

@@ -16,22 +16,19 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
 {
     const char *path = NULL, *tmpl_name = "none";
     int decode = 0, no_special = 0, thinking = 0, help = 0;
-    const db_arg spec[] = {
-        {"tokenizer", 0, DB_ARG_STR, &path, "tokenizer.json, or a model directory holding one"},
-        {"decode", 'd', DB_ARG_FLAG, &decode, "read ids (commas or whitespace), write the text"},
-        {"no-special", 0, DB_ARG_FLAG, &no_special, "special tokens in the text stay plain text"},
-        {"template", 0, DB_ARG_STR, &tmpl_name, "wrap the text as one user turn: none (default), auto, chatml, llama3"},
-        {"thinking", 0, DB_ARG_FLAG, &thinking, "chatml: leave thinking on (no empty <think> block)"},
-        {"help", 'h', DB_ARG_FLAG, &help, "this help"},
+    const db_opt opts[] = {
+        {"tokenizer", 0, "FILE", "tokenizer.json, or a model directory holding one", NULL, DB_OPT_STR, &path},
+        {"decode", 0, NULL, "read ids (commas or whitespace), write the text", NULL, DB_OPT_FLAG, &decode},
+        {"no-special", 0, NULL, "special tokens in the text stay plain text", NULL, DB_OPT_FLAG, &no_special},
+        {"chat-template", 0, "NAME", "wrap the text as one user turn: none (default), auto, chatml, llama3", NULL, DB_OPT_STR, &tmpl_name},
+        {"thinking", 0, NULL, "chatml: leave thinking on (no empty <think> block)", NULL, DB_OPT_FLAG, &thinking},
     };
-    int nspec = (int)(sizeof spec / sizeof *spec);
-    int rc = db_args_parse(spec, nspec, argc, argv, 2, err, errlen);
-    if (rc) return rc;
-    if (help) {
-        db_args_usage(spec, nspec, "tokenize", "Encode stdin to token ids (comma separated), or decode ids to text.");
-        return DB_OK;
-    }
-    if (!path) return db_fail(err, errlen, DB_EINPUT, "tokenize: --tokenizer FILE is required");
+    const db_cmd_opts cmd = {"tokenize",
+                             "Encode stdin to token ids (comma separated), or decode ids to text.",
+                             opts, (int)(sizeof opts / sizeof *opts), NULL};
+    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
+    if (rc || help) return rc;
+    if (!path) return db_fail(err, errlen, DB_EINPUT, "--tokenizer FILE is required");
     db_chat_template tmpl;
     if ((rc = db_chat_template_parse(tmpl_name, &tmpl, err, errlen))) return rc;
     db_tokenizer tok;

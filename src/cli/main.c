@@ -3,6 +3,7 @@
 #include "config.h"
 #include "backend.h"
 #include "cli/cli.h"
+#include "base/parse.h"
 #include "base/util.h"
 
 #include <stdio.h>
@@ -18,19 +19,28 @@ static void print_version(void)
     printf("\nfeatures: openmp=%d openblas=%d hwloc=%d\n", HAVE_OPENMP, HAVE_OPENBLAS, HAVE_HWLOC);
 }
 
+/* the commands; the help lists them in this order */
+static const struct {
+    const char *name;
+    int (*fn)(int, char **, char *, size_t);
+    const char *summary;
+} cmds[] = {
+    {"generate", db_cmd_generate, "decode one prompt and print the token ids"},
+    {"run", db_cmd_run, "the benchmark sweep (default: configs/default.ini) -> CSV + table"},
+    {"check-lossless", db_cmd_check_lossless, "every variant's greedy output == ar, token for token"},
+    {"plan", db_cmd_plan, "capacity planning: roofline vs a synthetic run, from config.json shapes"},
+    {"bench", db_cmd_bench, "forward time vs rows and context, against copy bandwidth and FMA peak"},
+    {"tokenize", db_cmd_tokenize, "text to token ids (or ids to text) with a tokenizer.json"},
+    {"info", db_cmd_info, "compiled backends, devices and CPU topology"},
+};
+
 static void print_help(void)
 {
     printf("usage: dflash-bench <command> [options]\n\n"
-           "DFlash 2 speculative-decoding benchmark.\n\n"
-           "commands:\n"
-           "  generate   decode one prompt and print the token ids\n"
-           "  run        the benchmark sweep (default: configs/default.ini) -> CSV + table\n"
-           "  check-lossless  every variant's greedy output == ar, token for token\n"
-           "  plan       capacity planning: roofline vs a synthetic run, from config.json shapes\n"
-           "  bench      forward time vs rows and context, against copy bandwidth and FMA peak\n"
-           "  tokenize   text to token ids (or ids to text) with a tokenizer.json\n"
-           "  info       compiled backends, devices and CPU topology\n\n"
-           "  dflash-bench <command> --help   options of a command\n"
+           "DFlash 2 speculative-decoding benchmark.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+        printf("  %-16s %s\n", cmds[i].name, cmds[i].summary);
+    printf("\n  dflash-bench <command> --help   options of a command\n"
            "  dflash-bench --version          version, commit and compiled backends\n");
 }
 
@@ -60,18 +70,6 @@ int main(int argc, char **argv)
         print_help();
         return 0;
     }
-    static const struct {
-        const char *name;
-        int (*fn)(int, char **, char *, size_t);
-    } cmds[] = {
-        {"generate", db_cmd_generate},
-        {"info", db_cmd_info},
-        {"tokenize", db_cmd_tokenize},
-        {"check-lossless", db_cmd_check_lossless},
-        {"run", db_cmd_run},
-        {"plan", db_cmd_plan},
-        {"bench", db_cmd_bench},
-    };
     char err[1024] = "";
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         if (strcmp(cmd, cmds[i].name) != 0) continue;
@@ -80,6 +78,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "dflash-bench %s: %s\n", cmd, err[0] ? err : "failed");
         return rc == DB_EINPUT ? 2 : 1;
     }
-    fprintf(stderr, "dflash-bench: unknown command '%s' (see --help)\n", cmd);
+    const char *names[sizeof cmds / sizeof *cmds];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) names[i] = cmds[i].name;
+    int near = db_closest(cmd, names, (int)(sizeof cmds / sizeof *cmds));
+    if (near >= 0)
+        fprintf(stderr, "dflash-bench: unknown command '%s' (did you mean %s?)\n", cmd, names[near]);
+    else
+        fprintf(stderr, "dflash-bench: unknown command '%s' (see --help)\n", cmd);
     return 2;
 }

@@ -61,6 +61,12 @@ int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen
     return db_variant_check_kind(v, d->cfg.kind, d->cfg.base.path, err, errlen);
 }
 
+const char *db_variant_checkpoint(db_variant v)
+{
+    static const char *const words[] = {"none", "DFlash 1 or 2", "DFlash 1", "DFlash 2"};
+    return words[known(v) ? db_variant_table[v].needs : DB_NEEDS_NOTHING];
+}
+
 const char *db_variant_names(char *buf, size_t n, int drafter_only)
 {
     size_t len = 0;

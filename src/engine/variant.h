@@ -52,6 +52,8 @@ int db_variant_check_kind(db_variant v, db_drafter_kind kind, const char *path, 
                           size_t errlen);
 /* DB_EINPUT naming the missing tensor or checkpoint kind when the loaded drafter cannot run v */
 int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen);
+/* the checkpoint v needs, in words: "none", "DFlash 1 or 2", "DFlash 1", "DFlash 2" */
+const char *db_variant_checkpoint(db_variant v);
 /* the names, comma separated ("ar, dflash, ..."); drafter_only leaves out `ar` */
 const char *db_variant_names(char *buf, size_t n, int drafter_only);
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# cli_options.sh — the one option parser, for every command (TAP). meson's test_env sets DB_BIN
+# and DB_SOURCE_ROOT. The commands come from `dflash-bench --help` and their options from
+# `dflash-bench CMD --help`, so a new command or option is covered without editing this file.
+#   CMD --help exits 0 and prints the usage generated from the option table;
+#   a typo of every option (one letter dropped; names of 6+ characters) is refused with exit 2,
+#   nothing on stdout and one line: unknown option '--typo' (did you mean --option?) — with and
+#   without a value after it; an unknown short flag and a stray argument are refused the same way;
+#   a short flag names the same option in every command (plan's -t/-d name the target's and the
+#   drafter's configs: "-config" is the one suffix allowed);
+#   README.md shows each command's --help exactly (scripts/readme-help rewrites those blocks).
+set -u
+
+BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
+ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
+
+. "$(dirname "$0")/tap.sh"
+make_tmp cli-opt
+out="$tmp/stdout"
+errf="$tmp/stderr"
+
+run() {
+    "$BIN" "$@" >"$out" 2>"$errf"
+    rc=$?
+}
+
+# refused description needle -- args...: exit 2, empty stdout, one stderr line holding needle
+refused() {
+    local desc=$1 needle=$2
+    shift 3
+    run "$@"
+    local why=""
+    [ "$rc" = 2 ] || why="exit status $rc, want 2"
+    [ -z "$why" ] && [ "$(wc -l <"$errf")" != 1 ] && why="$(wc -l <"$errf") lines on stderr, want 1"
+    [ -z "$why" ] && [ -s "$out" ] && why="output on stdout"
+    [ -z "$why" ] && ! grep -qF -- "$needle" "$errf" && why="message lacks: $needle"
+    ok "$([ -z "$why" ]; echo $?)" "$desc"
+    if [ -n "$why" ]; then
+        echo "$why" | diag
+        diag <"$errf"
+    fi
+}
+
+# the commands, from the main help
+"$BIN" --help >"$tmp/main"
+cmds=$(awk '/^commands:/ { on = 1; next } on && NF == 0 { exit } on { print $1 }' "$tmp/main")
+ok "$([ "$(echo "$cmds" | wc -w)" -ge 6 ]; echo $?)" "--help lists the commands ($(echo $cmds))"
+
+refused "a typo of a command suggests it" "unknown command 'rnu' (did you mean run?)" -- rnu
+refused "the issue's example: run --thinkng" "unknown option '--thinkng' (did you mean --thinking?)" \
+    -- run --thinkng
+
+: >"$tmp/shorts"
+for cmd in $cmds; do
+    run "$cmd" --help
+    cp "$out" "$tmp/help-$cmd"
+    ok "$([ "$rc" = 0 ] && head -1 "$out" | grep -q "^usage: dflash-bench $cmd "; echo $?)" \
+        "$cmd --help exits 0 with the usage"
+    # option lines: "  -x, --name VALUE  help" or "      --name VALUE  help"
+    opts=$(sed -n 's/^  \(-[A-Za-z], \|    \)--\([a-z][a-z0-9-]*\).*/\2/p' "$out" | grep -vx help)
+    sed -n 's/^  -\([A-Za-z]\), --\([a-z][a-z0-9-]*\).*/\1 \2/p' "$out" | grep -v '^h help$' \
+        >>"$tmp/shorts"
+    ok "$([ -n "$opts" ]; echo $?)" "$cmd --help lists options"
+    for o in $opts; do
+        [ "${#o}" -ge 6 ] || continue
+        k=$((${#o} / 2))
+        typo="${o:0:k}${o:k+1}"
+        refused "$cmd --$typo: did you mean --$o" "unknown option '--$typo' (did you mean --$o?)" \
+            -- "$cmd" "--$typo"
+    done
+    o=$(echo "$opts" | head -1)
+    typo="${o:0:$((${#o} / 2))}${o:$((${#o} / 2 + 1))}"
+    if [ "${#o}" -ge 6 ]; then
+        refused "$cmd --$typo 5 (a value after the typo): still the unknown option" \
+            "unknown option '--$typo' (did you mean --$o?)" -- "$cmd" "--$typo" 5
+    fi
+    refused "$cmd -Z: unknown short flag" "unknown option '-Z'" -- "$cmd" -Z
+    refused "$cmd stray: unexpected argument" "unexpected argument 'stray'" -- "$cmd" stray
+done
+
+# one meaning per short flag
+clash=$(sed 's/-config$//' "$tmp/shorts" | sort -u | awk '{ n[$1]++; l[$1] = l[$1] " " $2 }
+    END { for (f in n) if (n[f] > 1) print "-" f ":" l[f] }')
+ok "$([ -z "$clash" ]; echo $?)" "each short flag names one option in every command"
+[ -z "$clash" ] || echo "$clash" | diag
+
+# README shows every command's help verbatim, between <!-- help:CMD --> and <!-- /help -->
+for cmd in $cmds; do
+    awk -v c="$cmd" '$0 == "<!-- help:" c " -->" { on = 1; next } on && /^<!-- \/help -->/ { exit }
+        on && !/^```/ { print }' "$ROOT/README.md" >"$tmp/readme-$cmd"
+    if cmp -s "$tmp/readme-$cmd" "$tmp/help-$cmd"; then
+        ok 0 "README shows '$cmd --help' as the binary prints it"
+    else
+        ok 1 "README shows '$cmd --help' as the binary prints it (run scripts/readme-help)"
+        diff "$tmp/readme-$cmd" "$tmp/help-$cmd" | head -20 | diag
+    fi
+done
+
+done_testing
