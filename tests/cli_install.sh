@@ -4,7 +4,7 @@
 #   meson install --destdir D puts bin/dflash-bench and share/dflash-bench/{models,datasets,
 #   configs}, every file equal to the source tree's;
 #   a failing run from / (a bad dataset) creates nothing in /;
-#   D/.../bin/dflash-bench run -n 8 --max-samples 1, run from / with no DFLASH_BENCH_DATA and no
+#   D/.../bin/dflash-bench run -n 8 --max-samples 1 (--label: its own directory), run from / with no DFLASH_BENCH_DATA and no
 #   source tree above it, exits 0 and writes the default sweep under ./results (here /results;
 #   $XDG_DATA_HOME/dflash-bench/results when / is not writable), its meta.json naming the
 #   installed models;
@@ -19,10 +19,14 @@ MESON=${DB_MESON:-}
 { [ -n "$MESON" ] && [ -x "$MESON" ]; } || skip_all "meson not found (needed for meson install)"
 need_models
 make_tmp install
-made_results=""
+had_results=0
+[ -e /results ] && had_results=1
+made_results="" # this run's directory only: other runs (tests in parallel) may share its parent
 cleanup() {
     rm -rf "$tmp"
     [ -n "$made_results" ] && rm -rf "$made_results"
+    [ "$had_results" = 0 ] && rmdir /results 2>/dev/null # only when empty: never another run's
+    true
 }
 trap cleanup EXIT
 unset DFLASH_BENCH_DATA XDG_DATA_HOME
@@ -48,27 +52,28 @@ done < <(cd "$ROOT" && find models datasets configs -type f)
 [ "$count" -gt 0 ] || bad=1
 ok "$bad" "every file of models/ datasets/ configs/ installed as it is ($count files)"
 
-# a failing run from /: nothing new in /
-before=$(ls -A /)
-(cd / && "$IBIN" run -n 8 --max-samples 1 --dataset "$tmp/missing.jsonl") >/dev/null 2>"$tmp/stderr"
+# a failing run from /: nothing new in / (but results/, which tests running in parallel may
+# make), and nothing of this run's under /results
+before=$(ls -A / | grep -vx results)
+(cd / && "$IBIN" run -n 8 --max-samples 1 --label "install-test-$$" --dataset "$tmp/missing.jsonl") \
+    >/dev/null 2>"$tmp/stderr"
 rc=$?
-[ "$rc" = 2 ] && [ "$(ls -A /)" = "$before" ]
+[ "$rc" = 2 ] && [ "$(ls -A / | grep -vx results)" = "$before" ] &&
+    ! ls -d /results/*-install-test-$$ /.dflash-bench-probe.* >/dev/null 2>&1
 ok $? "a failing run from / exits 2 and creates nothing in / (rc $rc)"
 
 # the documented command from /
-had_results=0
-[ -e /results ] && had_results=1
-(cd / && "$IBIN" run -n 8 --max-samples 1) >"$tmp/stdout" 2>"$tmp/stderr"
+# (a label of its own: two of these tests started in the same second share no directory)
+(cd / && "$IBIN" run -n 8 --max-samples 1 --label "install-test-$$") >"$tmp/stdout" 2>"$tmp/stderr"
 rc=$?
 out=$(sed -n 's/^results in //p' "$tmp/stderr" | tail -n 1)
 case "$out" in /*) abs=$out ;; *) abs="/$out" ;; esac
 if [ -w / ]; then want=/results/; else want="$HOME/.local/share/dflash-bench/results/"; fi
 inplace=1
 case "$abs" in
-"$want"?*) # ours to remove: the run's directory, and /results when the run made it
+"$want"*"-install-test-$$") # ours to remove (cleanup: and /results when it is left empty)
     inplace=0
-    made_results=$abs
-    [ "$want" = /results/ ] && [ "$had_results" = 0 ] && made_results=/results ;;
+    made_results=$abs ;;
 esac
 ok "$rc" "installed binary: run -n 8 --max-samples 1 from / exits 0 (rc $rc)"
 [ "$rc" = 0 ] || tail -n 5 "$tmp/stderr" | diag

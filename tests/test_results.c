@@ -87,6 +87,8 @@ int main(void)
     tap_ok(stat(parent, &st) != 0, "closed without a point: nothing on disk");
     rc = db_results_open(&r, dir, 0, err, sizeof err);
     db_results_write_meta(&r, &m, err, sizeof err);
+    db_results other; /* a second run given the same fresh --out before either has a point */
+    int orc = db_results_open(&other, dir, 0, err, sizeof err);
 
     db_point_raw p[3] = {fx_raw(fx_key("math", "ar", 1, 2), 2, 4, 1.0),
                          fx_raw(fx_key("math", "dflash2", 8, 2), 2, 4, 2.0),
@@ -104,6 +106,10 @@ int main(void)
     db_path_join(meta0, sizeof meta0, dir, "meta.json");
     tap_ok(first_ok && rows_of(dir, DB_TABLE_SUMMARY, NULL) == 1 && stat(meta0, &st) == 0,
            "the first point makes the directory with parents: headers, its rows, meta.json (%s)", err);
+    orc |= db_results_append(&other, &m, &p[1], &s[1], err, sizeof err) != DB_ERUNTIME;
+    tap_ok(orc == 0 && strstr(err, "another run") && rows_of(dir, DB_TABLE_SUMMARY, NULL) == 1,
+           "the first point claims the directory: a second run's point is refused: %s", err);
+    db_results_close(&other);
     rc |= db_results_append(&r, &m, &p[1], &s[1], err, sizeof err);
     tap_ok(rc == 0 && db_results_is_done(&r, &p[0].key) && db_results_is_done(&r, &p[1].key) &&
                !db_results_is_done(&r, &p[2].key),

@@ -322,6 +322,18 @@ static int materialize(db_results *r, char *err, size_t errlen)
 {
     int e = mkdir_p(r->dir), rc = DB_OK;
     if (e) return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot create: %s", r->dir, strerror(e));
+    /* claim DIR: another run started with the same --out (or in the same second) would mix
+     * its rows with ours */
+    char done[1200];
+    if (db_path_join(done, sizeof done, r->dir, DONE_FILE) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
+    int fd = open(done, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0)
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", r->dir,
+                       errno == EEXIST ? "another run has written results here since this one started; "
+                                         "choose another --out"
+                                       : strerror(errno));
+    close(fd);
     for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) {
         size_t n;
         char *h = header_text((db_table)t, &n);
