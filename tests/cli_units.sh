@@ -3,6 +3,7 @@
 # test_env sets DB_BIN, DB_SOURCE_ROOT and DB_TEST_DATA.
 #   plan (md) prints amounts of memory in GiB only (no "GB" but in GB/s), and its numbers are the
 #   JSON output's byte counts / 2^30: the weights line, the memory column and GiB/step of ar;
+#   bench (md) gives the weights in GiB;
 #   summary.csv names its memory column peak_mem_mib (and its value is MiB: above the size of the
 #   target's weights file / 2^20);
 #   --threads above the CPUs this process may use warns on stderr, --threads at that count not.
@@ -52,6 +53,12 @@ EOF
 )
 [ "$check" = ok ]
 ok $? "plan md numbers are the JSON bytes / 2^30: $check"
+
+# ---- bench: the weights in GiB too ----
+"$BIN" bench --rows 1 --context 8 -r 1 >"$tmp/bench.md" 2>"$tmp/stderr"
+rc=$?
+[ "$rc" = 0 ] && grep -q "weights, [0-9.]* GiB)" "$tmp/bench.md" && ! grep -E 'GB([^/]|$)' "$tmp/bench.md"
+ok $? "bench md: weights in GiB, no amount in GB (rc $rc)"
 
 # ---- summary.csv: peak_mem_mib ----
 TARGET="$ROOT/models/tiny-qwen3"

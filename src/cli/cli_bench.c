@@ -277,8 +277,8 @@ static void print_md(const bench_row *rows, int n, const bench_limits *lim, cons
            s->be->threads, s->be->simd);
     printf("- copy bandwidth %.1f GB/s; FMA peak %.1f GFLOP/s (%s)\n", lim->copy_gbs,
            lim->peak_gflops, lim->peak_unit);
-    printf("- target %s (%s weights, %.3f GB)%s%s; mode %s\n\n", s->target.cfg.path,
-           db_dtype_name(dt), db_target_weight_bytes(&s->target) / 1e9,
+    printf("- target %s (%s weights, %.3f GiB)%s%s; mode %s\n\n", s->target.cfg.path,
+           db_dtype_name(dt), db_target_weight_bytes(&s->target) / DB_GIB,
            s->has_drafter ? "; drafter " : "", s->has_drafter ? s->drafter.cfg.base.path : "", mode);
     printf("| model | rows | requests | ctx | ms (median) | ms (best) | rows/s | GB/s | %% copy bw "
            "| GFLOP/s | %% FMA peak | x 1-row |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
