@@ -203,6 +203,48 @@ static void matmul_slices(const kernel *k)
            k->name, cases);
 }
 
+/* attention's dot / wsum of the kernel called `name`, against double: lengths 1..40 and the
+ * head sizes 64, 100, 128, 129, 200, 256 (wsum over 1..37 keys of a strided value cache) */
+static void attn_loops(const char *name)
+{
+    db_dot_kernel dot;
+    db_wsum_kernel wsum;
+    db_attn_kernels(name, &dot, &wsum);
+    static const int extra[] = {64, 100, 128, 129, 200, 256};
+    double worst_d = 0, worst_w = 0;
+    int bad = 0;
+    enum { MAXN = 256, KEYS = 37, STRIDE = 300 };
+    float *v = malloc(sizeof(float) * KEYS * STRIDE);
+    rand_fill(v, KEYS * STRIDE, -2, 2);
+    for (int t = 0; t < 46; t++) {
+        int n = t < 40 ? t + 1 : extra[t - 40], nk = 1 + t % KEYS;
+        float a[MAXN], b[MAXN], o[MAXN], p[KEYS];
+        rand_fill(a, (size_t)n, -2, 2);
+        rand_fill(b, (size_t)n, -2, 2);
+        rand_fill(p, KEYS, 0, 1);
+        double s = 0, S = 0;
+        for (int i = 0; i < n; i++) s += (double)a[i] * b[i], S += fabs((double)a[i] * b[i]);
+        double e = fabs(dot(a, b, n) - s) / (tol_dot(n) * S + 1e-30);
+        if (e > worst_d || e != e) worst_d = e;
+        if (!(e <= 1.0)) bad++;
+        wsum(o, p, v + 3, STRIDE, nk, n); /* offset 3: unaligned rows */
+        for (int i = 0; i < n; i++) {
+            double x = 0, X = 0;
+            for (int j = 0; j < nk; j++) {
+                double pv = (double)p[j] * v[(size_t)j * STRIDE + 3 + i];
+                x += pv;
+                X += fabs(pv);
+            }
+            double ew = fabs(o[i] - x) / (tol_dot(nk) * X + 1e-30);
+            if (ew > worst_w || ew != ew) worst_w = ew;
+            if (!(ew <= 1.0)) bad++;
+        }
+    }
+    free(v);
+    tap_ok(!bad, "%s attention loops: dot and wsum within 1e-5*sqrt(n)*sum|terms| of double, "
+           "n = 1..40, 64..256 (worst %.3g / %.3g of the bound)", name, worst_d, worst_w);
+}
+
 /* ---------------------------------------------------------------- 2. batch invariance */
 
 static void kernel_batch_invariance(const kernel *k)
@@ -948,6 +990,7 @@ int main(void)
         if (fns[i] != db_matmul_ref) matmul_accuracy(&k);
         matmul_slices(&k);
         kernel_batch_invariance(&k);
+        attn_loops(names[i]);
     }
     const char *picked = NULL;
     tap_ok(db_matmul_select(NULL, &picked) == fns[0] && db_matmul_select("ref", &picked) ==
@@ -970,6 +1013,7 @@ int main(void)
                names[i], det->simd);
         tap_diag("cpu backend: %s, %d threads, simd %s", det->device_name, det->threads, det->simd);
         backend_matmul(det, fast);
+        op_attention(fast); /* the attention loops of this kernel inside the op */
         db_backend_destroy(det);
         db_backend_destroy(fast);
     }
@@ -993,7 +1037,6 @@ int main(void)
     /* 3. the other ops */
     op_rmsnorm(fast);
     op_rope(fast);
-    op_attention(fast);
     op_swiglu(fast);
     op_embed(fast);
     op_copy_rows(fast);

@@ -29,6 +29,8 @@
 
 typedef struct {
     db_matmul_kernel matmul;
+    db_dot_kernel dot;   /* attention: q.k */
+    db_wsum_kernel wsum; /* attention: o = sum_j p_j v_j */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
 } cpu_ctx;
@@ -73,6 +75,7 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
         free(c);
         return -1;
     }
+    db_attn_kernels(simd, &c->dot, &c->wsum);
     snprintf(be->simd, sizeof be->simd, "%s", simd);
     be->ctx = c;
     be->deterministic = opts ? opts->deterministic : 0;
@@ -242,7 +245,7 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
                           const float *vcache, int cap, const db_attn_row *rows, int n, int nh,
                           int nkv, int hd, float scale)
 {
-    (void)be;
+    const cpu_ctx *c = be->ctx;
     int group = nh / nkv;
     size_t kvw = (size_t)nkv * hd;
 #if HAVE_OPENMP
@@ -268,10 +271,7 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
                 if (nk <= 0 || !sc) continue;
                 float mx = -INFINITY;
                 for (int j = 0; j < nk; j++) {
-                    const float *kj = kb + (size_t)(ar->key_lo + j) * kvw;
-                    float s = 0.0f;
-                    for (int i = 0; i < hd; i++) s += qh[i] * kj[i];
-                    s *= scale;
+                    float s = c->dot(qh, kb + (size_t)(ar->key_lo + j) * kvw, hd) * scale;
                     sc[j] = s;
                     if (s > mx) mx = s;
                 }
@@ -281,11 +281,8 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
                     sum += sc[j];
                 }
                 float inv = 1.0f / sum;
-                for (int j = 0; j < nk; j++) {
-                    const float *vj = vb + (size_t)(ar->key_lo + j) * kvw;
-                    float p = sc[j] * inv;
-                    for (int i = 0; i < hd; i++) o[i] += p * vj[i];
-                }
+                for (int j = 0; j < nk; j++) sc[j] *= inv;
+                c->wsum(o, sc, vb + (size_t)ar->key_lo * kvw, kvw, nk, hd);
             }
         }
         free(sc);

@@ -14,6 +14,23 @@
 typedef void (*db_matmul_kernel)(float *y, const float *x, const void *w, db_dtype dt, int n,
                                  int O, int I, int o0, int o1, int accumulate);
 
+/* Attention's inner loops: dot(a, b, n) = sum a[i] * b[i] in an order fixed by n alone;
+ * wsum: o[i] = sum_j p[j] * v[j * stride + i] over j = 0..nk-1 in key order (the softmax-
+ * weighted sum of value rows). Each matmul kernel has its pair (the C one where a SIMD file
+ * has none). */
+typedef float (*db_dot_kernel)(const float *a, const float *b, int n);
+typedef void (*db_wsum_kernel)(float *o, const float *p, const float *v, size_t stride, int nk,
+                               int hd);
+
+float db_dot_ref(const float *a, const float *b, int n);
+void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
+#if HAVE_X86_SIMD
+float db_dot_avx512(const float *a, const float *b, int n);
+void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
+float db_dot_avx2(const float *a, const float *b, int n);
+void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
+#endif
+
 void db_matmul_ref(float *y, const float *x, const void *w, db_dtype dt, int n, int O, int I,
                    int o0, int o1, int accumulate);
 #if HAVE_X86_SIMD
@@ -35,5 +52,8 @@ int db_matmul_kernels(const char **names, db_matmul_kernel *fns, int max);
  * environment (DB_SIMD=c is the older spelling of "c"), else the best one. Sets *name to the
  * chosen name; returns NULL (and *name = want) when that kernel is not available here. */
 db_matmul_kernel db_matmul_select(const char *want, const char **name);
+
+/* The attention loops that go with the matmul kernel called `name` (db_matmul_kernels). */
+void db_attn_kernels(const char *name, db_dot_kernel *dot, db_wsum_kernel *wsum);
 
 #endif

@@ -84,3 +84,40 @@ void db_matmul_avx2(float *y, const float *x, const void *w, db_dtype dt, int n,
         }
     }
 }
+
+/* attention's inner loops (cpu_kernels.h): two 8-lane accumulators alternating over k, a
+ * scalar tail, one fixed reduction — the order depends on n only */
+float db_dot_avx2(const float *a, const float *b, int n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= n; k += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
+    }
+    float t = 0.0f;
+    for (; k < n; k++) t += a[k] * b[k];
+    return hsum(_mm256_add_ps(s0, s1)) + t;
+}
+
+/* o[i] = sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
+void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+{
+    int i0 = 0;
+    for (; i0 + 64 <= hd; i0 += 64) {
+        __m256 acc[8];
+        for (int t = 0; t < 8; t++) acc[t] = _mm256_setzero_ps();
+        for (int j = 0; j < nk; j++) {
+            __m256 pj = _mm256_set1_ps(p[j]);
+            const float *vj = v + (size_t)j * stride + i0;
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
+                acc[t] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * t), acc[t]);
+        }
+        for (int t = 0; t < 8; t++) _mm256_storeu_ps(o + i0 + 8 * t, acc[t]);
+    }
+    for (; i0 < hd; i0++) { /* head sizes that are not a multiple of 64 */
+        float s = 0.0f;
+        for (int j = 0; j < nk; j++) s = __builtin_fmaf(p[j], v[(size_t)j * stride + i0], s);
+        o[i0] = s;
+    }
+}

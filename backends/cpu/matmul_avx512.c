@@ -140,3 +140,42 @@ void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int 
         for (int r0 = 0; r0 < n; r0 += SUPER)
             block(y, x, w, dt, O, I, o, o1 - 1, r0, n - r0 < SUPER ? n - r0 : SUPER, accumulate);
 }
+
+/* attention's inner loops (cpu_kernels.h): two 16-lane accumulators alternating over k, a
+ * masked tail, one fixed reduction — the order depends on n only */
+float db_dot_avx512(const float *a, const float *b, int n)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 32 <= n; k += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
+    }
+    for (; k < n; k += 16) {
+        __mmask16 m = n - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - k)) - 1u);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + k), _mm512_maskz_loadu_ps(m, b + k), s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+/* o[i] = sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
+void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+{
+    for (int i0 = 0; i0 < hd; i0 += 128) {
+        __m512 acc[8];
+        __mmask16 m[8];
+        int nv = (hd - i0 + 15) / 16 < 8 ? (hd - i0 + 15) / 16 : 8;
+        for (int t = 0; t < 8; t++) {
+            int left = hd - i0 - 16 * t;
+            m[t] = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
+            acc[t] = _mm512_setzero_ps();
+        }
+        for (int j = 0; j < nk; j++) {
+            __m512 pj = _mm512_set1_ps(p[j]);
+            const float *vj = v + (size_t)j * stride + i0;
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
+                if (t < nv) acc[t] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[t], vj + 16 * t), acc[t]);
+        }
+        for (int t = 0; t < nv; t++) _mm512_mask_storeu_ps(o + i0 + 16 * t, m[t], acc[t]);
+    }
+}

@@ -30,3 +30,17 @@ void db_matmul_ref(float *y, const float *x, const void *w, db_dtype dt, int n, 
         }
     }
 }
+
+float db_dot_ref(const float *a, const float *b, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+{
+    for (int i = 0; i < hd; i++) o[i] = 0.0f;
+    for (int j = 0; j < nk; j++)
+        for (int i = 0; i < hd; i++) o[i] += p[j] * v[(size_t)j * stride + i];
+}

@@ -53,3 +53,14 @@ db_matmul_kernel db_matmul_select(const char *want, const char **name)
     *name = want;
     return NULL;
 }
+
+void db_attn_kernels(const char *name, db_dot_kernel *dot, db_wsum_kernel *wsum)
+{
+    *dot = db_dot_ref;
+    *wsum = db_wsum_ref;
+#if HAVE_X86_SIMD
+    if (name && strcmp(name, "avx512") == 0) *dot = db_dot_avx512, *wsum = db_wsum_avx512;
+    if (name && strcmp(name, "avx2") == 0) *dot = db_dot_avx2, *wsum = db_wsum_avx2;
+#endif
+    (void)name;
+}
