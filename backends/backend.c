@@ -27,16 +27,27 @@ const db_backend_ops *const db_backends[] = {
     NULL,
 };
 
-size_t db_dtype_size(db_dtype t) { return t == DB_F32 ? 4 : 2; }
+static const struct {
+    const char *name;
+    int block;
+    size_t bytes;
+} dtype_info[DB_NUM_DTYPES] = {
+    [DB_F32] = {"f32", 1, 4},       [DB_BF16] = {"bf16", 1, 2},     [DB_F16] = {"f16", 1, 2},
+    [DB_Q8_0] = {"q8_0", 32, 34},   [DB_Q4_0] = {"q4_0", 32, 18},   [DB_Q4_K] = {"q4_k", 256, 144},
+    [DB_Q5_K] = {"q5_k", 256, 176}, [DB_Q6_K] = {"q6_k", 256, 210},
+};
+
+size_t db_dtype_size(db_dtype t) { return (unsigned)t < DB_NUM_DTYPES ? dtype_info[t].bytes : 0; }
+int db_dtype_block(db_dtype t) { return (unsigned)t < DB_NUM_DTYPES ? dtype_info[t].block : 1; }
+int db_dtype_is_quant(db_dtype t) { return db_dtype_block(t) > 1; }
+size_t db_dtype_bytes(db_dtype t, size_t n)
+{
+    return n / (size_t)db_dtype_block(t) * db_dtype_size(t);
+}
 
 const char *db_dtype_name(db_dtype t)
 {
-    switch (t) {
-    case DB_F32: return "f32";
-    case DB_BF16: return "bf16";
-    case DB_F16: return "f16";
-    }
-    return "?";
+    return (unsigned)t < DB_NUM_DTYPES ? dtype_info[t].name : "?";
 }
 
 int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
@@ -75,7 +86,12 @@ const char *db_backend_error(const db_backend *be) { return be->err; }
 int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,
                      int cols)
 {
-    size_t bytes = (size_t)rows * (size_t)cols * db_dtype_size(dtype);
+    if (db_dtype_is_quant(dtype) && !be->quant_weights) {
+        snprintf(be->err, sizeof be->err, "backend %s does not run %s weights", be->ops->name,
+                 db_dtype_name(dtype));
+        return -1;
+    }
+    size_t bytes = (size_t)rows * db_dtype_bytes(dtype, (size_t)cols);
     w->data = be->ops->alloc(be, bytes);
     w->dtype = dtype;
     w->rows = rows;
@@ -192,6 +208,11 @@ void db_convert_to_f32(float *dst, const void *src, db_dtype dtype, size_t n)
             dst[i] = db_f16_to_f32(h);
         }
         break;
+    default: {
+        size_t bs = (size_t)db_dtype_block(dtype), bb = db_dtype_size(dtype);
+        for (size_t i = 0; i < n / bs; i++) db_dequant_block(dst + i * bs, b + i * bb, dtype);
+        break;
+    }
     }
 }
 
@@ -257,6 +278,7 @@ void db_fill_random_host(void *dst, size_t n, db_dtype dt, uint64_t seed, uint64
         for (size_t i = 0; i < n; i++)
             ((uint16_t *)dst)[i] = db_f32_to_f16(db_fill_random_value(seed, offset + i, scale, mean));
         break;
+    default: break; /* quantized types are never generated */
     }
 }
 

@@ -23,9 +23,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { DB_F32 = 0, DB_BF16 = 1, DB_F16 = 2 } db_dtype;
+/* Weight storage types. The first three are element types; the others are llama.cpp's
+ * block-quantized types (quant.c has their layouts): a row of `cols` values is cols / block
+ * blocks of block_bytes each, and cols must be a multiple of the block. */
+typedef enum {
+    DB_F32 = 0, DB_BF16 = 1, DB_F16 = 2,
+    DB_Q8_0 = 3, DB_Q4_0 = 4, DB_Q4_K = 5, DB_Q5_K = 6, DB_Q6_K = 7,
+} db_dtype;
+#define DB_NUM_DTYPES 8
 
+/* bytes of one element (element types) or of one block (quantized types) */
 size_t db_dtype_size(db_dtype t);
+/* elements per block: 1, 32 (Q8_0, Q4_0) or 256 (the K types) */
+int db_dtype_block(db_dtype t);
+int db_dtype_is_quant(db_dtype t);
+/* bytes of n values (n a multiple of the block) */
+size_t db_dtype_bytes(db_dtype t, size_t n);
 const char *db_dtype_name(db_dtype t);
 
 /* A matrix in device memory, row-major [rows, cols], any storage dtype. */
@@ -134,6 +147,7 @@ struct db_backend {
     char simd[32];            /* SIMD level used by the kernels (CPU) */
     int threads;
     int deterministic;
+    int quant_weights;        /* matmul / embed take the quantized dtypes (CPU); others refuse */
     size_t bytes_in_use, bytes_peak;
     char err[256];
 };
@@ -194,6 +208,9 @@ float db_bf16_to_f32(uint16_t h);
 uint16_t db_f32_to_bf16(float f);
 float db_f16_to_f32(uint16_t h);
 uint16_t db_f32_to_f16(float f);
+/* n values (a multiple of dtype's block) of any dtype to f32; src may be unaligned */
 void db_convert_to_f32(float *dst, const void *src, db_dtype dtype, size_t n);
+/* one block of a quantized dtype (db_dtype_size(t) bytes) -> db_dtype_block(t) floats (quant.c) */
+void db_dequant_block(float *dst, const void *block, db_dtype t);
 
 #endif

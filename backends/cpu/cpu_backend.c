@@ -7,6 +7,7 @@
 #include "config.h"
 #include "backend.h"
 #include "cpu_kernels.h"
+#include "matmul_quant.h"
 #include "cpu_topology.h"
 
 #include <math.h>
@@ -31,6 +32,7 @@ typedef struct {
     db_matmul_kernel matmul;
     db_dot_kernel dot;   /* attention: q.k */
     db_wsum_kernel wsum; /* attention: o = sum_j p_j v_j */
+    db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
 } cpu_ctx;
@@ -76,6 +78,8 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
         return -1;
     }
     db_attn_kernels(simd, &c->dot, &c->wsum);
+    c->matmul_quant = db_matmul_quant_select(simd);
+    be->quant_weights = 1;
     snprintf(be->simd, sizeof be->simd, "%s", simd);
     be->ctx = c;
     be->deterministic = opts ? opts->deterministic : 0;
@@ -130,6 +134,7 @@ static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const d
     int nout = w->rows, nin = w->cols;
     const int blk = 24;
     int nblk = (nout + blk - 1) / blk;
+    db_matmul_kernel kernel = db_dtype_is_quant(w->dtype) ? c->matmul_quant : c->matmul;
 #if HAVE_OPENMP
 #pragma omp parallel if (nblk > 1 && (size_t)nout * nin * n > 32768)
     {
@@ -141,7 +146,7 @@ static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const d
         int o0 = (int)((long long)nblk * id / nt) * blk;
         int o1 = (int)((long long)nblk * (id + 1) / nt) * blk;
         if (o1 > nout) o1 = nout;
-        if (o0 < o1) c->matmul(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
+        if (o0 < o1) kernel(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
     }
 }
 
@@ -304,9 +309,9 @@ static void cpu_swiglu(db_backend *be, float *out, const float *gate, const floa
 static void cpu_embed(db_backend *be, float *out, const db_weight *table, const int *ids, int n)
 {
     (void)be;
-    size_t d = (size_t)table->cols, es = db_dtype_size(table->dtype);
+    size_t d = (size_t)table->cols, rb = db_dtype_bytes(table->dtype, d);
     for (int r = 0; r < n; r++)
-        db_convert_to_f32(out + (size_t)r * d, (const char *)table->data + (size_t)ids[r] * d * es,
+        db_convert_to_f32(out + (size_t)r * d, (const char *)table->data + (size_t)ids[r] * rb,
                           table->dtype, d);
 }
 
@@ -410,8 +415,14 @@ static float weight_elem(const db_weight *w, size_t i)
     case DB_F32: return ((const float *)w->data)[i];
     case DB_BF16: return db_bf16_to_f32(h[i]);
     case DB_F16: return db_f16_to_f32(h[i]);
+    default: { /* a quantized codebook: dequantize the block holding element i */
+        float blk[256];
+        size_t cols = (size_t)w->cols, bs = (size_t)db_dtype_block(w->dtype), c = i % cols;
+        const char *row = (const char *)w->data + i / cols * db_dtype_bytes(w->dtype, cols);
+        db_dequant_block(blk, row + c / bs * db_dtype_size(w->dtype), w->dtype);
+        return blk[c % bs];
     }
-    return 0.0f;
+    }
 }
 
 static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,

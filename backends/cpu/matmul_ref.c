@@ -12,6 +12,7 @@ static float weight_at(const void *w, db_dtype dt, size_t i)
     case DB_F32: return ((const float *)w)[i];
     case DB_BF16: return db_bf16_to_f32(((const uint16_t *)w)[i]);
     case DB_F16: return db_f16_to_f32(((const uint16_t *)w)[i]);
+    default: break; /* quantized dtypes run matmul_quant_*.c */
     }
     return 0.0f;
 }

@@ -519,6 +519,7 @@ void gpu_matmul(db_backend *be, float *y, const float *x, const db_weight *w, in
         case DB_F32: launch_gemm_tiled<DB_F32>(be, y, x, w, n, accumulate); break;
         case DB_BF16: launch_gemm_tiled<DB_BF16>(be, y, x, w, n, accumulate); break;
         case DB_F16: launch_gemm_tiled<DB_F16>(be, y, x, w, n, accumulate); break;
+        default: break; /* quantized: refused at upload (quant_weights = 0) */
         }
         return;
     }
@@ -527,6 +528,7 @@ void gpu_matmul(db_backend *be, float *y, const float *x, const db_weight *w, in
     case DB_F32: launch_rowdot<DB_F32>(be, y, x, w, n, accumulate); break;
     case DB_BF16: launch_rowdot<DB_BF16>(be, y, x, w, n, accumulate); break;
     case DB_F16: launch_rowdot<DB_F16>(be, y, x, w, n, accumulate); break;
+    default: break; /* quantized: refused at upload (quant_weights = 0) */
     }
 }
 
@@ -674,6 +676,7 @@ void gpu_embed(db_backend *be, float *out, const db_weight *table, const int *id
     case DB_F32: launch_kernel(k_embed<DB_F32>, grid, 256, 0, c->stream, out, table->data, dids, n, d); break;
     case DB_BF16: launch_kernel(k_embed<DB_BF16>, grid, 256, 0, c->stream, out, table->data, dids, n, d); break;
     case DB_F16: launch_kernel(k_embed<DB_F16>, grid, 256, 0, c->stream, out, table->data, dids, n, d); break;
+    default: break; /* quantized: refused at upload (quant_weights = 0) */
     }
     LAUNCH_CHECK(be, "k_embed");
 }
@@ -1189,6 +1192,7 @@ void launch_pair_scores(db_backend *be, unsigned threads, float *dout, const flo
     case DB_F32: launch_kernel(k_pair_scores<DP, DB_F32>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
     case DB_BF16: launch_kernel(k_pair_scores<DP, DB_BF16>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
     case DB_F16: launch_kernel(k_pair_scores<DP, DB_F16>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
+    default: break; /* quantized: refused at upload (quant_weights = 0) */
     }
 }
 
@@ -1213,6 +1217,7 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
     case DB_F32: launch_pair_scores<DB_F32>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
     case DB_BF16: launch_pair_scores<DB_BF16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
     case DB_F16: launch_pair_scores<DB_F16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
+    default: break; /* quantized: refused at upload (quant_weights = 0) */
     }
     if (LAUNCH_CHECK(be, "k_pair_scores")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;

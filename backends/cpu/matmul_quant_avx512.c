@@ -1,0 +1,154 @@
+/* matmul_quant_avx512.c — AVX-512F/BW matmul on quantized weights (matmul_quant.h), compiled
+ * with those target flags and -ffp-contract=off (the dequantization must round like quant.c).
+ *
+ * As matmul_quant_avx2.c with 16 lanes: each group of 32 values is dequantized into two
+ * registers; accumulator a0 takes values 0-15 of every group, a1 values 16-31, and the row
+ * result is reduce(a0 + a1) in a fixed order — the same for every tile, so batch-invariant. */
+#include "config.h"
+#include "matmul_quant.h"
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float ld_f16(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* 16 bytes -> 16 int32 */
+static inline __m512i u8x16(const uint8_t *p)
+{
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+
+static inline void scale_min_k4(int j, const uint8_t *sc, int *s, int *m)
+{
+    if (j < 4) {
+        *s = sc[j] & 63;
+        *m = sc[j + 4] & 63;
+    } else {
+        *s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
+        *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+    }
+}
+
+/* group g (values 32g..32g+31) of a weight row -> w[2] */
+static inline __attribute__((always_inline)) void dequant32(db_dtype dt, const uint8_t *row,
+                                                            int g, __m512 w[2])
+{
+    const __m512i m15 = _mm512_set1_epi32(15);
+    if (dt == DB_Q8_0 || dt == DB_Q4_0) {
+        const uint8_t *b = row + (size_t)g * (dt == DB_Q8_0 ? 34 : 18);
+        __m512 d = _mm512_set1_ps(ld_f16(b));
+        for (int k = 0; k < 2; k++) {
+            __m512i q;
+            if (dt == DB_Q8_0) {
+                q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 16 * k)));
+            } else {
+                __m512i v = u8x16(b + 2);
+                q = k == 0 ? _mm512_and_si512(v, m15) : _mm512_srli_epi32(v, 4);
+                q = _mm512_sub_epi32(q, _mm512_set1_epi32(8));
+            }
+            w[k] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(q));
+        }
+        return;
+    }
+    if (dt == DB_Q4_K || dt == DB_Q5_K) {
+        int five = dt == DB_Q5_K, j = g & 7, c = j >> 1, s, m;
+        const uint8_t *b = row + (size_t)(g >> 3) * (five ? 176 : 144);
+        const uint8_t *qs = b + (five ? 48 : 16) + 32 * c, *qh = b + 16;
+        scale_min_k4(j, b + 4, &s, &m);
+        __m512 d = _mm512_set1_ps(ld_f16(b) * (float)s), mn = _mm512_set1_ps(ld_f16(b + 2) * (float)m);
+        for (int k = 0; k < 2; k++) {
+            __m512i v = u8x16(qs + 16 * k);
+            __m512i q = j & 1 ? _mm512_srli_epi32(v, 4) : _mm512_and_si512(v, m15);
+            if (five) {
+                __m512i h = _mm512_srli_epi32(u8x16(qh + 16 * k), (unsigned)j);
+                q = _mm512_add_epi32(q, _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(1)), 4));
+            }
+            w[k] = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(q)), mn);
+        }
+        return;
+    }
+    /* Q6_K: group g is quarter k4 of half h; values 0-15 and 16-31 have one scale each */
+    const uint8_t *b = row + (size_t)(g >> 3) * 210;
+    int h = (g >> 2) & 1, k4 = g & 3;
+    const uint8_t *ql = b + 64 * h + (k4 & 1) * 32, *qh = b + 128 + 32 * h;
+    const int8_t *sc = (const int8_t *)(b + 192) + 8 * h + 2 * k4;
+    float d = ld_f16(b + 208);
+    for (int k = 0; k < 2; k++) {
+        __m512i v = u8x16(ql + 16 * k);
+        __m512i lo = k4 < 2 ? _mm512_and_si512(v, m15) : _mm512_srli_epi32(v, 4);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi32(u8x16(qh + 16 * k), (unsigned)(2 * k4)),
+                                      _mm512_set1_epi32(3));
+        __m512i q = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+        w[k] = _mm512_mul_ps(_mm512_set1_ps(d * (float)sc[k]), _mm512_cvtepi32_ps(q));
+    }
+}
+
+static inline float hsum(__m512 v)
+{
+    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 lo = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+    return _mm_cvtss_f32(lo);
+}
+
+static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, float *y,
+                                                       const float *x, const uint8_t *row, int O,
+                                                       int I, int o, int accumulate)
+{
+    __m512 a0[4], a1[4], w[2];
+    for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm512_setzero_ps();
+    for (int g = 0; g < I / 32; g++) {
+        dequant32(dt, row, g, w);
+        for (int r = 0; r < R; r++) {
+            const float *xr = x + (size_t)r * I + 32 * g;
+            a0[r] = _mm512_fmadd_ps(w[0], _mm512_loadu_ps(xr), a0[r]);
+            a1[r] = _mm512_fmadd_ps(w[1], _mm512_loadu_ps(xr + 16), a1[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        float s = hsum(_mm512_add_ps(a0[r], a1[r]));
+        float *dst = y + (size_t)r * O + o;
+        *dst = accumulate ? *dst + s : s;
+    }
+}
+
+static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, const float *x,
+                                                      const void *w, int n, int O, int I, int o0,
+                                                      int o1, int accumulate)
+{
+    size_t rb = db_dtype_bytes(dt, (size_t)I);
+    for (int o = o0; o < o1; o++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
+        int r = 0;
+        for (; r + 4 <= n; r += 4)
+            tile(4, dt, y + (size_t)r * O, x + (size_t)r * I, row, O, I, o, accumulate);
+        float *yr = y + (size_t)r * O;
+        const float *xr = x + (size_t)r * I;
+        switch (n - r) {
+        case 3: tile(3, dt, yr, xr, row, O, I, o, accumulate); break;
+        case 2: tile(2, dt, yr, xr, row, O, I, o, accumulate); break;
+        case 1: tile(1, dt, yr, xr, row, O, I, o, accumulate); break;
+        default: break;
+        }
+    }
+}
+
+void db_matmul_quant_avx512(float *y, const float *x, const void *w, db_dtype dt, int n, int O,
+                            int I, int o0, int o1, int accumulate)
+{
+    switch (dt) {
+    case DB_Q8_0: run(DB_Q8_0, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q4_0: run(DB_Q4_0, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q4_K: run(DB_Q4_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q5_K: run(DB_Q5_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q6_K: run(DB_Q6_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    default: db_matmul_quant_ref(y, x, w, dt, n, O, I, o0, o1, accumulate); break;
+    }
+}
