@@ -2,7 +2,7 @@
 # cli_install.sh — the installed binary runs from anywhere (TAP). meson's test_env sets DB_BIN,
 # DB_SOURCE_ROOT, DB_BUILD_ROOT and DB_MESON.
 #   meson install --destdir D puts bin/dflash-bench and share/dflash-bench/{models,datasets,
-#   configs}, every file equal to the source tree's;
+#   configs}, every file equal to the source tree's, and README.md + docs/ in share/doc;
 #   a failing run from / (a bad dataset) creates nothing in /;
 #   D/.../bin/dflash-bench run -n 8 --max-samples 1 (--label: its own directory), run from / with no DFLASH_BENCH_DATA and no
 #   source tree above it, exits 0 and writes the default sweep under ./results (here /results;
@@ -51,6 +51,9 @@ while IFS= read -r f; do
 done < <(cd "$ROOT" && find models datasets configs -type f)
 [ "$count" -gt 0 ] || bad=1
 ok "$bad" "every file of models/ datasets/ configs/ installed as it is ($count files)"
+DOC="$(dirname "$SHARE")/doc/dflash-bench"
+cmp -s "$ROOT/README.md" "$DOC/README.md" && cmp -s "$ROOT/docs/architecture.md" "$DOC/docs/architecture.md"
+ok $? "README.md and docs/ installed under share/doc/dflash-bench"
 
 # a failing run from /: nothing new in / (but results/, which tests running in parallel may
 # make), and nothing of this run's under /results
