@@ -152,6 +152,23 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *er
     return rc;
 }
 
+int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, db_hw *hw, char *err,
+                  size_t errlen)
+{
+    memset(hw, 0, sizeof *hw);
+    int rc = bw_gbs > 0 && gflops > 0 ? DB_OK : db_hw_measure(be, dt, 0, hw, err, errlen);
+    if (rc) return rc;
+    if (bw_gbs > 0) {
+        hw->bw = bw_gbs * 1e9;
+        snprintf(hw->bw_source, sizeof hw->bw_source, "given: --bandwidth-gbs %g", bw_gbs);
+    }
+    if (gflops > 0) {
+        hw->flops = gflops * 1e9;
+        snprintf(hw->flops_source, sizeof hw->flops_source, "given: --gflops %g", gflops);
+    }
+    return DB_OK;
+}
+
 /* ---- roofline ---- */
 
 static db_cost cost(const db_hw *hw, double bytes, double flops)

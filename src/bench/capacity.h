@@ -61,6 +61,10 @@ typedef struct {
  * several timed calls, weights made with fill_random. bytes 0 = 512 MiB (less when the device
  * has little memory free). */
 int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *err, size_t errlen);
+/* the device figures a roofline uses: measured (db_hw_measure) unless both are given (> 0); a
+ * given figure replaces the measured one and its source says "given: --bandwidth-gbs X" */
+int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, db_hw *hw, char *err,
+                  size_t errlen);
 
 typedef struct {
     double bytes, flops, t; /* traffic, arithmetic, roofline seconds */

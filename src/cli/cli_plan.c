@@ -241,187 +241,242 @@ static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const d
     cJSON_Delete(root);
 }
 
-int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
+typedef struct {
+    /* options */
+    const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output;
+    int block, prompt_tokens, max_new, threads, no_measure, seed, warmup, context;
+    float tau_arg, bw_arg, gf_arg;
+    /* what they give */
+    db_dtype dt;
+    db_variant variant;
+    int conc[DB_LIST_MAX], nconc;
+    char tbuf[1024], dbuf[1024];      /* the configs' paths, found from any directory */
+    db_model_config tc;
+    db_drafter_config dc;
+    const db_drafter_config *d;       /* &dc, or NULL: ar only */
+    db_profile prof;
+    char acc[700];                    /* where the acceptance comes from, in words */
+    double tau;
+    /* the device and the rows */
+    db_session s;
+    db_synth_opts syn;
+    db_session_opts so;
+    size_t avail;
+    db_hw hw;
+    plan_row rows[DB_LIST_MAX];
+    double weights;
+    int fits_all;
+    db_mem_need worst;                /* the largest concurrency's memory */
+} plan_ctx;
+
+static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    const char *target = NULL, *drafter = NULL, *conc_s = "1,8,32", *profile_s = NULL,
-               *backend = "cpu", *variant_s = "dflash2", *dtype_s = "bf16", *output = "md";
-    int block = 8, prompt_tokens = 128, max_new = 32, threads = 0, no_measure = 0, help = 0,
-        seed = 0, warmup = 1, context = 0;
-    float tau_arg = 0, bw_arg = 0, gf_arg = 0;
+    *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2", .dtype_s = "bf16",
+                    .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1};
     char names[200], vhelp[300];
     snprintf(vhelp, sizeof vhelp, "drafter variant: %s (default dflash2)", db_variant_names(names, sizeof names, 1));
     const db_opt opts[] = {
-        {"target-config", 't', "FILE", "target config.json (or a checkpoint directory)", NULL, DB_OPT_STR, &target},
-        {"drafter-config", 'd', "FILE", "DFlash / DFlash 2 drafter config.json (none: ar only)", NULL, DB_OPT_STR, &drafter},
-        {"variant", 'v', "NAME", vhelp, NULL, DB_OPT_STR, &variant_s},
-        {"block-size", 'B', "N", "draft block size (default 8)", NULL, DB_OPT_INT, &block},
-        {"concurrency", 'c', "LIST", "comma list of concurrencies (default 1,8,32)", NULL, DB_OPT_STR, &conc_s},
-        {"prompt-tokens", 0, "N", "prompt length (default 128)", NULL, DB_OPT_INT, &prompt_tokens},
-        {"max-new-tokens", 'n', "N", "tokens generated per request when measuring (default 32)", NULL, DB_OPT_INT, &max_new},
-        {"context", 0, "N", "context of the predicted step (default prompt + n/2)", NULL, DB_OPT_INT, &context},
-        {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &profile_s},
-        {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &tau_arg},
-        {"dtype", 0, "TYPE", "weight dtype: bf16 (default), f16, f32", NULL, DB_OPT_STR, &dtype_s},
-        {"bandwidth-gbs", 0, "X", "device memory bandwidth, GB/s (default: measured)", NULL, DB_OPT_FLOAT, &bw_arg},
-        {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &gf_arg},
-        {"no-measure", 0, NULL, "predict only (no synthetic run)", NULL, DB_OPT_FLAG, &no_measure},
-        {"warmup", 0, "N", "untimed runs before each measurement (default 1)", NULL, DB_OPT_INT, &warmup},
-        {"seed", 's', "N", "seed of the synthetic weights, prompts and replay (default 0)", NULL, DB_OPT_INT, &seed},
-        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
-        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &threads},
-        {"output", 'o', "FMT", "md (default) or json", NULL, DB_OPT_STR, &output},
+        {"target-config", 't', "FILE", "target config.json (or a checkpoint directory)", NULL, DB_OPT_STR, &p->target},
+        {"drafter-config", 'd', "FILE", "DFlash / DFlash 2 drafter config.json (none: ar only)", NULL, DB_OPT_STR, &p->drafter},
+        {"variant", 'v', "NAME", vhelp, NULL, DB_OPT_STR, &p->variant_s},
+        {"block-size", 'B', "N", "draft block size (default 8)", NULL, DB_OPT_INT, &p->block},
+        {"concurrency", 'c', "LIST", "concurrencies, a list or ranges as in run (default 1,8,32)", NULL, DB_OPT_STR, &p->conc_s},
+        {"prompt-tokens", 0, "N", "prompt length (default 128)", NULL, DB_OPT_INT, &p->prompt_tokens},
+        {"max-new-tokens", 'n', "N", "tokens generated per request when measuring (default 32)", NULL, DB_OPT_INT, &p->max_new},
+        {"context", 0, "N", "context of the predicted step (default prompt + n/2)", NULL, DB_OPT_INT, &p->context},
+        {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &p->profile_s},
+        {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &p->tau_arg},
+        {"dtype", 0, "TYPE", "weight dtype: bf16 (default), f16, f32", NULL, DB_OPT_STR, &p->dtype_s},
+        {"bandwidth-gbs", 0, "X", "device memory bandwidth, GB/s (default: measured)", NULL, DB_OPT_FLOAT, &p->bw_arg},
+        {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &p->gf_arg},
+        {"no-measure", 0, NULL, "predict only (no synthetic run)", NULL, DB_OPT_FLAG, &p->no_measure},
+        {"warmup", 0, "N", "untimed runs before each measurement (default 1)", NULL, DB_OPT_INT, &p->warmup},
+        {"seed", 's', "N", "seed of the synthetic weights, prompts and replay (default 0)", NULL, DB_OPT_INT, &p->seed},
+        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &p->backend},
+        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &p->threads},
+        {"output", 'o', "FMT", "md (default) or json", NULL, DB_OPT_STR, &p->output},
     };
     const db_cmd_opts cmd = {"plan",
                              "Capacity planning from config.json shapes: device bandwidth and matmul rate,\n"
                              "roofline step / cycle times and tok/s, memory per concurrency, then a short\n"
                              "synthetic run (random weights on the device, replayed acceptance) to compare.",
                              opts, (int)(sizeof opts / sizeof *opts), db_variants_help};
-    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
-    if (rc || help) return rc;
-    if (!target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
-    if (strcmp(output, "md") && strcmp(output, "json"))
-        return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", output);
-    db_dtype dt;
-    if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
-    db_variant variant;
-    if (db_variant_parse(variant_s, &variant) != 0 || !db_variant_uses_drafter(variant))
-        return db_fail(err, errlen, DB_EINPUT, "--variant %s: one of %s", variant_s, db_variant_names(names, sizeof names, 1));
-    if (block < 2 || block > DB_MAX_BLOCK) return db_fail(err, errlen, DB_EINPUT, "--block-size %d outside 2..%d", block, DB_MAX_BLOCK);
-    if (prompt_tokens < 1 || max_new < 2 || warmup < 0 || threads < 0 || context < 0 || seed < 0)
+    return db_opts_parse(&cmd, argc, argv, help, err, errlen);
+}
+
+static int check_options(plan_ctx *p, char *err, size_t errlen)
+{
+    char names[200];
+    if (!p->target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
+    if (strcmp(p->output, "md") && strcmp(p->output, "json"))
+        return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", p->output);
+    if (db_dtype_parse(p->dtype_s, &p->dt) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", p->dtype_s);
+    if (db_variant_parse(p->variant_s, &p->variant) != 0 || !db_variant_uses_drafter(p->variant))
+        return db_fail(err, errlen, DB_EINPUT, "--variant %s: one of %s", p->variant_s,
+                       db_variant_names(names, sizeof names, 1));
+    if (p->block < 2 || p->block > DB_MAX_BLOCK)
+        return db_fail(err, errlen, DB_EINPUT, "--block-size %d outside 2..%d", p->block, DB_MAX_BLOCK);
+    if (p->prompt_tokens < 1 || p->max_new < 2 || p->warmup < 0 || p->threads < 0 || p->context < 0 || p->seed < 0)
         return db_fail(err, errlen, DB_EINPUT, "--prompt-tokens >= 1, --max-new-tokens >= 2, --warmup, --threads, --context, --seed >= 0");
-    if (tau_arg != 0 && profile_s) return db_fail(err, errlen, DB_EINPUT, "give --tau or --acceptance-profile, not both");
-    if (tau_arg != 0 && !(tau_arg >= 1 && tau_arg <= block))
-        return db_fail(err, errlen, DB_EINPUT, "--tau %g outside [1, %d]", (double)tau_arg, block);
-    int conc[DB_LIST_MAX], nconc;
-    if ((rc = db_parse_int_list("--concurrency", conc_s, 1, 1 << 16, conc, &nconc, err, errlen))) return rc;
+    if (p->tau_arg != 0 && p->profile_s)
+        return db_fail(err, errlen, DB_EINPUT, "give --tau or --acceptance-profile, not both");
+    if (p->tau_arg != 0 && !(p->tau_arg >= 1 && p->tau_arg <= p->block))
+        return db_fail(err, errlen, DB_EINPUT, "--tau %g outside [1, %d]", (double)p->tau_arg, p->block);
+    return db_parse_int_list("--concurrency", p->conc_s, 1, 1 << 16, p->conc, &p->nconc, err, errlen);
+}
 
-    char tbuf[1024], dbuf[1024]; /* configs/models/... from any directory (base/paths.h) */
-    target = db_data_find(target, tbuf, sizeof tbuf), drafter = db_data_find(drafter, dbuf, sizeof dbuf);
-    db_model_config tc;
-    db_drafter_config dc;
-    if ((rc = db_model_config_load(&tc, target, err, errlen))) return rc;
-    if (drafter && (rc = db_drafter_config_load(&dc, drafter, tc.n_layers, err, errlen))) return rc;
-    const db_drafter_config *d = drafter ? &dc : NULL;
-    if (d && block > dc.block_size)
-        return db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", block, dc.block_size, dc.base.path);
-    if (d && (rc = db_variant_check_kind(variant, dc.kind, dc.base.path, err, errlen))) return rc;
-    db_profile prof;
-    char acc[700];
-    if (profile_s) {
-        if ((rc = db_profile_load(&prof, profile_s, err, errlen))) return rc;
-        snprintf(acc, sizeof acc, "profile %s, tau %.3f at block %d", profile_s, db_profile_tau(&prof, block), block);
-    } else if (tau_arg != 0) {
-        db_profile_constant(&prof, tau_arg, block, block - 1);
-        snprintf(acc, sizeof acc, "constant per-position rate %.4f (tau %.3f at block %d)", (double)prof.rate[0], (double)tau_arg, block);
+/* the acceptance: a profile, a constant rate giving --tau, or SPEC 6's built-in figure */
+static int acceptance(plan_ctx *p, char *err, size_t errlen)
+{
+    int rc, B = p->block;
+    if (p->profile_s) {
+        if ((rc = db_profile_load(&p->prof, p->profile_s, err, errlen))) return rc;
+        snprintf(p->acc, sizeof p->acc, "profile %s, tau %.3f at block %d", p->profile_s, db_profile_tau(&p->prof, B), B);
+    } else if (p->tau_arg != 0) {
+        db_profile_constant(&p->prof, p->tau_arg, B, B - 1);
+        snprintf(p->acc, sizeof p->acc, "constant per-position rate %.4f (tau %.3f at block %d)",
+                 (double)p->prof.rate[0], (double)p->tau_arg, B);
     } else {
-        memset(&prof, 0, sizeof prof);
-        prof.n = 7;
-        memcpy(prof.rate, spec6_recall1, sizeof spec6_recall1);
-        snprintf(acc, sizeof acc, "SPEC 6 DFlash GSM8K T=0 per-position Recall@1 (built in), tau %.3f at block %d",
-                 db_profile_tau(&prof, block), block);
+        memset(&p->prof, 0, sizeof p->prof);
+        p->prof.n = 7;
+        memcpy(p->prof.rate, spec6_recall1, sizeof spec6_recall1);
+        snprintf(p->acc, sizeof p->acc, "SPEC 6 DFlash GSM8K T=0 per-position Recall@1 (built in), tau %.3f at block %d",
+                 db_profile_tau(&p->prof, B), B);
     }
-    if (d && prof.n < block - 1)
+    if (p->d && p->prof.n < B - 1)
         return db_fail(err, errlen, DB_EINPUT, "the acceptance profile has %d positions; block size %d needs %d (give --tau or a longer profile)",
-                       prof.n, block, block - 1);
-    double tau = d ? db_profile_tau(&prof, block) : 1.0;
+                       p->prof.n, B, B - 1);
+    p->tau = p->d ? db_profile_tau(&p->prof, B) : 1.0;
+    return DB_OK;
+}
 
-    db_session s;
-    db_synth_opts syn = {.seed = (uint64_t)seed, .dtype = dt};
-    db_session_opts so = {backend, target, drafter, threads, 0, &syn};
-    if ((rc = db_session_open_backend(&s, &so, err, errlen))) return rc;
-    size_t avail = db_mem_available(s.be);
-    db_hw hw;
-    memset(&hw, 0, sizeof hw);
-    if (!(bw_arg > 0 && gf_arg > 0)) rc = db_hw_measure(s.be, dt, 0, &hw, err, errlen);
-    if (!rc && bw_arg > 0) {
-        hw.bw = bw_arg * 1e9;
-        snprintf(hw.bw_source, sizeof hw.bw_source, "given: --bandwidth-gbs %g", (double)bw_arg);
-    }
-    if (!rc && gf_arg > 0) {
-        hw.flops = gf_arg * 1e9;
-        snprintf(hw.flops_source, sizeof hw.flops_source, "given: --gflops %g", (double)gf_arg);
-    }
-    plan_row rows[DB_LIST_MAX];
-    memset(rows, 0, sizeof rows);
-    double ctx = context > 0 ? context : prompt_tokens + max_new / 2.0;
-    double weights = db_weights_bytes(&tc, d, dt);
-    int fits_all = 1;
-    db_mem_need worst = {weights, 0, 0};
-    for (int i = 0; i < nconc && !rc; i++) {
-        plan_row *r = &rows[i];
-        r->conc = conc[i];
-        r->ctx = ctx;
-        r->tau = tau;
-        db_step_shape ar = {.concurrency = conc[i], .block = 1, .ctx = ctx, .tau = 1};
-        db_roofline_step(&tc, NULL, dt, &hw, &ar, &r->ar);
-        db_step_shape cy = {.concurrency = conc[i], .block = block, .ctx = ctx, .tau = tau,
-                            .use_conv = db_variant_uses_conv(variant), .use_sel = db_variant_uses_selector(variant)};
-        if (d) db_roofline_step(&tc, d, dt, &hw, &cy, &r->cyc);
-        db_engine_shape es = {conc[i], d ? block : 1, prompt_tokens, max_new, 0};
+/* the configs (from any directory: base/paths.h) and the acceptance */
+static int load_inputs(plan_ctx *p, char *err, size_t errlen)
+{
+    p->target = db_data_find(p->target, p->tbuf, sizeof p->tbuf);
+    p->drafter = db_data_find(p->drafter, p->dbuf, sizeof p->dbuf);
+    int rc = db_model_config_load(&p->tc, p->target, err, errlen);
+    if (!rc && p->drafter) rc = db_drafter_config_load(&p->dc, p->drafter, p->tc.n_layers, err, errlen);
+    if (rc) return rc;
+    p->d = p->drafter ? &p->dc : NULL;
+    if (p->d && p->block > p->dc.block_size)
+        return db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", p->block,
+                       p->dc.block_size, p->dc.base.path);
+    if (p->d && (rc = db_variant_check_kind(p->variant, p->dc.kind, p->dc.base.path, err, errlen))) return rc;
+    return acceptance(p, err, errlen);
+}
+
+/* the roofline rows and each concurrency's memory */
+static void predict(plan_ctx *p)
+{
+    double ctx = p->context > 0 ? p->context : p->prompt_tokens + p->max_new / 2.0;
+    p->weights = db_weights_bytes(&p->tc, p->d, p->dt);
+    p->fits_all = 1;
+    p->worst = (db_mem_need){p->weights, 0, 0};
+    for (int i = 0; i < p->nconc; i++) {
+        plan_row *r = &p->rows[i];
+        *r = (plan_row){.conc = p->conc[i], .ctx = ctx, .tau = p->tau};
+        db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = ctx, .tau = 1};
+        db_roofline_step(&p->tc, NULL, p->dt, &p->hw, &ar, &r->ar);
+        db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = ctx, .tau = p->tau,
+                            .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant)};
+        if (p->d) db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc);
+        db_engine_shape es = {r->conc, p->d ? p->block : 1, p->prompt_tokens, p->max_new, 0};
         double kv, act;
-        db_engine_bytes(&tc, d, &es, &kv, &act);
-        r->mem = (db_mem_need){weights, kv, act};
-        if (avail && weights + kv + act > (double)avail) fits_all = 0;
-        if (kv + act > worst.kv + worst.act) worst.kv = kv, worst.act = act;
+        db_engine_bytes(&p->tc, p->d, &es, &kv, &act);
+        r->mem = (db_mem_need){p->weights, kv, act};
+        if (p->avail && p->weights + kv + act > (double)p->avail) p->fits_all = 0;
+        if (kv + act > p->worst.kv + p->worst.act) p->worst.kv = kv, p->worst.act = act;
     }
-    /* the synthetic run: refused (with the message) rather than started when it cannot fit */
-    if (!rc && !no_measure) {
-        char e2[512];
-        if (db_mem_check(&worst, avail, "the synthetic run", e2, sizeof e2) != DB_OK) {
-            fprintf(stderr, "plan: not measured: %s\n", e2);
-            no_measure = 1;
-        }
+}
+
+/* one concurrency on the synthetic pair: warm-up, then an ar run and a replayed cycle run */
+static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
+{
+    double split[4], t_ar, a, b;
+    uint64_t seed = (uint64_t)p->seed;
+    db_gen_params pa = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = p->max_new,
+                        .seed = seed, .ignore_eos = 1};
+    db_gen_params pc = pa;
+    pc.variant = p->variant;
+    pc.block_size = p->block;
+    pc.replay_rates = p->prof.rate;
+    pc.replay_n = p->prof.n;
+    int rc = DB_OK;
+    for (int w = 0; w < p->warmup && !rc; w++) {
+        db_gen_params q = pa;
+        q.max_new_tokens = 4;
+        rc = measure(&p->s, &q, r->conc, p->prompt_tokens, p->tc.vocab, seed, &a, &b, split, err, errlen);
+        q = pc;
+        q.max_new_tokens = 4;
+        if (!rc && p->d) rc = measure(&p->s, &q, r->conc, p->prompt_tokens, p->tc.vocab, seed, &a, &b, split, err, errlen);
     }
-    if (!rc && !no_measure) {
-        fprintf(stderr, "plan: generating synthetic weights (%.2f GiB)...\n", weights / DB_GIB);
-        rc = db_session_load_models(&s, &so, err, errlen);
-        if (rc) s.be = NULL; /* closed by the failed load */
-        for (int i = 0; i < nconc && !rc; i++) {
-            plan_row *r = &rows[i];
-            double split[4], t_ar;
-            db_gen_params pa = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = max_new,
-                                .seed = (uint64_t)seed, .ignore_eos = 1};
-            db_gen_params pc = pa;
-            pc.variant = variant;
-            pc.block_size = block;
-            pc.replay_rates = prof.rate;
-            pc.replay_n = prof.n;
-            for (int w = 0; w < warmup && !rc; w++) {
-                db_gen_params q = pa;
-                q.max_new_tokens = 4;
-                double a, b, c4[4];
-                rc = measure(&s, &q, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &a, &b, c4, err, errlen);
-                if (!rc && d) {
-                    q = pc;
-                    q.max_new_tokens = 4;
-                    rc = measure(&s, &q, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &a, &b, c4, err, errlen);
-                }
-            }
-            fprintf(stderr, "plan: measuring c=%d\n", r->conc);
-            if (!rc) rc = measure(&s, &pa, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &r->ar_ms, &t_ar, split, err, errlen);
-            if (!rc) r->ar_tok_s = r->conc * t_ar / (r->ar_ms / 1e3);
-            if (!rc && d) {
-                rc = measure(&s, &pc, r->conc, prompt_tokens, tc.vocab, (uint64_t)seed, &r->cyc_ms, &r->tau_meas, split, err, errlen);
-                if (!rc) {
-                    r->cyc_tok_s = r->conc * r->tau_meas / (r->cyc_ms / 1e3);
-                    r->draft_ms = split[0];
-                    r->select_ms = split[1];
-                    r->verify_ms = split[2];
-                    r->host_ms = split[3];
-                }
-            }
-            if (!rc) r->measured = 1;
-        }
+    fprintf(stderr, "plan: measuring c=%d\n", r->conc);
+    if (!rc) rc = measure(&p->s, &pa, r->conc, p->prompt_tokens, p->tc.vocab, seed, &r->ar_ms, &t_ar, split, err, errlen);
+    if (rc) return rc;
+    r->ar_tok_s = r->conc * t_ar / (r->ar_ms / 1e3);
+    if (p->d) {
+        rc = measure(&p->s, &pc, r->conc, p->prompt_tokens, p->tc.vocab, seed, &r->cyc_ms, &r->tau_meas, split, err, errlen);
+        if (rc) return rc;
+        r->cyc_tok_s = r->conc * r->tau_meas / (r->cyc_ms / 1e3);
+        r->draft_ms = split[0];
+        r->select_ms = split[1];
+        r->verify_ms = split[2];
+        r->host_ms = split[3];
     }
+    r->measured = 1;
+    return DB_OK;
+}
+
+/* the synthetic run, refused (with the message) rather than started when it cannot fit */
+static int measure_all(plan_ctx *p, char *err, size_t errlen)
+{
+    char e2[512];
+    if (db_mem_check(&p->worst, p->avail, "the synthetic run", e2, sizeof e2) != DB_OK) {
+        fprintf(stderr, "plan: not measured: %s\n", e2);
+        return DB_OK;
+    }
+    fprintf(stderr, "plan: generating synthetic weights (%.2f GiB)...\n", p->weights / DB_GIB);
+    int rc = db_session_load_models(&p->s, &p->so, err, errlen);
+    if (rc) p->s.be = NULL; /* closed by the failed load */
+    for (int i = 0; i < p->nconc && !rc; i++) rc = measure_row(p, &p->rows[i], err, errlen);
+    return rc;
+}
+
+int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
+{
+    plan_ctx *p = calloc(1, sizeof *p);
+    if (!p) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    int help = 0, rc = parse_options(p, argc, argv, &help, err, errlen);
+    if (!rc && !help) rc = check_options(p, err, errlen);
+    if (!rc && !help) rc = load_inputs(p, err, errlen);
+    if (rc || help) {
+        free(p);
+        return rc;
+    }
+    p->syn = (db_synth_opts){.seed = (uint64_t)p->seed, .dtype = p->dt};
+    p->so = (db_session_opts){p->backend, p->target, p->drafter, p->threads, 0, &p->syn};
+    if ((rc = db_session_open_backend(&p->s, &p->so, err, errlen))) {
+        free(p);
+        return rc;
+    }
+    p->avail = db_mem_available(p->s.be);
+    rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, &p->hw, err, errlen);
+    if (!rc) predict(p);
+    if (!rc && !p->no_measure) rc = measure_all(p, err, errlen);
     if (!rc) {
         char device[200];
-        snprintf(device, sizeof device, "%s (%s)", backend, s.be ? s.be->device_name : "?");
-        if (!strcmp(output, "json"))
-            print_json(rows, nconc, &hw, &tc, d, variant_s, block, acc, device, avail, dt);
+        snprintf(device, sizeof device, "%s (%s)", p->backend, p->s.be ? p->s.be->device_name : "?");
+        if (!strcmp(p->output, "json"))
+            print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt);
         else
-            print_md(rows, nconc, &hw, &tc, d, variant_s, block, acc, device, avail, dt);
-        if (!fits_all) fprintf(stderr, "plan: some concurrencies need more memory than the %.2f GiB available (memory column)\n", (double)avail / DB_GIB);
+            print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt);
+        if (!p->fits_all)
+            fprintf(stderr, "plan: some concurrencies need more memory than the %.2f GiB available (memory column)\n",
+                    (double)p->avail / DB_GIB);
     }
-    if (s.be) db_session_close(&s);
+    if (p->s.be) db_session_close(&p->s);
+    free(p);
     return rc;
 }

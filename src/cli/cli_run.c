@@ -496,26 +496,6 @@ static int check_memory(run_ctx *c, char *err, size_t errlen)
     return db_mem_check(&need, db_mem_available(c->s.be), what, err, errlen);
 }
 
-/* device figures for the roofline: measured (before the models take the memory) or given */
-static int device_figures(run_ctx *c, char *err, size_t errlen)
-{
-    const db_sweep *sw = &c->sw;
-    int rc = DB_OK;
-    if (!(sw->bandwidth_gbs > 0 && sw->gflops > 0)) rc = db_hw_measure(c->s.be, c->wdtype, 0, &c->hw, err, errlen);
-    if (rc) return rc;
-    if (sw->bandwidth_gbs > 0) {
-        c->hw.bw = sw->bandwidth_gbs * 1e9;
-        snprintf(c->hw.bw_source, sizeof c->hw.bw_source, "given: --bandwidth-gbs %g", sw->bandwidth_gbs);
-    }
-    if (sw->gflops > 0) {
-        c->hw.flops = sw->gflops * 1e9;
-        snprintf(c->hw.flops_source, sizeof c->hw.flops_source, "given: --gflops %g", sw->gflops);
-    }
-    fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c->hw.bw / 1e9, c->hw.bw_source,
-            c->hw.flops / 1e9, c->hw.flops_source);
-    return DB_OK;
-}
-
 /* 4. the backend, and what must hold before the models take memory: the weights' storage dtype
  *    (chosen, or the checkpoint embedding's), the memory check, the roofline's device figures */
 static int open_backend(run_ctx *c, char *err, size_t errlen)
@@ -535,8 +515,12 @@ static int open_backend(run_ctx *c, char *err, size_t errlen)
         db_st_close(&st);
     }
     rc = check_memory(c, err, errlen);
-    if (!rc && sw->predict) rc = device_figures(c, err, errlen);
-    return rc;
+    if (rc || !sw->predict) return rc;
+    /* device figures for the roofline, measured before the models take the memory */
+    if ((rc = db_hw_figures(c->s.be, c->wdtype, sw->bandwidth_gbs, sw->gflops, &c->hw, err, errlen))) return rc;
+    fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c->hw.bw / 1e9, c->hw.bw_source,
+            c->hw.flops / 1e9, c->hw.flops_source);
+    return DB_OK;
 }
 
 /* 5. the weights, and whether the drafter runs every variant and block size of the sweep */
