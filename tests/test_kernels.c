@@ -204,13 +204,14 @@ static void matmul_slices(const kernel *k)
            k->name, cases);
 }
 
-/* attention's dot / wsum of the kernel called `name`, against double: lengths 1..40 and the
- * head sizes 64, 100, 128, 129, 200, 256 (wsum over 1..37 keys of a strided value cache) */
+/* attention's scores / wsum of the kernel called `name`, against double: lengths 1..40 and the
+ * head sizes 64, 100, 128, 129, 200, 256 (wsum over 1..37 keys of a strided value cache); a
+ * key's score bitwise the same whether 1..37 keys share the call */
 static void attn_loops(const char *name)
 {
-    db_dot_kernel dot;
+    db_scores_kernel scores;
     db_wsum_kernel wsum;
-    db_attn_kernels(name, &dot, &wsum);
+    db_attn_kernels(name, &scores, &wsum);
     static const int extra[] = {64, 100, 128, 129, 200, 256};
     double worst_d = 0, worst_w = 0;
     int bad = 0;
@@ -223,11 +224,24 @@ static void attn_loops(const char *name)
         rand_fill(a, (size_t)n, -2, 2);
         rand_fill(b, (size_t)n, -2, 2);
         rand_fill(p, KEYS, 0, 1);
-        double s = 0, S = 0;
-        for (int i = 0; i < n; i++) s += (double)a[i] * b[i], S += fabs((double)a[i] * b[i]);
-        double e = fabs(dot(a, b, n) - s) / (tol_dot(n) * S + 1e-30);
-        if (e > worst_d || e != e) worst_d = e;
-        if (!(e <= 1.0)) bad++;
+        /* scores of a against nk keys: b, then value rows (stride STRIDE, from offset 5) */
+        float sc[KEYS], kk[KEYS * STRIDE];
+        memcpy(kk, v, sizeof kk);
+        memcpy(kk + 5, b, sizeof(float) * (size_t)n);
+        scores(sc, a, kk + 5, STRIDE, nk, n, 0.5f);
+        float all[KEYS]; /* a key's score does not depend on how many keys share the call */
+        scores(all, a, kk + 5, STRIDE, KEYS, n, 0.5f);
+        if (memcmp(all, sc, sizeof(float) * (size_t)nk)) bad++;
+        for (int j = 0; j < nk; j++) {
+            double sj = 0, Sj = 0;
+            for (int i = 0; i < n; i++) {
+                double t = (double)a[i] * kk[(size_t)j * STRIDE + 5 + i];
+                sj += t, Sj += fabs(t);
+            }
+            double e = fabs(sc[j] - 0.5 * sj) / (0.5 * tol_dot(n) * Sj + 1e-30);
+            if (e > worst_d || e != e) worst_d = e;
+            if (!(e <= 1.0)) bad++;
+        }
         wsum(o, p, v + 3, STRIDE, nk, n); /* offset 3: unaligned rows */
         for (int i = 0; i < n; i++) {
             double x = 0, X = 0;
@@ -242,7 +256,7 @@ static void attn_loops(const char *name)
         }
     }
     free(v);
-    tap_ok(!bad, "%s attention loops: dot and wsum within 1e-5*sqrt(n)*sum|terms| of double, "
+    tap_ok(!bad, "%s attention loops: scores and wsum within 1e-5*sqrt(n)*sum|terms| of double, "
            "n = 1..40, 64..256 (worst %.3g / %.3g of the bound)", name, worst_d, worst_w);
 }
 

@@ -30,7 +30,7 @@
 
 typedef struct {
     db_matmul_kernel matmul;
-    db_dot_kernel dot;   /* attention: q.k */
+    db_scores_kernel scores; /* attention: q.k of every key */
     db_wsum_kernel wsum; /* attention: o = sum_j p_j v_j */
     db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
@@ -77,7 +77,7 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
         free(c);
         return -1;
     }
-    db_attn_kernels(simd, &c->dot, &c->wsum);
+    db_attn_kernels(simd, &c->scores, &c->wsum);
     c->matmul_quant = db_matmul_quant_select(simd);
     be->quant_weights = 1;
     snprintf(be->simd, sizeof be->simd, "%s", simd);
@@ -274,12 +274,9 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
                 int nk = ar->key_hi - ar->key_lo;
                 for (int i = 0; i < hd; i++) o[i] = 0.0f;
                 if (nk <= 0 || !sc) continue;
+                c->scores(sc, qh, kb + (size_t)ar->key_lo * kvw, kvw, nk, hd, scale);
                 float mx = -INFINITY;
-                for (int j = 0; j < nk; j++) {
-                    float s = c->dot(qh, kb + (size_t)(ar->key_lo + j) * kvw, hd) * scale;
-                    sc[j] = s;
-                    if (s > mx) mx = s;
-                }
+                for (int j = 0; j < nk; j++) mx = sc[j] > mx ? sc[j] : mx;
                 float sum = 0.0f;
                 for (int j = 0; j < nk; j++) {
                     sc[j] = expf(sc[j] - mx);

@@ -14,20 +14,25 @@
 typedef void (*db_matmul_kernel)(float *y, const float *x, const void *w, db_dtype dt, int n,
                                  int O, int I, int o0, int o1, int accumulate);
 
-/* Attention's inner loops: dot(a, b, n) = sum a[i] * b[i] in an order fixed by n alone;
+/* Attention's inner loops: scores: out[j] = scale * sum_i q[i] * k[j * stride + i] for the
+ * nk keys j, each sum in an order fixed by hd alone;
  * wsum: o[i] = sum_j p[j] * v[j * stride + i] over j = 0..nk-1 in key order (the softmax-
  * weighted sum of value rows). Each matmul kernel has its pair (the C one where a SIMD file
  * has none). */
-typedef float (*db_dot_kernel)(const float *a, const float *b, int n);
+typedef void (*db_scores_kernel)(float *out, const float *q, const float *k, size_t stride,
+                                 int nk, int hd, float scale);
 typedef void (*db_wsum_kernel)(float *o, const float *p, const float *v, size_t stride, int nk,
                                int hd);
 
-float db_dot_ref(const float *a, const float *b, int n);
+void db_scores_ref(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                    float scale);
 void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
 #if HAVE_X86_SIMD
-float db_dot_avx512(const float *a, const float *b, int n);
+void db_scores_avx512(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                    float scale);
 void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
-float db_dot_avx2(const float *a, const float *b, int n);
+void db_scores_avx2(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                    float scale);
 void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
 #endif
 
@@ -54,6 +59,6 @@ int db_matmul_kernels(const char **names, db_matmul_kernel *fns, int max);
 db_matmul_kernel db_matmul_select(const char *want, const char **name);
 
 /* The attention loops that go with the matmul kernel called `name` (db_matmul_kernels). */
-void db_attn_kernels(const char *name, db_dot_kernel *dot, db_wsum_kernel *wsum);
+void db_attn_kernels(const char *name, db_scores_kernel *scores, db_wsum_kernel *wsum);
 
 #endif

@@ -85,9 +85,9 @@ void db_matmul_avx2(float *y, const float *x, const void *w, db_dtype dt, int n,
     }
 }
 
-/* attention's inner loops (cpu_kernels.h): two 8-lane accumulators alternating over k, a
- * scalar tail, one fixed reduction — the order depends on n only */
-float db_dot_avx2(const float *a, const float *b, int n)
+/* attention's q.k (cpu_kernels.h), key by key: two 8-lane accumulators alternating over the
+ * head, a scalar tail, one fixed reduction — the order depends on hd only */
+static float dot(const float *a, const float *b, int n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int k = 0;
@@ -98,6 +98,12 @@ float db_dot_avx2(const float *a, const float *b, int n)
     float t = 0.0f;
     for (; k < n; k++) t += a[k] * b[k];
     return hsum(_mm256_add_ps(s0, s1)) + t;
+}
+
+void db_scores_avx2(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                    float scale)
+{
+    for (int j = 0; j < nk; j++) out[j] = dot(q, k + (size_t)j * stride, hd) * scale;
 }
 
 /* o[i] = sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */

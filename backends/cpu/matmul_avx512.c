@@ -141,21 +141,41 @@ void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int 
             block(y, x, w, dt, O, I, o, o1 - 1, r0, n - r0 < SUPER ? n - r0 : SUPER, accumulate);
 }
 
-/* attention's inner loops (cpu_kernels.h): two 16-lane accumulators alternating over k, a
- * masked tail, one fixed reduction — the order depends on n only */
-float db_dot_avx512(const float *a, const float *b, int n)
+/* attention's q.k (cpu_kernels.h): 16 keys at a time, one accumulator per key summing the
+ * head's 16-lane vectors in order (masked last vector), then the 16 accumulators reduced
+ * together by a 4-stage tree that adds, for every key alike, 128-bit blocks (0+2, 1+3), the two
+ * halves, lanes (0+2, 1+3), then the last pair; absent keys of a last partial group are zero
+ * accumulators whose results are dropped. The order depends on hd alone. */
+void db_scores_avx512(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                      float scale)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    int k = 0;
-    for (; k + 32 <= n; k += 32) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
+    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    int nv = (hd + 15) / 16;
+    for (int j0 = 0; j0 < nk; j0 += 16) {
+        int nj = nk - j0 < 16 ? nk - j0 : 16;
+        __m512 acc[16];
+        for (int j = 0; j < 16; j++) acc[j] = _mm512_setzero_ps();
+        for (int v = 0; v < nv; v++) {
+            int left = hd - 16 * v;
+            __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+            __m512 qv = _mm512_maskz_loadu_ps(m, q + 16 * v);
+            for (int j = 0; j < nj; j++)
+                acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k + (size_t)(j0 + j) * stride + 16 * v), acc[j]);
+        }
+        __m512 t[8], w[4], y[2];
+        for (int i = 0; i < 8; i++)
+            t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * i], acc[2 * i + 1], 0x44),
+                                 _mm512_shuffle_f32x4(acc[2 * i], acc[2 * i + 1], 0xEE));
+        for (int i = 0; i < 4; i++)
+            w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
+                                 _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
+        for (int i = 0; i < 2; i++)
+            y[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0x44),
+                                 _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0xEE));
+        __m512 r = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+        r = _mm512_mul_ps(_mm512_permutexvar_ps(perm, r), _mm512_set1_ps(scale));
+        _mm512_mask_storeu_ps(out + j0, (__mmask16)((1u << nj) - 1u), r);
     }
-    for (; k < n; k += 16) {
-        __mmask16 m = n - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - k)) - 1u);
-        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + k), _mm512_maskz_loadu_ps(m, b + k), s0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
 /* o[i] = sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */

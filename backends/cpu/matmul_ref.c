@@ -32,11 +32,15 @@ void db_matmul_ref(float *y, const float *x, const void *w, db_dtype dt, int n, 
     }
 }
 
-float db_dot_ref(const float *a, const float *b, int n)
+void db_scores_ref(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                   float scale)
 {
-    float s = 0.0f;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+    for (int j = 0; j < nk; j++) {
+        const float *kj = k + (size_t)j * stride;
+        float s = 0.0f;
+        for (int i = 0; i < hd; i++) s += q[i] * kj[i];
+        out[j] = s * scale;
+    }
 }
 
 void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd)

@@ -54,13 +54,13 @@ db_matmul_kernel db_matmul_select(const char *want, const char **name)
     return NULL;
 }
 
-void db_attn_kernels(const char *name, db_dot_kernel *dot, db_wsum_kernel *wsum)
+void db_attn_kernels(const char *name, db_scores_kernel *scores, db_wsum_kernel *wsum)
 {
-    *dot = db_dot_ref;
+    *scores = db_scores_ref;
     *wsum = db_wsum_ref;
 #if HAVE_X86_SIMD
-    if (name && strcmp(name, "avx512") == 0) *dot = db_dot_avx512, *wsum = db_wsum_avx512;
-    if (name && strcmp(name, "avx2") == 0) *dot = db_dot_avx2, *wsum = db_wsum_avx2;
+    if (name && strcmp(name, "avx512") == 0) *scores = db_scores_avx512, *wsum = db_wsum_avx512;
+    if (name && strcmp(name, "avx2") == 0) *scores = db_scores_avx2, *wsum = db_wsum_avx2;
 #endif
     (void)name;
 }
