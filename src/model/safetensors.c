@@ -91,6 +91,93 @@ static int span_cmp(const void *a, const void *b)
 
 /* Parse and validate file `fi`'s header, appending its tensors. `only` (may be NULL) is the
  * sharded index's weight_map: a tensor listed there for another file is an error. */
+/* one header entry: dtype, shape and offsets checked against the data section (data_size
+ * bytes) and, with an index, against the file the index maps the tensor to */
+static int parse_entry(const db_st_file *f, const cJSON *e, uint64_t data_size, const cJSON *only,
+                       db_st_tensor *t, uint64_t *ob, char *err, size_t errlen)
+{
+    const char *nm = e->string;
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) ||
+        cJSON_GetArraySize(off) != 2)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: tensor '%s': header entry lacks dtype, shape or data_offsets", f->path, nm);
+    if (parse_dtype(dt->valuestring, &t->dtype) != 0)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16)", f->path, nm,
+                       dt->valuestring);
+    t->ndim = cJSON_GetArraySize(sh);
+    if (t->ndim > DB_ST_MAX_DIMS)
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': %d dimensions (max %d)", f->path, nm,
+                       t->ndim, DB_ST_MAX_DIMS);
+    uint64_t count = 1;
+    int bad = 0;
+    for (int d = 0; d < t->ndim && !bad; d++) {
+        uint64_t v;
+        if (json_uint(cJSON_GetArrayItem(sh, d), &v) != 0 || v > (1ull << 40)) bad = 1;
+        else {
+            t->shape[d] = (int64_t)v;
+            if (v && count > UINT64_MAX / v) bad = 1;
+            count *= v;
+        }
+    }
+    uint64_t oe;
+    if (bad || json_uint(cJSON_GetArrayItem(off, 0), ob) != 0 || json_uint(cJSON_GetArrayItem(off, 1), &oe) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': malformed shape or offsets", f->path, nm);
+    if (*ob > oe || oe > data_size)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: tensor '%s': data_offsets [%llu, %llu] outside the data section "
+                       "(%llu bytes; file truncated?)",
+                       f->path, nm, (unsigned long long)*ob, (unsigned long long)oe,
+                       (unsigned long long)data_size);
+    if (count > UINT64_MAX / db_dtype_size(t->dtype) || oe - *ob != count * db_dtype_size(t->dtype))
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': %llu bytes of data but shape needs %llu",
+                       f->path, nm, (unsigned long long)(oe - *ob),
+                       (unsigned long long)(count * db_dtype_size(t->dtype)));
+    if (only) {
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(only, nm);
+        const char *base = strrchr(f->path, '/');
+        base = base ? base + 1 : f->path;
+        if (!cJSON_IsString(want) || strcmp(want->valuestring, base) != 0)
+            return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is not mapped to this file by the index",
+                           f->path, nm);
+    }
+    t->nbytes = (size_t)(oe - *ob);
+    return DB_OK;
+}
+
+/* overlapping tensors (first..ntensors) would alias each other: reject */
+static int check_overlap(const db_st_set *s, const db_st_file *f, int first, const unsigned char *data,
+                         char *err, size_t errlen)
+{
+    int n = s->ntensors - first, rc = DB_OK;
+    if (n < 2) return DB_OK;
+    span *sp = malloc(sizeof *sp * (size_t)n);
+    if (!sp) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const db_st_tensor *t = &s->tensors[first + i];
+        sp[i].begin = (uint64_t)((const unsigned char *)t->data - data);
+        sp[i].end = sp[i].begin + t->nbytes;
+        sp[i].name = t->name;
+    }
+    qsort(sp, (size_t)n, sizeof *sp, span_cmp);
+    /* compare with the furthest-reaching earlier tensor, not just the previous one: a
+     * zero-byte tensor between two overlapping ones must not hide the overlap */
+    int far = 0;
+    for (int i = 1; i < n; i++) {
+        if (sp[i].end > sp[i].begin && sp[i].begin < sp[far].end) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: tensors '%s' and '%s' overlap", f->path, sp[far].name,
+                         sp[i].name);
+            break;
+        }
+        if (sp[i].end > sp[far].end) far = i;
+    }
+    free(sp);
+    return rc;
+}
+
 static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *err, size_t errlen)
 {
     db_st_file *f = &s->files[fi];
@@ -116,77 +203,11 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
     cJSON_ArrayForEach(e, root)
     {
         if (strcmp(e->string, "__metadata__") == 0) continue;
-        const char *nm = e->string;
-        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
-        const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
         db_st_tensor t = {0};
-        if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) ||
-            !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
-            rc = db_fail(err, errlen, DB_EINPUT,
-                         "%s: tensor '%s': header entry lacks dtype, shape or data_offsets",
-                         f->path, nm);
-            break;
-        }
-        if (parse_dtype(dt->valuestring, &t.dtype) != 0) {
-            rc = db_fail(err, errlen, DB_EINPUT,
-                         "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16)",
-                         f->path, nm, dt->valuestring);
-            break;
-        }
-        t.ndim = cJSON_GetArraySize(sh);
-        if (t.ndim > DB_ST_MAX_DIMS) {
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': %d dimensions (max %d)",
-                         f->path, nm, t.ndim, DB_ST_MAX_DIMS);
-            break;
-        }
-        uint64_t count = 1;
-        int bad = 0;
-        for (int d = 0; d < t.ndim && !bad; d++) {
-            uint64_t v;
-            if (json_uint(cJSON_GetArrayItem(sh, d), &v) != 0 || v > (1ull << 40)) bad = 1;
-            else {
-                t.shape[d] = (int64_t)v;
-                if (v && count > UINT64_MAX / v) bad = 1;
-                count *= v;
-            }
-        }
-        uint64_t ob, oe;
-        if (bad || json_uint(cJSON_GetArrayItem(off, 0), &ob) != 0 ||
-            json_uint(cJSON_GetArrayItem(off, 1), &oe) != 0) {
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': malformed shape or offsets",
-                         f->path, nm);
-            break;
-        }
-        if (ob > oe || oe > data_size) {
-            rc = db_fail(err, errlen, DB_EINPUT,
-                         "%s: tensor '%s': data_offsets [%llu, %llu] outside the data section "
-                         "(%llu bytes; file truncated?)",
-                         f->path, nm, (unsigned long long)ob, (unsigned long long)oe,
-                         (unsigned long long)data_size);
-            break;
-        }
-        if (count > UINT64_MAX / db_dtype_size(t.dtype) || oe - ob != count * db_dtype_size(t.dtype)) {
-            rc = db_fail(err, errlen, DB_EINPUT,
-                         "%s: tensor '%s': %llu bytes of data but shape needs %llu", f->path, nm,
-                         (unsigned long long)(oe - ob),
-                         (unsigned long long)(count * db_dtype_size(t.dtype)));
-            break;
-        }
-        if (only) {
-            const cJSON *want = cJSON_GetObjectItemCaseSensitive(only, nm);
-            const char *base = strrchr(f->path, '/');
-            base = base ? base + 1 : f->path;
-            if (!cJSON_IsString(want) || strcmp(want->valuestring, base) != 0) {
-                rc = db_fail(err, errlen, DB_EINPUT,
-                             "%s: tensor '%s' is not mapped to this file by the index", f->path,
-                             nm);
-                break;
-            }
-        }
-        t.name = strdup(nm);
+        uint64_t ob = 0;
+        if ((rc = parse_entry(f, e, data_size, only, &t, &ob, err, errlen))) break;
+        t.name = strdup(e->string);
         t.data = data + ob;
-        t.nbytes = (size_t)(oe - ob);
         t.file = fi;
         if (!t.name || add_tensor(s, cap, t) != 0) {
             free(t.name);
@@ -194,31 +215,7 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
             break;
         }
     }
-    /* overlapping tensors would alias each other: reject */
-    int n = s->ntensors - first;
-    if (rc == DB_OK && n > 1) {
-        span *sp = malloc(sizeof *sp * (size_t)n);
-        if (!sp) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-        for (int i = 0; sp && i < n; i++) {
-            const db_st_tensor *t = &s->tensors[first + i];
-            sp[i].begin = (uint64_t)((const unsigned char *)t->data - data);
-            sp[i].end = sp[i].begin + t->nbytes;
-            sp[i].name = t->name;
-        }
-        if (sp) qsort(sp, (size_t)n, sizeof *sp, span_cmp);
-        /* compare with the furthest-reaching earlier tensor, not just the previous one: a
-         * zero-byte tensor between two overlapping ones must not hide the overlap */
-        int far = 0;
-        for (int i = 1; sp && i < n; i++) {
-            if (sp[i].end > sp[i].begin && sp[i].begin < sp[far].end) {
-                rc = db_fail(err, errlen, DB_EINPUT, "%s: tensors '%s' and '%s' overlap",
-                             f->path, sp[far].name, sp[i].name);
-                break;
-            }
-            if (sp[i].end > sp[far].end) far = i;
-        }
-        free(sp);
-    }
+    if (rc == DB_OK) rc = check_overlap(s, f, first, data, err, errlen);
     cJSON_Delete(root);
     return rc;
 }
