@@ -15,7 +15,7 @@
 /* the text without comment lines ('#' first) and blank lines */
 static char *strip_comments(const char *text, size_t *len)
 {
-    char *out = malloc(strlen(text) + 1);
+    char *out = db_malloc(strlen(text) + 1);
     if (!out) return NULL;
     size_t n = 0;
     for (const char *p = text; *p;) {

@@ -28,7 +28,7 @@ static char *join_argv(int argc, char **argv)
 {
     size_t cap = 1;
     for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 3;
-    char *s = malloc(cap), *p = s;
+    char *s = db_malloc(cap), *p = s;
     if (!s) return NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -67,6 +67,7 @@ void db_run_meta_init(db_run_meta *m, int argc, char **argv, uint64_t seed, cons
     db_cpu_info_get(&m->cpu);
     m->seed = seed;
     m->command_line = argv ? join_argv(argc, argv) : NULL;
+    m->out_of_memory = argv && !m->command_line;
 }
 
 void db_run_meta_set_backend(db_run_meta *m, const char *backend, const char *device,
@@ -126,7 +127,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
         if (!slash) snprintf(dir, sizeof dir, ".");
         else if (slash == path) snprintf(dir, sizeof dir, "/");
         else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-        mm->files = calloc(1, sizeof *mm->files);
+        mm->files = db_calloc(1, sizeof *mm->files);
         if (!mm->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         snprintf(mm->files[0].name, sizeof mm->files[0].name, "%s", slash ? slash + 1 : path);
         mm->n_files = 1;
@@ -139,7 +140,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
             if (!ends_with(e->d_name, ".safetensors") || e->d_name[0] == '.') continue;
             if (mm->n_files == cap) {
                 cap = cap ? 2 * cap : 8;
-                db_weight_file *nf = realloc(mm->files, sizeof *nf * (size_t)cap);
+                db_weight_file *nf = db_realloc(mm->files, sizeof *nf * (size_t)cap);
                 if (!nf) {
                     closedir(d);
                     return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
@@ -318,6 +319,7 @@ static cJSON *topology_json(const db_cpu_info *ci)
 
 cJSON *db_run_meta_json(const db_run_meta *m)
 {
+    if (m->out_of_memory) return NULL;
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "schema_version", m->schema_version);
     cJSON *tool = cJSON_AddObjectToObject(r, "tool");

@@ -54,6 +54,7 @@ typedef struct {
     char dtype[16];         /* weight storage dtype, e.g. bf16 */
     uint64_t seed;
     char *command_line;     /* argv joined with spaces (shell-quoted where needed), malloc'd */
+    int out_of_memory;      /* init could not allocate the command line: db_run_meta_json fails */
 } db_run_meta;
 
 /* build, CPU and time facts; argv may be NULL */
@@ -67,7 +68,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
 /* target and drafter (drafter may be NULL or "": no drafter) plus their dtype */
 int db_run_meta_set_models(db_run_meta *m, const char *target, const char *drafter,
                            const char *dtype, char *err, size_t errlen);
-/* the meta.json document (caller cJSON_Delete()s) */
+/* the meta.json document (caller cJSON_Delete()s); NULL when out of memory */
 cJSON *db_run_meta_json(const db_run_meta *m);
 void db_run_meta_free(db_run_meta *m);
 

@@ -6,6 +6,8 @@
 #include "base/parse.h"
 #include "base/util.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,9 @@ int main(int argc, char **argv)
         setenv("GOMP_SPINCOUNT", "10000", 1) == 0)
         execv("/proc/self/exe", argv); /* returns only on failure: carry on as we are */
 #endif
+    /* a results file reaching RLIMIT_FSIZE: write() fails with EFBIG and the error names the
+     * file, instead of SIGXFSZ ending the process without a word (--resume carries on) */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         print_help();
         return 2;
@@ -74,6 +79,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         if (strcmp(cmd, cmds[i].name) != 0) continue;
         int rc = cmds[i].fn(argc, argv, err, sizeof err);
+        /* what the command printed must have reached stdout (a full disk, /dev/full) */
+        errno = 0;
+        if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+            rc = db_fail(err, sizeof err, DB_ERUNTIME, "cannot write standard output%s%s",
+                         errno ? ": " : "", errno ? strerror(errno) : "");
         if (rc == 0) return 0;
         fprintf(stderr, "dflash-bench %s: %s\n", cmd, err[0] ? err : "failed");
         return rc == DB_EINPUT ? 2 : 1;

@@ -9,7 +9,7 @@
 int db_prefill(db_target *t, int slot, const int *prompt, int n, char *err, size_t errlen)
 {
     if (n < 1) return db_fail(err, errlen, DB_EINPUT, "empty prompt");
-    db_row *rows = malloc(sizeof *rows * (size_t)t->max_rows);
+    db_row *rows = db_malloc(sizeof *rows * (size_t)t->max_rows);
     if (!rows) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     int rc = DB_OK, start = t->kv.len[slot];
     for (int i = 0; i < n && rc == DB_OK; i += t->max_rows) {
@@ -45,7 +45,7 @@ int db_parse_ids(const char *s, int **ids, int *n, char *err, size_t errlen)
 {
     int cap = 16;
     *n = 0;
-    *ids = malloc(sizeof(int) * (size_t)cap);
+    *ids = db_malloc(sizeof(int) * (size_t)cap);
     if (!*ids) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     const char *p = s;
     for (;;) {
@@ -61,7 +61,7 @@ int db_parse_ids(const char *s, int **ids, int *n, char *err, size_t errlen)
         }
         if (*n == cap) {
             cap *= 2;
-            int *ni = realloc(*ids, sizeof(int) * (size_t)cap);
+            int *ni = db_realloc(*ids, sizeof(int) * (size_t)cap);
             if (!ni) {
                 free(*ids);
                 *ids = NULL;

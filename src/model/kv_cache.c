@@ -19,7 +19,7 @@ int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int wi
     kv->slots = slots;
     kv->cap = cap;
     kv->width = width;
-    kv->len = calloc((size_t)slots, sizeof(int));
+    kv->len = db_calloc((size_t)slots, sizeof(int));
     size_t bytes = db_kv_bytes(layers, slots, cap, width);
     kv->base = be->ops->alloc(be, bytes);
     if (!kv->len || !kv->base) {

@@ -22,7 +22,7 @@
 static int map_file(db_st_file *f, const char *path, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
-    f->path = strdup(path);
+    f->path = db_strdup(path);
     if (!f->path) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     int fd = open(path, O_RDONLY);
     if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
@@ -69,7 +69,7 @@ static int add_tensor(db_st_set *s, int *cap, db_st_tensor t)
 {
     if (s->ntensors == *cap) {
         int nc = *cap ? *cap * 2 : 64;
-        db_st_tensor *nt = realloc(s->tensors, sizeof *nt * (size_t)nc);
+        db_st_tensor *nt = db_realloc(s->tensors, sizeof *nt * (size_t)nc);
         if (!nt) return -1;
         s->tensors = nt;
         *cap = nc;
@@ -154,7 +154,7 @@ static int check_overlap(const db_st_set *s, const db_st_file *f, int first, con
 {
     int n = s->ntensors - first, rc = DB_OK;
     if (n < 2) return DB_OK;
-    span *sp = malloc(sizeof *sp * (size_t)n);
+    span *sp = db_malloc(sizeof *sp * (size_t)n);
     if (!sp) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     for (int i = 0; i < n; i++) {
         const db_st_tensor *t = &s->tensors[first + i];
@@ -206,7 +206,7 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
         db_st_tensor t = {0};
         uint64_t ob = 0;
         if ((rc = parse_entry(f, e, data_size, only, &t, &ob, err, errlen))) break;
-        t.name = strdup(e->string);
+        t.name = db_strdup(e->string);
         t.data = data + ob;
         t.file = fi;
         if (!t.name || add_tensor(s, cap, t) != 0) {
@@ -239,7 +239,7 @@ int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", path);
-    s->files = calloc(1, sizeof *s->files);
+    s->files = db_calloc(1, sizeof *s->files);
     if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     s->nfiles = 1;
     int cap = 0;
@@ -282,7 +282,7 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, cha
         if (seen) continue;
         if (s->nfiles == fcap) {
             fcap = fcap ? fcap * 2 : 8;
-            db_st_file *nf = realloc(s->files, sizeof *nf * (size_t)fcap);
+            db_st_file *nf = db_realloc(s->files, sizeof *nf * (size_t)fcap);
             if (!nf) {
                 rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
                 break;
@@ -337,7 +337,7 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
         if (access(p, F_OK) != 0)
             return db_fail(err, errlen, DB_EINPUT,
                            "%s: no model.safetensors or model.safetensors.index.json", dir);
-        s->files = calloc(1, sizeof *s->files);
+        s->files = db_calloc(1, sizeof *s->files);
         if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         s->nfiles = 1;
         int cap = 0;

@@ -30,7 +30,7 @@ static void on_field(void *s, size_t len, void *data)
     if (c->oom) return;
     if (c->ncur == c->capcur) {
         int cap = c->capcur ? 2 * c->capcur : 16;
-        char **nf = realloc(c->cur, sizeof *nf * (size_t)cap);
+        char **nf = db_realloc(c->cur, sizeof *nf * (size_t)cap);
         if (!nf) {
             c->oom = 1;
             return;
@@ -38,7 +38,7 @@ static void on_field(void *s, size_t len, void *data)
         c->cur = nf;
         c->capcur = cap;
     }
-    char *f = malloc(len + 1);
+    char *f = db_malloc(len + 1);
     if (!f) {
         c->oom = 1;
         return;
@@ -54,7 +54,7 @@ static void on_record(int term, void *data)
     if (c->oom) return;
     db_csv_doc *d = c->doc;
     if ((d->n & (d->n - 1)) == 0) { /* grow at powers of two */
-        db_csv_record *nr = realloc(d->rec, sizeof *nr * (size_t)(d->n ? 2 * d->n : 1));
+        db_csv_record *nr = db_realloc(d->rec, sizeof *nr * (size_t)(d->n ? 2 * d->n : 1));
         if (!nr) {
             c->oom = 1;
             return;

@@ -55,7 +55,7 @@ static void put(sbuf *b, const char *s, size_t n)
     if (b->n + n + 1 > b->cap) {
         size_t c = b->cap ? b->cap : 256;
         while (c < b->n + n + 1) c *= 2;
-        char *ns = realloc(b->s, c);
+        char *ns = db_realloc(b->s, c);
         if (!ns) {
             b->oom = 1;
             return;

@@ -66,7 +66,7 @@ int db_dataset_resolve(const char *spec, char *path, size_t n, char *err, size_t
 static char *concat3(const char *a, const char *b, const char *c)
 {
     size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
-    char *s = malloc(la + lb + lc + 1);
+    char *s = db_malloc(la + lb + lc + 1);
     if (!s) return NULL;
     memcpy(s, a, la);
     memcpy(s + la, b, lb);
@@ -116,7 +116,7 @@ static int check_text(const where *w, const char *name, const char *s)
 static int add_turn(db_sample *s, char *t)
 {
     if (!t) return DB_ERUNTIME;
-    char **nt = realloc(s->turns, sizeof *nt * (size_t)(s->n_turns + 1));
+    char **nt = db_realloc(s->turns, sizeof *nt * (size_t)(s->n_turns + 1));
     if (!nt) {
         free(t);
         return DB_ERUNTIME;
@@ -149,7 +149,7 @@ static int record(const where *w, const cJSON *o, db_dataset_format f, db_sample
             if (!cJSON_IsString(t)) return bad(w, "needs a list of strings in", name);
             int rc = check_text(w, name, t->valuestring);
             if (rc) return rc;
-            if (add_turn(s, strdup(t->valuestring))) return db_fail(w->err, w->errlen, DB_ERUNTIME, "out of memory");
+            if (add_turn(s, db_strdup(t->valuestring))) return db_fail(w->err, w->errlen, DB_ERUNTIME, "out of memory");
         }
         return DB_OK;
     }
@@ -158,7 +158,7 @@ static int record(const where *w, const cJSON *o, db_dataset_format f, db_sample
     if (rc) return rc;
     char *t = f == DB_DS_GSM8K || f == DB_DS_MATH500 ? concat3("", v->valuestring, MATH_SUFFIX)
               : f == DB_DS_HUMANEVAL                 ? concat3(CODE_PREFIX, v->valuestring, CODE_SUFFIX)
-                                                     : strdup(v->valuestring);
+                                                     : db_strdup(v->valuestring);
     return add_turn(s, t) ? db_fail(w->err, w->errlen, DB_ERUNTIME, "out of memory") : DB_OK;
 }
 
@@ -166,7 +166,7 @@ static int push_sample(db_dataset *ds, db_sample *s, int *cap)
 {
     if (ds->n == *cap) {
         int c = *cap ? *cap * 2 : 64;
-        db_sample *ns = realloc(ds->samples, sizeof *ns * (size_t)c);
+        db_sample *ns = db_realloc(ds->samples, sizeof *ns * (size_t)c);
         if (!ns) return DB_ERUNTIME;
         ds->samples = ns;
         *cap = c;
@@ -197,7 +197,7 @@ static int parse_lines(db_dataset *ds, char *text, size_t len, int plain, char *
         s.line = w.line;
         if (plain) {
             rc = check_text(&w, "text", line);
-            if (!rc && add_turn(&s, strdup(line))) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            if (!rc && add_turn(&s, db_strdup(line))) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         } else {
             cJSON *o = cJSON_ParseWithLength(line, n);
             if (!cJSON_IsObject(o))

@@ -14,7 +14,7 @@ int db_prompt_text(const db_tokenizer *tok, db_chat_template tmpl, int thinking,
     if (turn > 0 && !previous_answers)
         return db_fail(err, errlen, DB_EINPUT, "turn %d needs the answers to the earlier turns", turn);
     if (tmpl == DB_CHAT_AUTO) tmpl = db_chat_template_detect(tok, NULL);
-    db_chat_msg *msgs = malloc(sizeof *msgs * (size_t)(2 * turn + 1));
+    db_chat_msg *msgs = db_malloc(sizeof *msgs * (size_t)(2 * turn + 1));
     if (!msgs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     int n = 0;
     for (int t = 0; t <= turn; t++) {

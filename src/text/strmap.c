@@ -33,7 +33,7 @@ static uint64_t hash_bytes(const char *k, size_t n)
 static int grow_slots(db_strmap *m)
 {
     size_t cap = m->slot ? (m->mask + 1) * 2 : 64;
-    uint32_t *s = calloc(cap, sizeof *s);
+    uint32_t *s = db_calloc(cap, sizeof *s);
     if (!s) return DB_ERUNTIME;
     for (size_t i = 0; i < m->n; i++) {
         size_t j = m->ent[i].hash & (cap - 1);
@@ -76,7 +76,7 @@ int db_strmap_put(db_strmap *m, const char *key, size_t len, int a, int b)
     }
     if (m->n == m->ent_cap) {
         size_t c = m->ent_cap ? m->ent_cap * 2 : 64;
-        db_strmap_ent *ne = realloc(m->ent, c * sizeof *ne);
+        db_strmap_ent *ne = db_realloc(m->ent, c * sizeof *ne);
         if (!ne) return DB_ERUNTIME;
         m->ent = ne;
         m->ent_cap = c;
@@ -84,7 +84,7 @@ int db_strmap_put(db_strmap *m, const char *key, size_t len, int a, int b)
     if (m->keys_len + len + 1 > m->keys_cap) {
         size_t c = m->keys_cap ? m->keys_cap : 1024;
         while (c < m->keys_len + len + 1) c *= 2;
-        char *nk = realloc(m->keys, c);
+        char *nk = db_realloc(m->keys, c);
         if (!nk) return DB_ERUNTIME;
         m->keys = nk;
         m->keys_cap = c;

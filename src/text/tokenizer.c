@@ -27,7 +27,7 @@ static int ivec_reserve(ivec *a, size_t extra)
     if (a->n + extra <= a->cap) return DB_OK;
     size_t c = a->cap ? a->cap : 256;
     while (c < a->n + extra) c *= 2;
-    int *nv = realloc(a->v, c * sizeof *nv);
+    int *nv = db_realloc(a->v, c * sizeof *nv);
     if (!nv) return DB_ERUNTIME;
     a->v = nv;
     a->cap = c;
@@ -84,7 +84,7 @@ static int cache_store(struct db_tok_state *s, const unsigned char *p, size_t n,
     if (s->cache_n + k > s->cache_cap) {
         size_t c = s->cache_cap ? s->cache_cap * 2 : 4096;
         while (c < s->cache_n + k) c *= 2;
-        int *nv = realloc(s->cache_ids, c * sizeof *nv);
+        int *nv = db_realloc(s->cache_ids, c * sizeof *nv);
         if (!nv) return DB_ERUNTIME;
         s->cache_ids = nv;
         s->cache_cap = c;
@@ -106,10 +106,10 @@ static int bpe_word(struct db_tok_state *s, const unsigned char *p, size_t n, iv
         return ivec_append(out, s->cache_ids + e->a, (size_t)e->b);
     if (n > s->sym_cap) {
         size_t c = n < 256 ? 256 : n;
-        tok_sym *ns = realloc(s->sym, c * sizeof *ns);
+        tok_sym *ns = db_realloc(s->sym, c * sizeof *ns);
         if (!ns) return DB_ERUNTIME;
         s->sym = ns;
-        tok_cand *nh = realloc(s->heap, 3 * c * sizeof *nh); /* n-1 initial + 2 per merge */
+        tok_cand *nh = db_realloc(s->heap, 3 * c * sizeof *nh); /* n-1 initial + 2 per merge */
         if (!nh) return DB_ERUNTIME;
         s->heap = nh;
         s->sym_cap = c;
@@ -195,7 +195,7 @@ static int encode_segment(struct db_tok_state *s, const char *str, size_t n, ive
         n = nn;
     }
     if (s->add_prefix_space && n && str[0] != ' ') {
-        pref = malloc(n + 1);
+        pref = db_malloc(n + 1);
         if (!pref) {
             free(norm);
             return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
@@ -298,7 +298,7 @@ static int gather(const db_tokenizer *tok, const int *ids, int n, int skip_speci
         if (*len + k + 1 > *cap) {
             size_t c = *cap ? *cap : 256;
             while (c < *len + k + 1) c *= 2;
-            char *nb = realloc(*raw, c);
+            char *nb = db_realloc(*raw, c);
             if (!nb) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
             *raw = nb;
             *cap = c;
@@ -343,7 +343,7 @@ static int detok_run(db_detok *d, const int *ids, int n, int final, const char *
     size_t in_len = d->n_pending;
     if (d->n_pending) {
         if (d->in_cap < 8) {
-            char *ni = realloc(d->in, 256);
+            char *ni = db_realloc(d->in, 256);
             if (!ni) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
             d->in = ni;
             d->in_cap = 256;

@@ -51,7 +51,7 @@ static int unicode_to_byte(uint32_t cp)
 static int spelling_bytes(const char *sp, char **out, uint32_t *n)
 {
     size_t len = strlen(sp);
-    char *b = malloc(len + 1);
+    char *b = db_malloc(len + 1);
     if (!b) return DB_ERUNTIME;
     size_t k = 0, i = 0;
     const unsigned char *p = (const unsigned char *)sp;
@@ -257,7 +257,7 @@ static int set_token(struct db_tok_state *s, int id, const char *spelling)
 {
     free(s->spell[id]);
     free(s->bytes[id]);
-    s->spell[id] = strdup(spelling);
+    s->spell[id] = db_strdup(spelling);
     if (!s->spell[id]) return DB_ERUNTIME;
     return spelling_bytes(spelling, &s->bytes[id], &s->nbytes[id]);
 }
@@ -274,7 +274,7 @@ static int cmp_added(const void *a, const void *b)
 static int load_added(struct db_tok_state *s, const cJSON *list, const char *file, char *err, size_t errlen)
 {
     int n = cJSON_GetArraySize(list);
-    s->added = calloc((size_t)(n > 0 ? n : 1), sizeof *s->added);
+    s->added = db_calloc((size_t)(n > 0 ? n : 1), sizeof *s->added);
     if (!s->added) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     const cJSON *e;
     int k = -1;
@@ -290,7 +290,7 @@ static int load_added(struct db_tok_state *s, const cJSON *list, const char *fil
             return db_fail(err, errlen, DB_EINPUT, "%s: added_tokens[%d] is not valid UTF-8", file, k);
         if (len == 0) continue; /* an empty token can never match */
         tok_added *a = &s->added[s->n_added++];
-        a->text = strdup(content->valuestring);
+        a->text = db_strdup(content->valuestring);
         if (!a->text) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         a->len = len;
         a->id = id;
@@ -312,9 +312,9 @@ static int load_merges(struct db_tok_state *s, const cJSON *merges, const char *
 {
     size_t n = (size_t)cJSON_GetArraySize(merges), cap = 16;
     while (cap < 2 * n + 2) cap *= 2;
-    s->mkey = malloc(cap * sizeof *s->mkey);
-    s->mrank = malloc(cap * sizeof *s->mrank);
-    s->mnew = malloc(cap * sizeof *s->mnew);
+    s->mkey = db_malloc(cap * sizeof *s->mkey);
+    s->mrank = db_malloc(cap * sizeof *s->mrank);
+    s->mnew = db_malloc(cap * sizeof *s->mnew);
     if (!s->mkey || !s->mrank || !s->mnew) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     memset(s->mkey, 0xFF, cap * sizeof *s->mkey);
     s->mmask = cap - 1;
@@ -345,7 +345,7 @@ static int load_merges(struct db_tok_state *s, const cJSON *merges, const char *
         size_t la = strlen(a), lb = strlen(b);
         if (la + lb + 1 > jcap) {
             jcap = 2 * (la + lb + 1);
-            char *nj = realloc(joined, jcap);
+            char *nj = db_realloc(joined, jcap);
             if (!nj) {
                 rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
                 break;
@@ -418,10 +418,10 @@ static int load_json(db_tokenizer *tok, const cJSON *root, const char *file, cha
     if (max_id < 0) return db_fail(err, errlen, DB_EINPUT, "%s: empty vocabulary", file);
     tok->n_vocab = max_id + 1;
     size_t nv = (size_t)tok->n_vocab;
-    s->spell = calloc(nv, sizeof *s->spell);
-    s->bytes = calloc(nv, sizeof *s->bytes);
-    s->nbytes = calloc(nv, sizeof *s->nbytes);
-    s->flags = calloc(nv, 1);
+    s->spell = db_calloc(nv, sizeof *s->spell);
+    s->bytes = db_calloc(nv, sizeof *s->bytes);
+    s->nbytes = db_calloc(nv, sizeof *s->nbytes);
+    s->flags = db_calloc(nv, 1);
     if (!s->spell || !s->bytes || !s->nbytes || !s->flags) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     cJSON_ArrayForEach(e, vocab)
     {
@@ -475,7 +475,7 @@ int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t err
         return db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON (near byte %zu)", tok->path, off);
     }
     free(text);
-    tok->s = calloc(1, sizeof *tok->s);
+    tok->s = db_calloc(1, sizeof *tok->s);
     if (!tok->s) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     else if (!cJSON_IsObject(root))
         rc = db_fail(err, errlen, DB_EINPUT, "%s: not a JSON object", tok->path);

@@ -106,7 +106,7 @@ static int push(cpvec *c, uint32_t cp)
 {
     if (c->n == c->cap) {
         size_t nc = c->cap ? c->cap * 2 : 64;
-        uint32_t *nv = realloc(c->v, nc * sizeof *nv);
+        uint32_t *nv = db_realloc(c->v, nc * sizeof *nv);
         if (!nv) return DB_ERUNTIME;
         c->v = nv;
         c->cap = nc;
@@ -173,7 +173,7 @@ int db_nfc(const char *s, size_t n, char **out, size_t *out_len)
             c.v[w++] = ch;
         }
     }
-    char *o = malloc(4 * w + 1);
+    char *o = db_malloc(4 * w + 1);
     if (!o) goto oom;
     size_t len = 0;
     for (size_t i = 0; i < w; i++) len += (size_t)db_utf8_put(c.v[i], o + len);

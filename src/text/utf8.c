@@ -84,7 +84,7 @@ static int reserve(char **buf, size_t *cap, size_t need)
     if (need <= *cap) return DB_OK;
     size_t c = *cap ? *cap : 64;
     while (c < need) c *= 2;
-    char *nb = realloc(*buf, c);
+    char *nb = db_realloc(*buf, c);
     if (!nb) return DB_ERUNTIME;
     *buf = nb;
     *cap = c;

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# fault_inject.sh — allocation and write failures (TAP). meson's test_env sets DB_BIN and
+# DB_SOURCE_ROOT. Needs the embedded pair (models/).
+#   Allocation: a small `run` and a `generate` log every allocation site they reach
+#   (DB_FAULT_ALLOC_LOG, base/util.h); each site's first allocation is then failed once
+#   (DB_FAULT_ALLOC=N): the command must exit 1 with one error line, no sanitizer report
+#   (a leak, a bad access), and a results directory that is consistent (tests/results_check.py).
+#   Writes: stdout on /dev/full; a results file reaching RLIMIT_FSIZE mid-sweep (exit 1, one
+#   line naming the file), then --resume without the limit completes every point exactly once.
+set -u
+
+BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
+ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
+. "$ROOT/tests/tap.sh"
+PY=/usr/bin/python3
+CHECK="$ROOT/tests/results_check.py"
+TARGET="$ROOT/models/tiny-qwen3"
+DRAFTER="$ROOT/models/tiny-qwen3-dflash2-b16"
+need_models
+[ -x "$PY" ] || skip_all "/usr/bin/python3 (checks the results directories) is missing"
+make_tmp fault
+cd "$ROOT" || exit 1
+# sanitizer reports must not be mistaken for the exit status 1 under test
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:exitcode=87"
+export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
+
+run_args=(run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 1
+          --max-new-tokens 4 --warmup 0 --threads 1 --variant ar,dflash2 -c 1 -B 4 -o csv)
+gen_args=(generate --target "$TARGET" --drafter "$DRAFTER" --prompt "Hello there" -n 4 --threads 1)
+
+# the error lines of a stderr: progress lines and the closing "results in" are not errors
+errors() { grep -v -E '^\[[0-9]+/[0-9]+\] |^results in ' "$1"; }
+
+# one failing allocation: status, one line, no sanitizer report, consistent results
+fault_case() { # name, N, site, args...
+    local name=$1 idx=$2 site=$3
+    shift 3
+    local out="$tmp/$name-$idx"
+    local extra=()
+    [ "$name" = run ] && extra=(--out "$out.d")
+    DB_FAULT_ALLOC=$idx "$BIN" "$@" "${extra[@]}" >"$out.stdout" 2>"$out.stderr"
+    local rc=$? lines msg res=OK
+    lines=$(errors "$out.stderr" | wc -l)
+    msg=$(errors "$out.stderr" | head -1)
+    if [ "$name" = run ] && [ -d "$out.d" ]; then res=$("$PY" "$CHECK" "$out.d"); fi
+    local good=1
+    [ "$rc" = 1 ] && [ "$lines" = 1 ] && [ "$res" = OK ] &&
+        ! grep -q -E 'Sanitizer|runtime error' "$out.stderr" && [[ $msg == "dflash-bench $name: "* ]] && good=0
+    ok "$good" "$name, allocation $idx ($site) fails: exit $rc, '${msg:0:100}'"
+    if [ "$good" != 0 ]; then
+        head -20 "$out.stderr" | diag
+        [ "$res" = OK ] || echo "results: $res" | diag
+    fi
+    rm -rf "$out.d" "$out.stdout" "$out.stderr"
+}
+
+for name in run generate; do
+    if [ "$name" = run ]; then args=("${run_args[@]}"); else args=("${gen_args[@]}"); fi
+    log="$tmp/$name.sites"
+    extra=()
+    [ "$name" = run ] && extra=(--out "$tmp/$name-ref")
+    DB_FAULT_ALLOC_LOG=$log "$BIN" "${args[@]}" "${extra[@]}" >/dev/null 2>"$tmp/$name.stderr"
+    rc=$?
+    sites=$(wc -l <"$log" 2>/dev/null || echo 0)
+    ok "$([ "$rc" = 0 ] && [ "$sites" -gt 0 ]; echo $?)" "$name without faults: exit $rc, $sites allocation sites"
+    [ "$rc" = 0 ] || diag <"$tmp/$name.stderr"
+    while read -r idx site; do
+        fault_case "$name" "$idx" "$site" "${args[@]}"
+    done <"$log"
+done
+
+# ---- write failures ----
+if [ -w /dev/full ]; then
+    "$BIN" "${gen_args[@]}" >/dev/full 2>"$tmp/full.err"
+    rc=$?
+    ok "$([ "$rc" = 1 ] && [ "$(wc -l <"$tmp/full.err")" -ge 1 ] && grep -q 'standard output' "$tmp/full.err"; echo $?)" \
+        "generate with stdout on /dev/full: exit $rc, '$(tail -1 "$tmp/full.err")'"
+    "$BIN" "${run_args[@]}" --out "$tmp/full.d" >/dev/full 2>"$tmp/full2.err"
+    rc=$?
+    ok "$([ "$rc" = 1 ] && grep -q 'standard output' "$tmp/full2.err"; echo $?)" \
+        "run -o csv with stdout on /dev/full: exit $rc, '$(errors "$tmp/full2.err" | tail -1)'"
+fi
+
+# a 6-point sweep whose tables outgrow 4 KiB after a few points
+sweep=(run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 2 --max-new-tokens 8
+       --warmup 0 --threads 1 --variant ar,dflash2 -c 1,2 -B 4,8 -o md)
+(ulimit -f 4; exec "$BIN" "${sweep[@]}" --out "$tmp/fsize") >/dev/null 2>"$tmp/fsize.err"
+rc=$?
+done_before=$(wc -l <"$tmp/fsize/points.done" 2>/dev/null || echo 0)
+msg=$(errors "$tmp/fsize.err" | tail -1)
+ok "$([ "$rc" = 1 ] && [ "$(errors "$tmp/fsize.err" | wc -l)" = 1 ] && [[ $msg == *".csv"* || $msg == *points.done* ]]; echo $?)" \
+    "results file over RLIMIT_FSIZE: exit $rc after $done_before points, '$msg'"
+res=$("$PY" "$CHECK" "$tmp/fsize")
+ok "$([ "$res" = OK ]; echo $?)" "the results directory left is consistent ($res)"
+"$BIN" "${sweep[@]}" --resume "$tmp/fsize" >/dev/null 2>"$tmp/fsize2.err"
+rc=$?
+res=$("$PY" "$CHECK" "$tmp/fsize" 6)
+ok "$([ "$rc" = 0 ] && [ "$res" = OK ]; echo $?)" "--resume completes it: exit $rc, every point once ($res)"
+[ "$rc" = 0 ] || diag <"$tmp/fsize2.err"
+done_testing

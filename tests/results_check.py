@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""results_check.py DIR [N] — is DIR a consistent `dflash-bench run` results directory?
+Prints OK or the problems found (one line). Without N (a run that stopped: a fault, a kill):
+points.done lists distinct ids, each of them has exactly one summary row, every table parses
+as CSV with its header first, and rows of points not in points.done belong to at most one point
+(the point being written when the run stopped, possibly cut short: results_dir.h). With N (a
+finished sweep of N points): exactly N ids, every table holds rows of those points only, whole
+records (no torn line, the file ends with a newline), summary.csv one row per point and
+acceptance.csv one row per (point, position)."""
+import collections, csv, io, os, sys
+
+TABLES = ('summary.csv', 'acceptance.csv', 'histogram.csv', 'requests.csv')
+
+
+def main():
+    d = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    problems = []
+    if not os.path.exists(os.path.join(d, 'points.done')):
+        # a run stopped before its first point: no table may hold a row
+        done_text = ''
+    else:
+        with open(os.path.join(d, 'points.done'), 'rb') as f:
+            done_text = f.read().decode('utf-8')
+    lines = done_text.split('\n')
+    if n is not None and done_text and not done_text.endswith('\n'):
+        problems.append('points.done: last line cut short')
+    done = [l for l in lines[:-1] if l]  # a last line without its newline does not count
+    if len(set(done)) != len(done):
+        problems.append('points.done: an id listed twice')
+    if n is not None and len(set(done)) != n:
+        problems.append(f'points.done: {len(set(done))} ids, expected {n}')
+    unlisted = set()
+    for t in TABLES:
+        p = os.path.join(d, t)
+        if not os.path.exists(p):
+            if done:
+                problems.append(f'{t}: missing')
+            continue
+        with open(p, 'rb') as f:
+            raw = f.read().decode('utf-8')
+        if n is not None and raw and not raw.endswith('\n'):
+            problems.append(f'{t}: last record cut short')
+        try:
+            rows = list(csv.reader(io.StringIO(raw, newline=''), strict=True))
+        except csv.Error as e:
+            problems.append(f'{t}: does not parse: {e}')
+            continue
+        if not rows or not rows[0] or rows[0][0] != 'schema_version':
+            problems.append(f'{t}: no header')
+            continue
+        hdr = rows[0]
+        if any(r and r[0] == 'schema_version' for r in rows[1:]):
+            problems.append(f'{t}: a second header')
+        body = rows[1:]
+        last_may_be_cut = n is None
+        for i, r in enumerate(body):
+            if len(r) != len(hdr) and not (last_may_be_cut and i == len(body) - 1):
+                problems.append(f'{t}: record {i + 2} has {len(r)} fields, header {len(hdr)}')
+                break
+        ic = hdr.index('point_id') if 'point_id' in hdr else None
+        if ic is None:
+            problems.append(f'{t}: no point_id column')
+            continue
+        ids = [r[ic] for r in body if len(r) > ic]
+        unlisted |= {x for x in ids if x not in done}
+        if t == 'summary.csv':
+            c = collections.Counter(ids)
+            bad = [x for x in done if c[x] != 1]
+            if bad:
+                problems.append(f'summary.csv: {len(bad)} done points without exactly one row')
+        if t == 'acceptance.csv' and n is not None and 'position' in hdr:
+            ip = hdr.index('position')
+            dup = collections.Counter((r[ic], r[ip]) for r in body if len(r) == len(hdr))
+            if any(v != 1 for v in dup.values()):
+                problems.append('acceptance.csv: a (point, position) row twice')
+    if n is not None and unlisted:
+        problems.append(f'rows of {len(unlisted)} points not in points.done')
+    if n is None and len(unlisted) > 1:
+        problems.append(f'rows of {len(unlisted)} unfinished points (at most 1 allowed)')
+    print('OK' if not problems else '; '.join(problems))
+
+
+if __name__ == '__main__':
+    main()
