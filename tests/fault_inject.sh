@@ -87,7 +87,7 @@ sweep=(run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 
        --warmup 0 --threads 1 --variant ar,dflash2 -c 1,2 -B 4,8 -o md)
 (ulimit -f 4; exec "$BIN" "${sweep[@]}" --out "$tmp/fsize") >/dev/null 2>"$tmp/fsize.err"
 rc=$?
-done_before=$(wc -l <"$tmp/fsize/points.done" 2>/dev/null || echo 0)
+done_before=$({ wc -l <"$tmp/fsize/points.done"; } 2>/dev/null || echo 0)
 msg=$(errors "$tmp/fsize.err" | tail -1)
 ok "$([ "$rc" = 1 ] && [ "$(errors "$tmp/fsize.err" | wc -l)" = 1 ] && [[ $msg == *".csv"* || $msg == *points.done* ]]; echo $?)" \
     "results file over RLIMIT_FSIZE: exit $rc after $done_before points, '$msg'"
