@@ -18,7 +18,12 @@
  * the block's weights to f32 once per group instead of once per tile measured slower: the
  * conversions are cheaper than the extra stores and loads.) A ragged edge in O reuses the last
  * valid weight row in the unused tile slots and drops their results (each accumulator is
- * independent, so this changes no value). */
+ * independent, so this changes no value).
+ *
+ * No AVX512-BF16 (vdpbf16ps) path: it multiplies bf16 by bf16, so the activations would be
+ * rounded to bf16 (relative error up to 2^-9 per product), far outside the error contract the
+ * kernels are tested against (1e-5 * sqrt(I) * sum |w x|, tests/test_kernels.c); the weights are
+ * widened to f32 in registers instead, which is exact. */
 #include "config.h"
 #include "cpu_kernels.h"
 
