@@ -261,31 +261,33 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
         for (int r = 0; r < n; r++)
             if (rows[r].key_hi - rows[r].key_lo > maxk) maxk = rows[r].key_hi - rows[r].key_lo;
         float *sc = malloc(sizeof(float) * (size_t)(maxk > 0 ? maxk : 1));
+        /* tasks in (kv head, row, head of its group) order, split into contiguous ranges: a
+         * thread's consecutive tasks read the same K/V rows (the rows of one request in a
+         * verify or prefill, the heads of one group), so they come from its own cache */
 #if HAVE_OPENMP
-#pragma omp for schedule(dynamic, 1) collapse(2)
+#pragma omp for schedule(static)
 #endif
-        for (int r = 0; r < n; r++) {
-            for (int h = 0; h < nh; h++) {
-                const db_attn_row *ar = &rows[r];
-                const float *qh = q + ((size_t)r * nh + h) * hd;
-                const float *kb = kcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
-                const float *vb = vcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
-                float *o = out + ((size_t)r * nh + h) * hd;
-                int nk = ar->key_hi - ar->key_lo;
-                for (int i = 0; i < hd; i++) o[i] = 0.0f;
-                if (nk <= 0 || !sc) continue;
-                c->scores(sc, qh, kb + (size_t)ar->key_lo * kvw, kvw, nk, hd, scale);
-                float mx = -INFINITY;
-                for (int j = 0; j < nk; j++) mx = sc[j] > mx ? sc[j] : mx;
-                float sum = 0.0f;
-                for (int j = 0; j < nk; j++) {
-                    sc[j] = expf(sc[j] - mx);
-                    sum += sc[j];
-                }
-                float inv = 1.0f / sum;
-                for (int j = 0; j < nk; j++) sc[j] *= inv;
-                c->wsum(o, sc, vb + (size_t)ar->key_lo * kvw, kvw, nk, hd);
+        for (int t = 0; t < n * nh; t++) {
+            int g = t / (n * group), r = t / group % n, h = g * group + t % group;
+            const db_attn_row *ar = &rows[r];
+            const float *qh = q + ((size_t)r * nh + h) * hd;
+            const float *kb = kcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
+            const float *vb = vcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
+            float *o = out + ((size_t)r * nh + h) * hd;
+            int nk = ar->key_hi - ar->key_lo;
+            for (int i = 0; i < hd; i++) o[i] = 0.0f;
+            if (nk <= 0 || !sc) continue;
+            c->scores(sc, qh, kb + (size_t)ar->key_lo * kvw, kvw, nk, hd, scale);
+            float mx = -INFINITY;
+            for (int j = 0; j < nk; j++) mx = sc[j] > mx ? sc[j] : mx;
+            float sum = 0.0f;
+            for (int j = 0; j < nk; j++) {
+                sc[j] = expf(sc[j] - mx);
+                sum += sc[j];
             }
+            float inv = 1.0f / sum;
+            for (int j = 0; j < nk; j++) sc[j] *= inv;
+            c->wsum(o, sc, vb + (size_t)ar->key_lo * kvw, kvw, nk, hd);
         }
         free(sc);
     }
