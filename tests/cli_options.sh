@@ -6,6 +6,7 @@
 #   a typo of every option (one letter dropped; names of 6+ characters) is refused with exit 2,
 #   nothing on stdout and one line: unknown option '--typo' (did you mean --option?) — with and
 #   without a value after it; an unknown short flag and a stray argument are refused the same way;
+#   plan -c and check-lossless -B take the ranges of run -c (one list parser);
 #   a short flag names the same option in every command (plan's -t/-d name the target's and the
 #   drafter's configs: "-config" is the one suffix allowed);
 #   README.md shows each command's --help exactly (scripts/readme-help rewrites those blocks).
@@ -77,6 +78,18 @@ for cmd in $cmds; do
     refused "$cmd -Z: unknown short flag" "unknown option '-Z'" -- "$cmd" -Z
     refused "$cmd stray: unexpected argument" "unexpected argument 'stray'" -- "$cmd" stray
 done
+
+# one list parser: ranges in plan -c and check-lossless -B as in run -c
+if [ -f "$ROOT/models/tiny-qwen3/config.json" ]; then
+    run plan -t "$ROOT/models/tiny-qwen3" -c 1-8*2 --no-measure --bandwidth-gbs 10 --gflops 10 -o json
+    rows=$(grep -c '"concurrency"' "$out")
+    ok "$([ "$rc" = 0 ] && [ "$rows" = 4 ]; echo $?)" "plan -c 1-8*2: rows for 1, 2, 4, 8 (rc $rc, $rows rows)"
+else
+    ok 0 "plan -c 1-8*2 # SKIP the embedded target is not in models/"
+fi
+refused "check-lossless -B 8-4: the list parser's message" "--block-size: range '8-4' runs backwards" \
+    -- check-lossless -t nowhere -d nowhere -B 8-4
+refused "plan -c 0: the list parser's range check" "--concurrency: 0 is out of range" -- plan -t nowhere -c 0
 
 # one meaning per short flag
 clash=$(sed 's/-config$//' "$tmp/shorts" | sort -u | awk '{ n[$1]++; l[$1] = l[$1] " " $2 }
