@@ -12,48 +12,10 @@ BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
 DATA=${DB_TEST_DATA:?DB_TEST_DATA not set (run through meson test)}
 TIED="$DATA/qwen3-f32-tied"
 
-n=0
-failed=0
-ok() { # cond-status, description
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-diag() { sed 's/^/# /'; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-cli-bad-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/tap.sh"
+make_tmp cli-bad
 out="$tmp/stdout"
 errf="$tmp/stderr"
-
-# run the binary; sets $rc, stdout in $out, stderr in $errf
-run() {
-    "$BIN" "$@" >"$out" 2>"$errf"
-    rc=$?
-}
-
-# expect_refused description needle... -- args...: exit 2, empty stdout, one stderr line
-# containing every needle
-expect_refused() {
-    local desc=$1
-    shift
-    local needles=()
-    while [ "$1" != "--" ]; do needles+=("$1"); shift; done
-    shift
-    run "$@"
-    local lines bad=0 why=""
-    lines=$(wc -l <"$errf")
-    [ "$rc" = 2 ] || { bad=1; why="exit status $rc, want 2"; }
-    [ "$bad" = 0 ] && [ "$lines" != 1 ] && { bad=1; why="$lines lines on stderr, want 1"; }
-    [ "$bad" = 0 ] && [ -s "$out" ] && { bad=1; why="output on stdout"; }
-    for nd in "${needles[@]+"${needles[@]}"}"; do
-        [ "$bad" = 0 ] && ! grep -qF -- "$nd" "$errf" && { bad=1; why="message lacks '$nd'"; }
-    done
-    ok "$bad" "$desc"
-    if [ "$bad" != 0 ]; then
-        echo "$why" | diag
-        diag <"$errf"
-    fi
-}
 
 # ---- bad checkpoints, built from the fixture ----
 mkcase() { # name -> a copy of the tied target in $tmp/name
@@ -165,5 +127,4 @@ if [ "$rc" != 0 ] || [ "$got" != "$expect" ]; then
 fi
 ok "$([ "$(wc -l <"$out")" = 1 ]; echo $?)" "generate prints the ids on one stdout line"
 
-echo "1..$n"
-[ "$failed" = 0 ]
+done_testing

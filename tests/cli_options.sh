@@ -20,35 +20,13 @@ make_tmp cli-opt
 out="$tmp/stdout"
 errf="$tmp/stderr"
 
-run() {
-    "$BIN" "$@" >"$out" 2>"$errf"
-    rc=$?
-}
-
-# refused description needle -- args...: exit 2, empty stdout, one stderr line holding needle
-refused() {
-    local desc=$1 needle=$2
-    shift 3
-    run "$@"
-    local why=""
-    [ "$rc" = 2 ] || why="exit status $rc, want 2"
-    [ -z "$why" ] && [ "$(wc -l <"$errf")" != 1 ] && why="$(wc -l <"$errf") lines on stderr, want 1"
-    [ -z "$why" ] && [ -s "$out" ] && why="output on stdout"
-    [ -z "$why" ] && ! grep -qF -- "$needle" "$errf" && why="message lacks: $needle"
-    ok "$([ -z "$why" ]; echo $?)" "$desc"
-    if [ -n "$why" ]; then
-        echo "$why" | diag
-        diag <"$errf"
-    fi
-}
-
 # the commands, from the main help
 "$BIN" --help >"$tmp/main"
 cmds=$(awk '/^commands:/ { on = 1; next } on && NF == 0 { exit } on { print $1 }' "$tmp/main")
 ok "$([ "$(echo "$cmds" | wc -w)" -ge 6 ]; echo $?)" "--help lists the commands ($(echo $cmds))"
 
-refused "a typo of a command suggests it" "unknown command 'rnu' (did you mean run?)" -- rnu
-refused "the issue's example: run --thinkng" "unknown option '--thinkng' (did you mean --thinking?)" \
+expect_refused "a typo of a command suggests it" "unknown command 'rnu' (did you mean run?)" -- rnu
+expect_refused "the issue's example: run --thinkng" "unknown option '--thinkng' (did you mean --thinking?)" \
     -- run --thinkng
 
 : >"$tmp/shorts"
@@ -66,17 +44,17 @@ for cmd in $cmds; do
         [ "${#o}" -ge 6 ] || continue
         k=$((${#o} / 2))
         typo="${o:0:k}${o:k+1}"
-        refused "$cmd --$typo: did you mean --$o" "unknown option '--$typo' (did you mean --$o?)" \
+        expect_refused "$cmd --$typo: did you mean --$o" "unknown option '--$typo' (did you mean --$o?)" \
             -- "$cmd" "--$typo"
     done
     o=$(echo "$opts" | head -1)
     typo="${o:0:$((${#o} / 2))}${o:$((${#o} / 2 + 1))}"
     if [ "${#o}" -ge 6 ]; then
-        refused "$cmd --$typo 5 (a value after the typo): still the unknown option" \
+        expect_refused "$cmd --$typo 5 (a value after the typo): still the unknown option" \
             "unknown option '--$typo' (did you mean --$o?)" -- "$cmd" "--$typo" 5
     fi
-    refused "$cmd -Z: unknown short flag" "unknown option '-Z'" -- "$cmd" -Z
-    refused "$cmd stray: unexpected argument" "unexpected argument 'stray'" -- "$cmd" stray
+    expect_refused "$cmd -Z: unknown short flag" "unknown option '-Z'" -- "$cmd" -Z
+    expect_refused "$cmd stray: unexpected argument" "unexpected argument 'stray'" -- "$cmd" stray
 done
 
 # one list parser: ranges in plan -c and check-lossless -B as in run -c
@@ -87,9 +65,9 @@ if [ -f "$ROOT/models/tiny-qwen3/config.json" ]; then
 else
     ok 0 "plan -c 1-8*2 # SKIP the embedded target is not in models/"
 fi
-refused "check-lossless -B 8-4: the list parser's message" "--block-size: range '8-4' runs backwards" \
+expect_refused "check-lossless -B 8-4: the list parser's message" "--block-size: range '8-4' runs backwards" \
     -- check-lossless -t nowhere -d nowhere -B 8-4
-refused "plan -c 0: the list parser's range check" "--concurrency: 0 is out of range" -- plan -t nowhere -c 0
+expect_refused "plan -c 0: the list parser's range check" "--concurrency: 0 is out of range" -- plan -t nowhere -c 0
 
 # one meaning per short flag
 clash=$(sed 's/-config$//' "$tmp/shorts" | sort -u | awk '{ n[$1]++; l[$1] = l[$1] " " $2 }

@@ -5,6 +5,10 @@
 #   need_models             skip_all unless the embedded pair is in $DB_SOURCE_ROOT/models/
 #   make_tmp NAME           a fresh directory in $tmp, removed on exit
 #   done_testing            the plan line; the exit status says whether every test passed
+#   run ARGS...             $BIN ARGS, stdout into $out, stderr into $errf, status in $rc
+#   expect_refused DESC NEEDLE... -- ARGS...
+#                           one test: $BIN ARGS exits 2 with nothing on stdout and one line on
+#                           stderr holding every NEEDLE (bad input, the CLI's contract)
 n=0
 failed=0
 ok() {
@@ -28,4 +32,29 @@ make_tmp() {
 done_testing() {
     echo "1..$n"
     [ "$failed" = 0 ]
+}
+run() {
+    "$BIN" "$@" >"$out" 2>"$errf"
+    rc=$?
+}
+expect_refused() {
+    local desc=$1
+    shift
+    local needles=()
+    while [ "$1" != "--" ]; do needles+=("$1"); shift; done
+    shift
+    run "$@"
+    local lines bad=0 why=""
+    lines=$(wc -l <"$errf")
+    [ "$rc" = 2 ] || { bad=1; why="exit status $rc, want 2"; }
+    [ "$bad" = 0 ] && [ "$lines" != 1 ] && { bad=1; why="$lines lines on stderr, want 1"; }
+    [ "$bad" = 0 ] && [ -s "$out" ] && { bad=1; why="output on stdout"; }
+    for nd in "${needles[@]+"${needles[@]}"}"; do
+        [ "$bad" = 0 ] && ! grep -qF -- "$nd" "$errf" && { bad=1; why="message lacks '$nd'"; }
+    done
+    ok "$bad" "$desc"
+    if [ "$bad" != 0 ]; then
+        echo "$why" | diag
+        diag <"$errf"
+    fi
 }
