@@ -113,100 +113,127 @@ static int first_diff(const prompt_set *ps, int **a, const int *na, int **b, con
     return -1;
 }
 
-int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
+typedef struct {
+    const char *target_dir, *drafter_dir, *prompts_file, *backend, *blocks_text;
+    int n_random, max_new, conc, threads, plant, seed;
+    int blocks[DB_LIST_MAX], nblocks;
+    db_session s;
+    prompt_set ps;
+    int **ref, **out; /* [ps.n][max_new]: ar's output, a variant's */
+    int *nref, *nout;
+} check_ctx;
+
+static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    const char *target_dir = NULL, *drafter_dir = NULL, *prompts_file = NULL, *backend = "cpu",
-               *blocks_text = NULL;
-    int n_random = 20, max_new = 48, conc = 4, threads = 0, help = 0, plant = 0, seed = 0;
     const db_opt opts[] = {
-        {"target", 't', "DIR", "target checkpoint directory", NULL, DB_OPT_STR, &target_dir},
-        {"drafter", 'd', "DIR", "drafter directory", NULL, DB_OPT_STR, &drafter_dir},
-        {"prompt-ids-file", 0, "FILE", "one prompt of token ids per line (default: random prompts)", NULL, DB_OPT_STR, &prompts_file},
-        {"random-prompts", 0, "N", "number of seeded random prompts when no file (default 20)", NULL, DB_OPT_INT, &n_random},
-        {"block-size", 'B', "LIST", "block sizes, comma list (default: 4,8 and the drafter's)", NULL, DB_OPT_STR, &blocks_text},
-        {"max-new-tokens", 'n', "N", "tokens per prompt (default 48)", NULL, DB_OPT_INT, &max_new},
-        {"concurrency", 'c', "N", "requests batched per cycle (default 4)", NULL, DB_OPT_INT, &conc},
-        {"seed", 's', "N", "seed of the random prompts (default 0)", NULL, DB_OPT_INT, &seed},
-        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
-        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &threads},
-        {"debug-plant-mismatch", 0, "N", "testing: corrupt the N-th token of prompt 0 in every speculative variant", NULL, DB_OPT_INT, &plant},
+        {"target", 't', "DIR", "target checkpoint directory", NULL, DB_OPT_STR, &c->target_dir},
+        {"drafter", 'd', "DIR", "drafter directory", NULL, DB_OPT_STR, &c->drafter_dir},
+        {"prompt-ids-file", 0, "FILE", "one prompt of token ids per line (default: random prompts)", NULL, DB_OPT_STR, &c->prompts_file},
+        {"random-prompts", 0, "N", "number of seeded random prompts when no file (default 20)", NULL, DB_OPT_INT, &c->n_random},
+        {"block-size", 'B', "LIST", "block sizes, a list or ranges (default: 4,8 and the drafter's)", NULL, DB_OPT_STR, &c->blocks_text},
+        {"max-new-tokens", 'n', "N", "tokens per prompt (default 48)", NULL, DB_OPT_INT, &c->max_new},
+        {"concurrency", 'c', "N", "requests batched per cycle (default 4)", NULL, DB_OPT_INT, &c->conc},
+        {"seed", 's', "N", "seed of the random prompts (default 0)", NULL, DB_OPT_INT, &c->seed},
+        {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &c->backend},
+        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &c->threads},
+        {"debug-plant-mismatch", 0, "N", "testing: corrupt the N-th token of prompt 0 in every speculative variant", NULL, DB_OPT_INT, &c->plant},
     };
     const db_cmd_opts cmd = {"check-lossless",
                              "Greedy output of every variant == ar, token for token (exit 1 on the first difference).",
                              opts, (int)(sizeof opts / sizeof *opts), NULL};
-    int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
-    if (rc || help) return rc;
-    if (!target_dir || !drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
-    char tbuf[1024], dbuf[1024]; /* models/... from any directory (base/paths.h) */
-    target_dir = db_data_find(target_dir, tbuf, sizeof tbuf), drafter_dir = db_data_find(drafter_dir, dbuf, sizeof dbuf);
-    if (conc < 1 || max_new < 1 || n_random < 1)
+    int rc = db_opts_parse(&cmd, argc, argv, help, err, errlen);
+    if (rc || *help) return rc;
+    if (!c->target_dir || !c->drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
+    if (c->conc < 1 || c->max_new < 1 || c->n_random < 1)
         return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");
-    int blocks[DB_LIST_MAX], nblocks = 0;
-    if (blocks_text && (rc = db_parse_int_list("--block-size", blocks_text, 2, DB_MAX_BLOCK, blocks, &nblocks, err, errlen)))
-        return rc;
-    db_session s;
-    db_session_opts so = {backend, target_dir, drafter_dir, threads, 1, NULL};
-    if ((rc = db_session_open(&s, &so, err, errlen))) return rc;
-    int Bmax = s.drafter.cfg.block_size;
-    if (!blocks_text) {
+    if (c->blocks_text)
+        return db_parse_int_list("--block-size", c->blocks_text, 2, DB_MAX_BLOCK, c->blocks, &c->nblocks, err, errlen);
+    return DB_OK;
+}
+
+/* the block sizes (default 4, 8 and the drafter's), the prompts, the output buffers */
+static int prepare(check_ctx *c, char *err, size_t errlen)
+{
+    int rc = DB_OK, Bmax = c->s.drafter.cfg.block_size;
+    if (!c->blocks_text) {
         int dflt[3] = {4, 8, Bmax};
         for (int i = 0; i < 3; i++)
-            if (dflt[i] <= Bmax && (nblocks == 0 || blocks[nblocks - 1] < dflt[i])) blocks[nblocks++] = dflt[i];
+            if (dflt[i] <= Bmax && (c->nblocks == 0 || c->blocks[c->nblocks - 1] < dflt[i])) c->blocks[c->nblocks++] = dflt[i];
     }
-    for (int i = 0; i < nblocks && !rc; i++)
-        if (blocks[i] < 2 || blocks[i] > Bmax)
-            rc = db_fail(err, errlen, DB_EINPUT, "block size %d outside 2..%d (%s)", blocks[i], Bmax, s.drafter.cfg.base.path);
-    prompt_set ps = {0};
-    if (!rc && prompts_file) rc = prompts_from_file(&ps, prompts_file, err, errlen);
-    else if (!rc) prompts_random(&ps, n_random, s.target.cfg.vocab, (uint64_t)seed);
-    for (int i = 0; i < ps.n && !rc; i++) rc = db_session_check_ids(&s, ps.ids[i], ps.len[i], err, errlen);
-    int **ref = calloc((size_t)ps.n, sizeof(int *)), **out = calloc((size_t)ps.n, sizeof(int *));
-    int *nref = calloc((size_t)ps.n, sizeof(int)), *nout = calloc((size_t)ps.n, sizeof(int));
-    for (int i = 0; i < ps.n; i++) {
-        ref[i] = malloc(sizeof(int) * (size_t)max_new);
-        out[i] = malloc(sizeof(int) * (size_t)max_new);
+    for (int i = 0; i < c->nblocks; i++)
+        if (c->blocks[i] < 2 || c->blocks[i] > Bmax)
+            return db_fail(err, errlen, DB_EINPUT, "block size %d outside 2..%d (%s)", c->blocks[i], Bmax,
+                           c->s.drafter.cfg.base.path);
+    if (c->prompts_file) rc = prompts_from_file(&c->ps, c->prompts_file, err, errlen);
+    else prompts_random(&c->ps, c->n_random, c->s.target.cfg.vocab, (uint64_t)c->seed);
+    for (int i = 0; i < c->ps.n && !rc; i++) rc = db_session_check_ids(&c->s, c->ps.ids[i], c->ps.len[i], err, errlen);
+    if (rc) return rc;
+    int n = c->ps.n;
+    c->ref = calloc((size_t)n, sizeof(int *)), c->out = calloc((size_t)n, sizeof(int *));
+    c->nref = calloc((size_t)n, sizeof(int)), c->nout = calloc((size_t)n, sizeof(int));
+    if (!c->ref || !c->out || !c->nref || !c->nout) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    for (int i = 0; i < n; i++) {
+        c->ref[i] = malloc(sizeof(int) * (size_t)c->max_new);
+        c->out[i] = malloc(sizeof(int) * (size_t)c->max_new);
+        if (!c->ref[i] || !c->out[i]) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     }
-    db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1.0f, .max_new_tokens = max_new,
-                       .debug_plant_mismatch = plant};
-    for (int mode = 1; mode >= 0 && !rc; mode--) { /* 1: deterministic (the check), 0: fast */
-        s.be->deterministic = mode;
-        p.variant = DB_VAR_AR;
-        p.block_size = 1;
-        if ((rc = run_all(&s, &p, conc, &ps, ref, nref, err, errlen))) break;
-        int runs = 0, differing = 0;
-        for (int v = DB_VAR_DFLASH; v < DB_VAR_COUNT && !rc; v++) {
-            if (db_variant_check((db_variant)v, &s.drafter, err, errlen) != 0) continue;
-            for (int bi = 0; bi < nblocks && !rc; bi++) {
-                p.variant = (db_variant)v;
-                p.block_size = blocks[bi];
-                if ((rc = run_all(&s, &p, conc, &ps, out, nout, err, errlen))) break;
-                int pos, bad = first_diff(&ps, out, nout, ref, nref, &pos);
-                runs++;
-                if (mode == 1 && bad >= 0) {
-                    rc = db_fail(err, errlen, DB_ERUNTIME,
-                                 "NOT lossless: variant %s, block %d: prompt %d differs at output position %d (ar %d, %s %d)",
-                                 db_variant_name((db_variant)v), blocks[bi], bad, pos,
-                                 pos < nref[bad] ? ref[bad][pos] : -1, db_variant_name((db_variant)v),
-                                 pos < nout[bad] ? out[bad][pos] : -1);
-                } else if (mode == 1) {
-                    printf("ok  %-12s B=%-3d %d prompts x %d tokens identical to ar\n",
-                           db_variant_name((db_variant)v), blocks[bi], ps.n, max_new);
-                } else {
-                    for (int i = 0; i < ps.n; i++) {
-                        int pp, one = first_diff(&(prompt_set){1, &ps.ids[i], &ps.len[i]}, &out[i], &nout[i], &ref[i], &nref[i], &pp);
-                        differing += one >= 0;
-                    }
-                }
+    return DB_OK;
+}
+
+/* every variant the drafter runs, at every block size, against ar: deterministic mode (1) fails
+ * on the first difference, fast mode (0) counts the prompt runs that differ */
+static int compare(check_ctx *c, int mode, char *err, size_t errlen)
+{
+    const prompt_set *ps = &c->ps;
+    db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1.0f, .max_new_tokens = c->max_new,
+                       .debug_plant_mismatch = c->plant};
+    c->s.be->deterministic = mode;
+    int rc = run_all(&c->s, &p, c->conc, ps, c->ref, c->nref, err, errlen), runs = 0, differing = 0;
+    for (int v = 0; v < DB_VAR_COUNT && !rc; v++) {
+        const char *name = db_variant_name((db_variant)v);
+        if (!db_variant_uses_drafter((db_variant)v) || db_variant_check((db_variant)v, &c->s.drafter, err, errlen) != 0)
+            continue;
+        for (int bi = 0; bi < c->nblocks && !rc; bi++) {
+            p.variant = (db_variant)v;
+            p.block_size = c->blocks[bi];
+            if ((rc = run_all(&c->s, &p, c->conc, ps, c->out, c->nout, err, errlen))) break;
+            int pos, bad = first_diff(ps, c->out, c->nout, c->ref, c->nref, &pos);
+            runs++;
+            if (mode == 1 && bad >= 0)
+                rc = db_fail(err, errlen, DB_ERUNTIME,
+                             "NOT lossless: variant %s, block %d: prompt %d differs at output position %d (ar %d, %s %d)",
+                             name, c->blocks[bi], bad, pos, pos < c->nref[bad] ? c->ref[bad][pos] : -1, name,
+                             pos < c->nout[bad] ? c->out[bad][pos] : -1);
+            else if (mode == 1)
+                printf("ok  %-12s B=%-3d %d prompts x %d tokens identical to ar\n", name, c->blocks[bi], ps->n, c->max_new);
+            for (int i = 0; i < ps->n && mode == 0; i++) {
+                int pp;
+                differing += first_diff(&(prompt_set){1, &ps->ids[i], &ps->len[i]}, &c->out[i], &c->nout[i], &c->ref[i],
+                                        &c->nref[i], &pp) >= 0;
             }
         }
-        if (!rc && mode == 0)
-            printf("fast mode (batch-shape dependent reductions): %d of %d prompt runs differ from fast-mode ar (%.1f%%)\n",
-                   differing, runs * ps.n, runs ? 100.0 * differing / (runs * ps.n) : 0.0);
     }
+    if (!rc && mode == 0)
+        printf("fast mode (batch-shape dependent reductions): %d of %d prompt runs differ from fast-mode ar (%.1f%%)\n",
+               differing, runs * ps->n, runs ? 100.0 * differing / (runs * ps->n) : 0.0);
+    return rc;
+}
+
+int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
+{
+    check_ctx c = {.backend = "cpu", .n_random = 20, .max_new = 48, .conc = 4};
+    int help = 0, rc = parse_options(&c, argc, argv, &help, err, errlen);
+    if (rc || help) return rc;
+    char tbuf[1024], dbuf[1024]; /* models/... from any directory (base/paths.h) */
+    db_session_opts so = {c.backend, db_data_find(c.target_dir, tbuf, sizeof tbuf),
+                          db_data_find(c.drafter_dir, dbuf, sizeof dbuf), c.threads, 1, NULL};
+    if ((rc = db_session_open(&c.s, &so, err, errlen))) return rc;
+    rc = prepare(&c, err, errlen);
+    for (int mode = 1; mode >= 0 && !rc; mode--) rc = compare(&c, mode, err, errlen); /* 1: the check, 0: fast */
     if (!rc) printf("lossless: every variant == ar in deterministic mode\n");
-    for (int i = 0; i < ps.n; i++) free(ref[i]), free(out[i]);
-    free(ref), free(out), free(nref), free(nout);
-    prompts_free(&ps);
-    db_session_close(&s);
+    for (int i = 0; i < c.ps.n && c.ref && c.out; i++) free(c.ref[i]), free(c.out[i]);
+    free(c.ref), free(c.out), free(c.nref), free(c.nout);
+    prompts_free(&c.ps);
+    db_session_close(&c.s);
     return rc;
 }
