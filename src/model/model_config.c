@@ -1,5 +1,6 @@
 /* model_config.c — config.json parsing for targets and drafters (see model_config.h). */
 #include "model/model_config.h"
+#include "model/gguf_model.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -177,6 +178,9 @@ static int load_json(const char *dir, char *path, size_t pathlen, cJSON **root, 
 int db_model_config_load(db_model_config *m, const char *dir, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
+    char gp[1024];
+    int g = db_gguf_resolve(dir, gp, sizeof gp, err, errlen);
+    if (g) return g < 0 ? g : db_gguf_model_config(m, gp, err, errlen);
     cJSON *root;
     int rc = load_json(dir, m->path, sizeof m->path, &root, err, errlen);
     if (rc) return rc;
@@ -197,6 +201,9 @@ int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_lay
                            size_t errlen)
 {
     memset(d, 0, sizeof *d);
+    char gp[1024];
+    int g = db_gguf_resolve(dir, gp, sizeof gp, err, errlen);
+    if (g) return g < 0 ? g : db_gguf_drafter_config(d, gp, target_layers, err, errlen);
     cJSON *root;
     int rc = load_json(dir, d->base.path, sizeof d->base.path, &root, err, errlen);
     if (rc) return rc;

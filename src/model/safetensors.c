@@ -4,6 +4,7 @@
  * {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the data
  * section; offsets are relative to the data section. */
 #include "model/safetensors.h"
+#include "model/gguf_model.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -325,6 +326,9 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, cha
 int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
+    char gp[1024];
+    int g = db_gguf_resolve(dir, gp, sizeof gp, err, errlen);
+    if (g) return g < 0 ? g : db_gguf_open_st(s, gp, err, errlen);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     char p[2048];
     if (db_path_join(p, sizeof p, dir, "model.safetensors.index.json") != 0)

@@ -53,13 +53,14 @@ fail:
 size_t db_target_weight_bytes(const db_target *t)
 {
     const db_model_config *c = &t->cfg;
-    size_t e = db_dtype_size(t->embed.dtype), b = 0;
-    b += (size_t)c->vocab * c->hidden * e * (c->tied ? 1 : 2);
+    /* head and embedding may differ in dtype (a GGUF file quantizes them separately) */
+    size_t b = (size_t)c->vocab * db_dtype_bytes(t->embed.dtype, (size_t)c->hidden);
+    if (!c->tied) b += (size_t)c->vocab * db_dtype_bytes(t->head.dtype, (size_t)c->hidden);
     for (int i = 0; i < c->n_layers; i++) {
         const db_layer *l = &t->layers[i];
         const db_weight *m[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
         for (int j = 0; j < 7; j++)
-            b += (size_t)m[j]->rows * m[j]->cols * db_dtype_size(m[j]->dtype);
+            b += (size_t)m[j]->rows * db_dtype_bytes(m[j]->dtype, (size_t)m[j]->cols);
     }
     return b;
 }
