@@ -5,7 +5,6 @@
  * the fast default mode (batch-shape dependent reductions) differs, and reports that share. */
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "model/decode.h"
 #include "engine/engine.h"
 #include "engine/session.h"
 #include "base/parse.h"

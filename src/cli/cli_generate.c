@@ -2,7 +2,6 @@
  * or speculative) and print the output ids to stdout; cycle statistics go to stderr. */
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "model/decode.h"
 #include "engine/engine.h"
 #include "text/prompt.h"
 #include "engine/session.h"

@@ -4,7 +4,7 @@
 #include "text/chat_template.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "model/decode.h"
+#include "engine/session.h"
 #include "text/tokenizer.h"
 #include "base/util.h"
 

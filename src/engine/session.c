@@ -2,8 +2,11 @@
 #include "engine/session.h"
 #include "base/util.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -66,5 +69,39 @@ int db_session_check_ids(const db_session *s, const int *ids, int n, char *err, 
         if (ids[i] < 0 || ids[i] >= s->target.cfg.vocab)
             return db_fail(err, errlen, DB_EINPUT, "token id %d outside the vocabulary (%d) of %s",
                            ids[i], s->target.cfg.vocab, s->target.cfg.path);
+    return DB_OK;
+}
+
+int db_parse_ids(const char *s, int **ids, int *n, char *err, size_t errlen)
+{
+    int cap = 16;
+    *n = 0;
+    *ids = db_malloc(sizeof(int) * (size_t)cap);
+    if (!*ids) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    const char *p = s;
+    for (;;) {
+        while (*p && (isspace((unsigned char)*p) || *p == ',')) p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > 0x7fffffff) {
+            free(*ids);
+            *ids = NULL;
+            return db_fail(err, errlen, DB_EINPUT, "token id list: bad entry near '%.16s'", p);
+        }
+        if (*n == cap) {
+            cap *= 2;
+            int *ni = db_realloc(*ids, sizeof(int) * (size_t)cap);
+            if (!ni) {
+                free(*ids);
+                *ids = NULL;
+                return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            }
+            *ids = ni;
+        }
+        (*ids)[(*n)++] = (int)v;
+        p = end;
+    }
     return DB_OK;
 }

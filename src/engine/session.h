@@ -32,7 +32,11 @@ int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, 
 int db_session_load_models(db_session *s, const db_session_opts *o, char *err, size_t errlen);
 void db_session_close(db_session *s);
 
-/* Parse "1,2,3" (commas / whitespace) into ids; each must be < vocab. */
+/* DB_EINPUT naming the first id outside the target's vocabulary */
 int db_session_check_ids(const db_session *s, const int *ids, int n, char *err, size_t errlen);
+
+/* Parse "1,2,3" (commas and/or whitespace) into a malloc'd array of ids >= 0: a token id list
+ * a user gave (on the command line or in a file); DB_EINPUT naming the bad entry. */
+int db_parse_ids(const char *s, int **ids, int *n, char *err, size_t errlen);
 
 #endif
