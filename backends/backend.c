@@ -71,7 +71,7 @@ int db_backend_create(const char *name, const db_backend_opts *opts, db_backend 
         return 0;
     }
     snprintf(err, errlen, "backend '%s' is not compiled into this binary (see --version)", name);
-    return -1;
+    return -2;
 }
 
 void db_backend_destroy(db_backend *be)

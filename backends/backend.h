@@ -78,8 +78,6 @@ typedef struct {
     int (*upload)(db_backend *be, void *dst, const void *src, size_t bytes);
     int (*download)(db_backend *be, void *dst, const void *src, size_t bytes);
     int (*sync)(db_backend *be);
-    /* memcpy device -> device */
-    void (*copy)(db_backend *be, void *dst, const void *src, size_t bytes);
 
     /* y[N,O] (+)= x[N,I] . W^T, W [O,I]; accumulate != 0 adds into y (fused residual). */
     void (*matmul)(db_backend *be, float *y, const float *x, const db_weight *w, int n,
@@ -155,7 +153,9 @@ struct db_backend {
 /* Backends compiled into this binary, NULL-terminated. */
 extern const db_backend_ops *const db_backends[];
 
-/* Create by name ("cpu", "cuda", "hip"). 0 or negative with message in err. */
+/* Create by name ("cpu", "cuda", "hip"). 0, or with the message in err: -2 when no backend of
+ * that name is compiled in (a bad argument), -1 when it failed to start (no device, out of
+ * memory: a runtime failure). */
 int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
                       size_t errlen);
 void db_backend_destroy(db_backend *be);

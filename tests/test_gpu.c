@@ -138,10 +138,10 @@ static void test_memory(db_backend *g, const char *name)
     tap_ok(zero, "%s: alloc is zero-filled", name);
     float *h = rand_floats(n, -1, 1);
     g->ops->upload(g, a, h, sizeof(float) * n);
-    g->ops->copy(g, b + 10, a, sizeof(float) * (n - 10));
+    g->ops->copy_rows(g, b + 10, 0, NULL, a, 0, NULL, 1, (int)(n - 10));
     float *back = dev_get(g, b, n);
     tap_ok(memcmp(back + 10, h, sizeof(float) * (n - 10)) == 0 && back[0] == 0.0f && g->ops->sync(g) == 0,
-           "%s: upload, copy at an offset, download round trip", name);
+           "%s: upload, copy_rows at an offset, download round trip", name);
     g->ops->dfree(g, a);
     g->ops->dfree(g, b);
     tap_ok(g->bytes_in_use == before, "%s: dfree returns the bytes", name);

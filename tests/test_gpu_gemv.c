@@ -3,8 +3,8 @@
  *
  * Decoding is GEMV-bound: at small N every weight byte is read once per call, so the floor of a
  * matmul is weight bytes / bandwidth. One run:
- *   1. measures the device-to-device copy bandwidth through be->ops->copy (1 GiB, bytes read +
- *      written counted, best of 5);
+ *   1. measures the device-to-device copy bandwidth through be->ops->copy_rows (1 GiB in rows of
+ *      1 MiB, bytes read + written counted, best of 5);
  *   2. times be->ops->matmul for f32 and bf16 weights of a few shapes (4096x4096; 11008x4096, an
  *      MLP projection of a 7B model; 151936x1024, a Qwen vocabulary head) at N = 1, 4, 16, 64
  *      rows, deterministic (the row-dot kernel) and fast (cuBLAS from 16 rows). Each timed call
@@ -36,11 +36,13 @@ static double copy_bandwidth(db_backend *be)
     if (!a || !b) {
         fprintf(stderr, "bench-gpu-gemv: cannot allocate 2 x %zu MiB: %s\n", bytes >> 20, be->err);
     } else {
-        be->ops->copy(be, b, a, bytes);
+        int width = 1 << 18, rows = (int)(bytes / (sizeof(float) * (size_t)width));
+        float *fa = (float *)a, *fb = (float *)b;
+        be->ops->copy_rows(be, fb, width, NULL, fa, width, NULL, rows, width);
         be->ops->sync(be);
         for (int rep = 0; rep < 5; rep++) {
             double t0 = db_now();
-            be->ops->copy(be, b, a, bytes);
+            be->ops->copy_rows(be, fb, width, NULL, fa, width, NULL, rows, width);
             be->ops->sync(be);
             double gbs = 2.0 * (double)bytes / (db_now() - t0) / 1e9;
             if (gbs > best) best = gbs;

@@ -46,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static db_rng rng;
 
@@ -979,6 +981,51 @@ static void convert_bulk(void)
     tap_ok(!bad, "db_convert_to_f32: f32 copy, bf16 / f16 the same as the scalar conversions");
 }
 
+/* A compute op that cannot get its scratch memory must not hand back a result: attention under
+ * an address-space limit latches the failure, and every later checked call (sync, download,
+ * topk) reports it. Left out of sanitizer builds: their shadow memory needs the address space. */
+static void op_attention_out_of_memory(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("ok %d - attention out of memory fails loudly # SKIP sanitizer build\n", ++tap_n);
+#else
+    char err[256];
+    db_backend *be = NULL;
+    db_backend_opts o = {.threads = 1};
+    if (db_backend_create("cpu", &o, &be, err, sizeof err)) {
+        tap_ok(0, "attention out of memory: backend: %s", err);
+        return;
+    }
+    int nh = 2, hd = 4;
+    float *q = be->ops->alloc(be, sizeof(float) * (size_t)nh * hd), *out = be->ops->alloc(be, sizeof(float) * (size_t)nh * hd);
+    float *cache = be->ops->alloc(be, sizeof(float) * 16), host[8] = {0};
+    /* a key range whose score row needs 1 GiB: more than the limit below leaves */
+    db_attn_row row = {0, 0, 1 << 28};
+    struct rlimit old, lim;
+    long pages = 0, page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "r");
+    int have = f && fscanf(f, "%ld", &pages) == 1 && getrlimit(RLIMIT_AS, &old) == 0;
+    if (f) fclose(f);
+    if (!have || !q || !out || !cache) {
+        printf("ok %d - attention out of memory fails loudly # SKIP no /proc/self/statm or RLIMIT_AS\n", ++tap_n);
+    } else {
+        lim = old;
+        lim.rlim_cur = (rlim_t)pages * (rlim_t)page + ((rlim_t)256 << 20);
+        int set = setrlimit(RLIMIT_AS, &lim) == 0;
+        if (set) be->ops->attention(be, out, q, cache, cache, 4, &row, 1, nh, nh, hd, 1.0f);
+        setrlimit(RLIMIT_AS, &old);
+        int ids[1];
+        tap_ok(set && be->ops->sync(be) != 0 && be->ops->download(be, host, out, sizeof host) != 0 &&
+                   be->ops->topk(be, ids, NULL, q, 1, nh * hd, 1) != 0 && strstr(be->err, "attention"),
+               "attention out of memory: sync, download and topk fail afterwards (%s)", be->err);
+    }
+    if (q) be->ops->dfree(be, q);
+    if (out) be->ops->dfree(be, out);
+    if (cache) be->ops->dfree(be, cache);
+    db_backend_destroy(be);
+#endif
+}
+
 int main(void)
 {
     db_rng_seed(&rng, 20240611);
@@ -1060,6 +1107,7 @@ int main(void)
     op_probs(fast);
     op_dynconv(fast);
     op_pair_scores(fast);
+    op_attention_out_of_memory();
 
     db_backend_destroy(det);
     db_backend_destroy(fast);

@@ -7,7 +7,7 @@
  * golden tests pin to the PyTorch reference) by a chi-square test (cells with expected count
  * < 5 pooled); the test passes at p > 0.001. The same test must REJECT a deliberately broken
  * acceptance rule (every draft accepted), showing it has the power to catch a wrong sampler. */
-#include "engine/engine.h"
+#include "engine/engine_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"
@@ -69,8 +69,9 @@ static double chi_square(const long *obs, const double *expect_p, int cells, lon
 static double run_variant(db_target *t, db_drafter *d, db_variant v, const int *prompt, int np,
                           float temp, float top_p, int top_k, int broken, const double *joint)
 {
+    struct db_engine_test_hooks hooks = {.broken_accept = broken};
     db_gen_params p = {.variant = v, .block_size = 4, .temperature = temp, .top_p = top_p,
-                       .top_k = top_k, .max_new_tokens = 2, .seed = 7, .debug_broken_accept = broken};
+                       .top_k = top_k, .max_new_tokens = 2, .seed = 7, .test_hooks = &hooks};
     db_engine *e;
     if (db_engine_create(&e, t, d, &p, 64, np, err, sizeof err) != 0) {
         tap_diag("%s", err);

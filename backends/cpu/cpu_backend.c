@@ -3,7 +3,11 @@
  *
  * Notation as in backend.h. "Device" memory is 64-byte aligned host memory here; upload and
  * download are memcpy. Deterministic mode never calls sgemm (whose reduction order changes with
- * the batch shape), so a row's logits do not depend on how many rows share the call. */
+ * the batch shape), so a row's logits do not depend on how many rows share the call.
+ *
+ * Errors: a compute op that cannot get its scratch memory computes nothing, writes the message
+ * into be->err and latches the failure (backend.h); sync, download, topk and pair_scores then
+ * return -1, so the engine stops at its next checked call instead of using a wrong result. */
 #include "config.h"
 #include "backend.h"
 #include "cpu_kernels.h"
@@ -35,7 +39,16 @@ typedef struct {
     db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
+    int failed;   /* latched: the first message stays in be->err */
 } cpu_ctx;
+
+static void latch(db_backend *be, const char *what, size_t bytes)
+{
+    cpu_ctx *c = be->ctx;
+    if (c->failed) return; /* keep the first error */
+    c->failed = 1;
+    snprintf(be->err, sizeof be->err, "%s: cannot allocate %zu bytes of scratch memory", what, bytes);
+}
 
 /* Each allocation carries its size in a header so bytes_in_use stays exact. */
 typedef struct {
@@ -113,17 +126,14 @@ static int cpu_upload(db_backend *be, void *dst, const void *src, size_t bytes)
     return 0;
 }
 
-static int cpu_sync(db_backend *be)
+static int cpu_download(db_backend *be, void *dst, const void *src, size_t bytes)
 {
-    (void)be;
+    if (((cpu_ctx *)be->ctx)->failed) return -1;
+    memcpy(dst, src, bytes);
     return 0;
 }
 
-static void cpu_copy(db_backend *be, void *dst, const void *src, size_t bytes)
-{
-    (void)be;
-    memmove(dst, src, bytes);
-}
+static int cpu_sync(db_backend *be) { return ((cpu_ctx *)be->ctx)->failed ? -1 : 0; }
 
 /* Threads split the weight rows into contiguous ranges of whole 24-row blocks (a multiple of
  * every kernel's weight-row tile, so only the last range has a partial tile); every thread runs
@@ -253,14 +263,30 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
     const cpu_ctx *c = be->ctx;
     int group = nh / nkv;
     size_t kvw = (size_t)nkv * hd;
+    int maxk = 1;
+    for (int r = 0; r < n; r++)
+        if (rows[r].key_hi - rows[r].key_lo > maxk) maxk = rows[r].key_hi - rows[r].key_lo;
 #if HAVE_OPENMP
-#pragma omp parallel if ((size_t)n * nh * (rows[n - 1].key_hi + 1) * hd > 65536)
+    int nthreads = omp_get_max_threads();
+#else
+    int nthreads = 1;
+#endif
+    /* one score row per thread, allocated before the team starts so a failure is one latch */
+    size_t bytes = sizeof(float) * (size_t)maxk * (size_t)nthreads;
+    float *scratch = malloc(bytes);
+    if (!scratch) {
+        latch(be, "attention", bytes);
+        return;
+    }
+#if HAVE_OPENMP
+#pragma omp parallel num_threads(nthreads) if ((size_t)n * nh * (rows[n - 1].key_hi + 1) * hd > 65536)
 #endif
     {
-        int maxk = 0;
-        for (int r = 0; r < n; r++)
-            if (rows[r].key_hi - rows[r].key_lo > maxk) maxk = rows[r].key_hi - rows[r].key_lo;
-        float *sc = malloc(sizeof(float) * (size_t)(maxk > 0 ? maxk : 1));
+#if HAVE_OPENMP
+        float *sc = scratch + (size_t)omp_get_thread_num() * maxk;
+#else
+        float *sc = scratch;
+#endif
         /* tasks in (kv head, row, head of its group) order, split into contiguous ranges: a
          * thread's consecutive tasks read the same K/V rows (the rows of one request in a
          * verify or prefill, the heads of one group), so they come from its own cache */
@@ -276,7 +302,7 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
             float *o = out + ((size_t)r * nh + h) * hd;
             int nk = ar->key_hi - ar->key_lo;
             for (int i = 0; i < hd; i++) o[i] = 0.0f;
-            if (nk <= 0 || !sc) continue;
+            if (nk <= 0) continue;
             c->scores(sc, qh, kb + (size_t)ar->key_lo * kvw, kvw, nk, hd, scale);
             float mx = -INFINITY;
             for (int j = 0; j < nk; j++) mx = sc[j] > mx ? sc[j] : mx;
@@ -289,8 +315,8 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
             for (int j = 0; j < nk; j++) sc[j] *= inv;
             c->wsum(o, sc, vb + (size_t)ar->key_lo * kvw, kvw, nk, hd);
         }
-        free(sc);
     }
+    free(scratch);
 }
 
 static void cpu_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
@@ -346,6 +372,7 @@ static int better(float va, int ia, float vb, int ib) { return va > vb || (va ==
 static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, int n, int v,
                     int k)
 {
+    if (((cpu_ctx *)be->ctx)->failed) return -1;
     if (k < 1 || k > v) {
         snprintf(be->err, sizeof be->err, "topk: k=%d outside 1..%d", k, v);
         return -1;
@@ -378,11 +405,12 @@ static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, 
 static void cpu_probs(db_backend *be, float *x, int n, int v, float temperature, float top_p,
                       int top_k)
 {
-    (void)be;
+    int failed = 0;
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 1 && (size_t)n * v > 65536)
+#pragma omp parallel for schedule(static) reduction(| : failed) if (n > 1 && (size_t)n * v > 65536)
 #endif
-    for (int r = 0; r < n; r++) db_probs_host(x + (size_t)r * v, v, temperature, top_p, top_k);
+    for (int r = 0; r < n; r++) failed |= db_probs_host(x + (size_t)r * v, v, temperature, top_p, top_k) != 0;
+    if (failed) latch(be, "probs (top-k / top-p filter)", sizeof(int) * 2 * (size_t)v);
 }
 
 static void cpu_dynconv(db_backend *be, float *out, const float *in, const float *base,
@@ -428,16 +456,31 @@ static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int
                            const int *cand, const db_weight *pred, const db_weight *succ, int n,
                            int k, int r)
 {
+    if (((cpu_ctx *)be->ctx)->failed) return -1;
     if (pred->cols != r || succ->cols != r) {
         snprintf(be->err, sizeof be->err, "pair_scores: codebook rank mismatch");
         return -1;
     }
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 1 && (size_t)n * k * k * r > 65536)
+    int nthreads = omp_get_max_threads();
+#else
+    int nthreads = 1;
+#endif
+    size_t bytes = sizeof(float) * (size_t)r * (size_t)nthreads;
+    float *scratch = malloc(bytes); /* one row of pred * g per thread */
+    if (!scratch) {
+        snprintf(be->err, sizeof be->err, "pair_scores: cannot allocate %zu bytes of scratch memory", bytes);
+        return -1;
+    }
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) num_threads(nthreads) if (n > 1 && (size_t)n * k * k * r > 65536)
 #endif
     for (int t = 0; t < n; t++) {
-        float ag[1024];
-        float *tmp = r <= 1024 ? ag : malloc(sizeof(float) * (size_t)r);
+#if HAVE_OPENMP
+        float *tmp = scratch + (size_t)omp_get_thread_num() * r;
+#else
+        float *tmp = scratch;
+#endif
         for (int i = 0; i < k; i++) {
             size_t pi = (size_t)prev[(size_t)t * k + i] * r;
             for (int q = 0; q < r; q++) tmp[q] = weight_elem(pred, pi + q) * g[(size_t)t * r + q];
@@ -448,8 +491,8 @@ static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int
                 out[((size_t)t * k + i) * k + j] = s;
             }
         }
-        if (tmp != ag) free(tmp);
     }
+    free(scratch);
     return 0;
 }
 
@@ -515,9 +558,8 @@ const db_backend_ops db_cpu_backend_ops = {
     .alloc = cpu_alloc,
     .dfree = cpu_dfree,
     .upload = cpu_upload,
-    .download = cpu_upload,
+    .download = cpu_download,
     .sync = cpu_sync,
-    .copy = cpu_copy,
     .matmul = cpu_matmul,
     .rmsnorm = cpu_rmsnorm,
     .rope = cpu_rope,

@@ -1375,12 +1375,6 @@ int gpu_sync(db_backend *be)
     return c->failed ? -1 : 0;
 }
 
-void gpu_copy(db_backend *be, void *dst, const void *src, size_t bytes)
-{
-    if (!bytes || dst == src) return;
-    CUDA_CHECK(be, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx_of(be)->stream));
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* synthetic weights, free memory (optional ops)                                            */
 
@@ -1435,7 +1429,6 @@ extern "C" const db_backend_ops DB_GPU_OPS = {
     .upload = gpu_upload,
     .download = gpu_download,
     .sync = gpu_sync,
-    .copy = gpu_copy,
     .matmul = gpu_matmul,
     .rmsnorm = gpu_rmsnorm,
     .rope = gpu_rope,

@@ -5,7 +5,7 @@
  * the fast default mode (batch-shape dependent reductions) differs, and reports that share. */
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "engine/engine.h"
+#include "engine/engine_test.h"
 #include "engine/session.h"
 #include "base/parse.h"
 #include "base/paths.h"
@@ -184,8 +184,9 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
 static int compare(check_ctx *c, int mode, char *err, size_t errlen)
 {
     const prompt_set *ps = &c->ps;
+    struct db_engine_test_hooks hooks = {.plant_mismatch = c->plant};
     db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1.0f, .max_new_tokens = c->max_new,
-                       .debug_plant_mismatch = c->plant};
+                       .test_hooks = &hooks};
     c->s.be->deterministic = mode;
     int rc = run_all(&c->s, &p, c->conc, ps, c->ref, c->nref, err, errlen), runs = 0, differing = 0;
     for (int v = 0; v < DB_VAR_COUNT && !rc; v++) {

@@ -2,7 +2,6 @@
 #include "engine/accept.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 int db_sample_index(const float *probs, int n, db_rng *rng)
 {
@@ -28,16 +27,15 @@ int db_accept_greedy(const int *draft, const int *target_argmax, int block, int 
 }
 
 int db_accept_sample(const int *draft, const float *p, const float *q, int block, int v,
-                     db_rng *rng, int broken, int *bonus)
+                     db_rng *rng, float *res, int *bonus)
 {
     for (int t = 1; t < block; t++) {
         const float *pt = p + (size_t)(t - 1) * v, *qt = q + (size_t)t * v;
         int d = draft[t];
         double ratio = qt[d] > 0.0f ? (double)pt[d] / qt[d] : 0.0;
         double u = db_rng_uniform(rng);
-        if (broken || u < ratio) continue;
+        if (u < ratio) continue;
         /* rejected: bonus ~ normalize(max(p - q, 0)) */
-        float *res = malloc(sizeof(float) * (size_t)v);
         double sum = 0.0;
         for (int i = 0; i < v; i++) {
             float r = pt[i] - qt[i];
@@ -45,7 +43,6 @@ int db_accept_sample(const int *draft, const float *p, const float *q, int block
             sum += res[i];
         }
         *bonus = sum > 0.0 ? db_sample_index(res, v, rng) : db_sample_index(pt, v, rng);
-        free(res);
         return t - 1;
     }
     *bonus = db_sample_index(p + (size_t)(block - 1) * v, v, rng);

@@ -16,10 +16,10 @@ int db_sample_index(const float *probs, int n, db_rng *rng);
 /* Greedy: a = leading run of draft[t] == target_argmax[t-1]; bonus = target_argmax[a]. */
 int db_accept_greedy(const int *draft, const int *target_argmax, int block, int *bonus);
 
-/* Rejection sampling. p: [B, V] rows; q: [B, V] rows (row 0 unused); draft[1..B-1].
- * Returns a (accepted drafts) and the bonus token. `broken` != 0 accepts every draft
- * (a deliberately wrong rule, used only by the test that shows the check catches it). */
+/* Rejection sampling. p: [B, V] rows; q: [B, V] rows (row 0 unused); draft[1..B-1];
+ * residual [V] scratch for the residual distribution normalize(max(p - q, 0)).
+ * Returns a (accepted drafts) and the bonus token. */
 int db_accept_sample(const int *draft, const float *p, const float *q, int block, int v,
-                     db_rng *rng, int broken, int *bonus);
+                     db_rng *rng, float *residual, int *bonus);
 
 #endif

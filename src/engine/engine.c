@@ -12,6 +12,7 @@
  * Notation: A active requests, B block, V vocabulary, k kept top-k width, sk selector top-k. */
 #include "engine/engine.h"
 #include "engine/accept.h"
+#include "engine/engine_test.h"
 #include "engine/selector.h"
 #include "base/util.h"
 
@@ -48,6 +49,8 @@ struct db_engine {
     db_selector sel;           /* when the drafter has a selector */
     int *draft, *targ;         /* [N*B] */
     float *p_host, *q_host;    /* [N*B*V] when sampling */
+    float *residual;           /* [V] rejection sampling scratch */
+    struct db_engine_test_hooks hooks; /* all zero outside the tests */
     db_row *rows;              /* [max(N*B, chunk)] */
     int *logit_rows;           /* [N*B] */
     int *ctx_slot, *ctx_pos, *ctx_src; /* [N*B] */
@@ -70,7 +73,7 @@ void db_engine_destroy(db_engine *e)
     if (e->slots)
         for (int i = 0; i < e->conc; i++) free(e->slots[i].ring);
     void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->draft,
-                    e->targ, e->p_host, e->q_host, e->rows, e->logit_rows, e->ctx_slot,
+                    e->targ, e->p_host, e->q_host, e->residual, e->rows, e->logit_rows, e->ctx_slot,
                     e->ctx_pos, e->ctx_src, e->ring_mem};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(e);
@@ -102,6 +105,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->d = use_draft ? d : NULL;
     e->be = t->be;
     e->p = *p;
+    if (p->test_hooks) e->hooks = *p->test_hooks;
     e->conc = concurrency;
     e->B = B;
     e->V = t->cfg.vocab;
@@ -136,6 +140,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->targ = xcalloc((size_t)NB, sizeof(int), &f);
     e->p_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
     e->q_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
+    e->residual = xcalloc(e->sampling ? V : 1, sizeof(float), &f);
     e->rows = xcalloc((size_t)max_rows, sizeof(db_row), &f);
     e->logit_rows = xcalloc((size_t)NB, sizeof(int), &f);
     e->ctx_slot = xcalloc((size_t)max_rows, sizeof(int), &f);
@@ -208,8 +213,8 @@ static int is_eos(const db_engine *e, int tok) { return db_target_is_eos(e->t, t
 /* Append one token; returns 1 when the request is finished (EOS or max_new_tokens). */
 static int commit_token(db_engine *e, db_request *r, int req_index, int tok)
 {
-    if (e->p.debug_plant_mismatch > 0 && e->p.variant != DB_VAR_AR && req_index == 0 &&
-        r->n_out == e->p.debug_plant_mismatch - 1)
+    if (e->hooks.plant_mismatch > 0 && e->use_draft && req_index == 0 &&
+        r->n_out == e->hooks.plant_mismatch - 1)
         tok = (tok + 1) % e->V;
     r->out[r->n_out++] = tok;
     r->st.output_tokens++;
@@ -446,10 +451,12 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
             a = replay_accept(e, j, ss, &bonus);
         else if (!e->sampling)
             a = db_accept_greedy(e->draft + j * B, e->targ + j * B, B, &bonus);
+        else if (e->hooks.broken_accept) /* the wrong rule: every draft, bonus ~ p[B-1] */
+            a = B - 1, bonus = db_sample_index(e->p_host + ((size_t)j * B + B - 1) * e->V, e->V, &ss->rng);
         else
             a = db_accept_sample(e->draft + j * B, e->p_host + (size_t)j * B * e->V,
-                                 e->q_host + (size_t)j * B * e->V, B, e->V, &ss->rng,
-                                 e->p.debug_broken_accept, &bonus);
+                                 e->q_host + (size_t)j * B * e->V, B, e->V, &ss->rng, e->residual,
+                                 &bonus);
         if (e->p.on_cycle) e->p.on_cycle(e->p.on_cycle_user, ss->req, P0, e->draft + j * B, B, a, bonus);
         db_req_stats *st = &r->st;
         st->cycles++;
@@ -528,6 +535,8 @@ int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_
         for (int j = 0; j < na && rc == DB_OK; j++)
             if (e->slots[e->active[j]].req != before[j] && progress) progress(user, ++done, n);
     }
+    /* a fault latched by the last calls (no checked call came after them) */
+    if (rc == DB_OK && e->be->ops->sync(e->be) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "%s", e->be->err);
     free(admitted);
     free(before);
     return rc;

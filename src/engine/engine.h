@@ -23,6 +23,8 @@
 
 #include <stdint.h>
 
+struct db_engine_test_hooks;
+
 typedef struct {
     db_variant variant;
     int block_size;       /* B; ignored for ar */
@@ -40,9 +42,7 @@ typedef struct {
     const float *replay_rates;
     int replay_n;
     int ignore_eos;       /* run every request to max_new_tokens (synthetic weights) */
-    /* debug knobs for the tests that must see the checks fail */
-    int debug_plant_mismatch; /* > 0: corrupt the N-th committed token of request 0 */
-    int debug_broken_accept;  /* accept every draft regardless of p/q */
+    const struct db_engine_test_hooks *test_hooks; /* NULL; tests only (engine_test.h) */
     /* optional: called after every drafting cycle with the block [anchor, d1..] of request
      * `req` at anchor position `pos`, the accepted count and the bonus token */
     void (*on_cycle)(void *user, int req, int pos, const int *block, int b, int accepted,

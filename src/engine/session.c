@@ -29,7 +29,8 @@ int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, 
         fprintf(stderr, "warning: --threads %d is above the %d cores (hardware threads) this process may "
                 "use; timings will include threads waiting for a core\n", o->threads, ncpu);
     db_backend_opts bo = {.threads = o->threads, .deterministic = o->deterministic};
-    if (db_backend_create(o->backend, &bo, &s->be, err, errlen) != 0) return DB_EINPUT;
+    int rc = db_backend_create(o->backend, &bo, &s->be, err, errlen);
+    if (rc) return rc == -2 ? DB_EINPUT : DB_ERUNTIME; /* an unknown name, or a device that failed */
     return DB_OK;
 }
 
