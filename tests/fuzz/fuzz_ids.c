@@ -1,7 +1,7 @@
 /* fuzz_ids.c — token id lists (--prompt-ids, --prompt-ids-file, check-lossless prompt files):
  * numbers separated by commas or whitespace. A list that parses holds ids in [0, 2^31). */
 #include "fuzz.h"
-#include "model/decode.h"
+#include "engine/session.h"
 
 #include <stdlib.h>
 
