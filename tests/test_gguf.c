@@ -12,7 +12,7 @@
  *    numpy): the F32 fixtures qwen3-f32-tied and llama-f32 (q / k rows permuted for interleaved
  *    RoPE by the converter, back on load) and the BF16 fixture qwen3-bf16-untied at BF16 give
  *    logits BITWISE equal to the safetensors checkpoint, and identical greedy ids. */
-#include "model/decode.h"
+#include "engine/engine.h"
 #include "model/gguf.h"
 #include "model/target.h"
 #include "tap.h"
@@ -229,10 +229,15 @@ static int run_target(const char *dir, const int *tokens, int n, float **logits,
     *vocab = t.cfg.vocab;
     *logits = malloc(sizeof(float) * (size_t)n * t.cfg.vocab);
     rc = db_target_forward(&t, rows, n, lr, n, err, sizeof err);
-    if (!rc) memcpy(*logits, t.s.logits, sizeof(float) * (size_t)n * t.cfg.vocab);
-    int got = 0;
-    if (!rc) rc = db_decode_greedy(&t, 1, tokens, n, n_greedy, greedy, &got, err, sizeof err);
-    for (int i = got; i < n_greedy; i++) greedy[i] = -1;
+    if (!rc) memcpy(*logits, db_target_logits(&t), sizeof(float) * (size_t)n * t.cfg.vocab);
+    /* greedy ids through the engine's ar path */
+    db_gen_params gp = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1.0f, .max_new_tokens = n_greedy};
+    db_request req = {.prompt = tokens, .n_prompt = n, .out = greedy};
+    db_engine *e = NULL;
+    if (!rc) rc = db_engine_create(&e, &t, NULL, &gp, 1, n, err, sizeof err);
+    if (!rc) rc = db_engine_run(e, &req, 1, db_now(), NULL, NULL, err, sizeof err);
+    db_engine_destroy(e);
+    for (int i = rc ? 0 : req.n_out; i < n_greedy; i++) greedy[i] = -1;
     if (rc) tap_diag("%s: %s", dir, err);
     db_target_free(&t);
     db_backend_destroy(be);
