@@ -228,7 +228,8 @@ static int name_cmp(const void *a, const void *b)
 
 static int finish(db_st_set *s, char *err, size_t errlen)
 {
-    qsort(s->tensors, (size_t)s->ntensors, sizeof *s->tensors, name_cmp);
+    if (s->ntensors > 1) /* a header of __metadata__ alone leaves tensors NULL: no qsort(NULL) */
+        qsort(s->tensors, (size_t)s->ntensors, sizeof *s->tensors, name_cmp);
     for (int i = 1; i < s->ntensors; i++)
         if (strcmp(s->tensors[i].name, s->tensors[i - 1].name) == 0)
             return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' appears twice", s->dir,
