@@ -348,12 +348,13 @@ static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, c
     /* warm-up: untimed passes over one batch of first turns */
     for (int w = 0; w < c->sw.warmup && !rc; w++) {
         int n = ps->ds.n < k->concurrency ? ps->ds.n : k->concurrency;
-        db_request *reqs = calloc((size_t)n, sizeof *reqs);
-        int *out = malloc(sizeof(int) * (size_t)n * k->max_new_tokens);
-        for (int j = 0; j < n; j++)
+        db_request *reqs = db_calloc((size_t)n, sizeof *reqs);
+        int *out = db_malloc(sizeof(int) * (size_t)n * k->max_new_tokens);
+        if (!reqs || !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the warm-up requests");
+        for (int j = 0; j < n && !rc; j++)
             reqs[j] = (db_request){.prompt = ps->ids[j], .n_prompt = ps->len[j], .out = out + (size_t)j * k->max_new_tokens};
         double t0 = -1;
-        rc = run_requests(c, &p, k->concurrency, reqs, n, &t0, NULL, err, errlen);
+        if (!rc) rc = run_requests(c, &p, k->concurrency, reqs, n, &t0, NULL, err, errlen);
         free(reqs);
         free(out);
     }
@@ -565,7 +566,10 @@ static int run_point(run_ctx *c, const db_point_key *k, const char *what, db_pro
 {
     db_point_raw *raw = &c->done[c->n_done];
     int rc = measure_point(c, k, raw, err, errlen);
-    if (rc) return rc;
+    if (rc) {
+        db_point_raw_free(raw); /* not counted in n_done: freed here or never */
+        return rc;
+    }
     c->n_done++;
     db_point_raw loaded = {0};
     const db_point_raw *base = find_baseline(c, &c->res, k, &loaded, err, errlen);
