@@ -14,6 +14,9 @@ enum {
     DB_EINPUT = -2,  /* bad input: file, config, flag value (CLI exit status 2) */
     DB_ERUNTIME = -1 /* failure while running (out of memory, device fault) */
 };
+/* stopped cleanly by signal sig (SIGINT, SIGTERM): exit status 128 + sig, as a shell reports a
+ * process the signal killed */
+#define DB_ESIGNAL(sig) (-(128 + (sig)))
 
 /* snprintf into err; returns `status` so callers can `return db_fail(...)`. */
 int db_fail(char *err, size_t errlen, int status, const char *fmt, ...)

@@ -24,7 +24,7 @@ void db_rfc3339_utc(time_t t, char *buf, size_t n)
 }
 
 /* argv as one line a shell would split back into the same words */
-static char *join_argv(int argc, char **argv)
+char *db_shell_join(int argc, char *const *argv)
 {
     size_t cap = 1;
     for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 3;
@@ -66,7 +66,7 @@ void db_run_meta_init(db_run_meta *m, int argc, char **argv, uint64_t seed, cons
     db_rfc3339_utc(now, m->test_time, sizeof m->test_time);
     db_cpu_info_get(&m->cpu);
     m->seed = seed;
-    m->command_line = argv ? join_argv(argc, argv) : NULL;
+    m->command_line = argv ? db_shell_join(argc, argv) : NULL;
     m->out_of_memory = argv && !m->command_line;
 }
 
@@ -201,8 +201,11 @@ void db_run_meta_free(db_run_meta *m)
     free(m->target.files);
     free(m->drafter.files);
     free(m->command_line);
+    cJSON_Delete(m->sweep);
+    cJSON_Delete(m->points);
     m->target.files = m->drafter.files = NULL;
     m->command_line = NULL;
+    m->sweep = m->points = NULL;
 }
 
 /* ---- meta.json ---- */
@@ -369,5 +372,7 @@ cJSON *db_run_meta_json(const db_run_meta *m)
     cJSON_AddItemToObject(models, "target", model_json(&m->target));
     cJSON_AddItemToObject(models, "drafter", model_json(&m->drafter));
     cJSON_AddStringToObject(models, "dtype", m->dtype);
+    if (m->sweep) cJSON_AddItemToObject(r, "sweep", cJSON_Duplicate(m->sweep, 1));
+    if (m->points) cJSON_AddItemToObject(r, "points", cJSON_Duplicate(m->points, 1));
     return r;
 }

@@ -55,6 +55,9 @@ typedef struct {
     uint64_t seed;
     char *command_line;     /* argv joined with spaces (shell-quoted where needed), malloc'd */
     int out_of_memory;      /* init could not allocate the command line: db_run_meta_json fails */
+    cJSON *sweep;           /* the sweep's keys and values (sweep.h db_sweep_get), what --resume
+                             * re-reads; owned, NULL for none */
+    cJSON *points;          /* per point: machine load and page faults (run's own), owned */
 } db_run_meta;
 
 /* build, CPU and time facts; argv may be NULL */
@@ -74,6 +77,9 @@ void db_run_meta_free(db_run_meta *m);
 
 /* the current backend entry (a blank one before set_backend) */
 const db_backend_meta *db_run_meta_backend(const db_run_meta *m);
+/* argv as one line a shell splits back into the same words (quoted where needed); malloc'd,
+ * NULL when out of memory */
+char *db_shell_join(int argc, char *const *argv);
 /* t as RFC 3339 UTC "YYYY-MM-DDTHH:MM:SSZ" (buf >= 21 bytes) */
 void db_rfc3339_utc(time_t t, char *buf, size_t n);
 

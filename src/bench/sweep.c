@@ -430,3 +430,66 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
     *n = (int)m;
     return DB_OK;
 }
+
+/* ---- the recorded sweep (meta.json, --resume) ---- */
+
+static void put_names(const char *base, size_t width, int n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && o < len; i++) o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? "," : "", base + (size_t)i * width);
+}
+
+static void put_ints(const int *v, int n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && o < len; i++) o += (size_t)snprintf(buf + o, len - o, "%s%d", i ? "," : "", v[i]);
+}
+
+/* the value of a list or special key (K_FN); 1 when unset */
+static int get_fn(const db_sweep *s, const char *k, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    if (!strcmp(k, "backend")) put_names(s->backend[0], sizeof s->backend[0], s->n_backend, buf, n);
+    else if (!strcmp(k, "dataset")) {
+        if (!s->dataset_set) return 1; /* the default depends on --synthetic */
+        put_names(s->dataset[0], sizeof s->dataset[0], s->n_dataset, buf, n);
+    } else if (!strcmp(k, "variant")) put_names(s->variant[0], sizeof s->variant[0], s->n_variant, buf, n);
+    else if (!strcmp(k, "acceptance_profile")) {
+        if (!s->n_profile) snprintf(buf, n, "none");
+        else put_names(s->profile[0], sizeof s->profile[0], s->n_profile, buf, n);
+    } else if (!strcmp(k, "concurrency")) put_ints(s->concurrency, s->n_concurrency, buf, n);
+    else if (!strcmp(k, "block_size")) put_ints(s->block_size, s->n_block_size, buf, n);
+    else if (!strcmp(k, "temperature"))
+        for (int i = 0; i < s->n_temperature && o < n; i++)
+            o += (size_t)snprintf(buf + o, n - o, "%s%.9g", i ? "," : "", (double)s->temperature[i]);
+    else if (!strcmp(k, "top_p")) snprintf(buf, n, "%.9g", (double)s->top_p);
+    else if (!strcmp(k, "seed")) snprintf(buf, n, "%llu", (unsigned long long)s->seed);
+    else if (!strcmp(k, "label")) snprintf(buf, n, "%s", s->label);
+    else if (!strcmp(k, "bandwidth_gbs") || !strcmp(k, "gflops")) {
+        double x = k[0] == 'b' ? s->bandwidth_gbs : s->gflops;
+        if (!(x > 0)) return 1;
+        snprintf(buf, n, "%.9g", x);
+    }
+    return buf[0] ? 0 : 1;
+}
+
+int db_sweep_get(const db_sweep *s, const char *key, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int j = 0; j < COUNT(keys); j++) {
+        const sweep_key *e = &keys[j];
+        if (strcmp(key, e->name) != 0) continue;
+        const char *src = (const char *)s + e->off;
+        switch (e->kind) {
+        case K_FN: return get_fn(s, key, buf, n);
+        case K_INT: snprintf(buf, n, "%d", *(const int *)src); return 0;
+        case K_BOOL: snprintf(buf, n, "%s", *(const int *)src ? "true" : "false"); return 0;
+        case K_STR:
+        case K_CHOICE: snprintf(buf, n, "%s", src); return buf[0] ? 0 : 1;
+        }
+    }
+    return 1;
+}

@@ -90,6 +90,12 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
 /* "synthetic-<N>" (N >= 1 prompt tokens): the dataset of N random token ids per prompt; *n = N */
 int db_dataset_is_synthetic(const char *name, int *n);
 
+/* The value of key (underscore spelling) as text that db_sweep_set takes back to the same
+ * value: lists comma-joined, numbers exact ("%.9g" for floats). 1, with buf "", when the key is
+ * unset (an empty string, no dataset given, no device figure given), 0 otherwise. What meta.json
+ * records as the run's sweep, and what --resume compares. */
+int db_sweep_get(const db_sweep *s, const char *key, char *buf, size_t n);
+
 /* the i-th key name (underscore spelling), NULL past the last: the keys a `run` flag or an ini
  * line may set */
 const char *db_sweep_key(int i);

@@ -28,10 +28,12 @@
 #include "base/util.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     char name[64];
@@ -44,6 +46,7 @@ typedef struct {
 typedef struct {
     db_sweep sw;
     const char *resume;
+    char *argv0;          /* how this binary was called, for the resume command */
     char out_dir[1024];
     db_point_key *keys;   /* the sweep's points, in order */
     int nkeys;
@@ -133,7 +136,58 @@ static db_cmd_opts run_options(run_ctx *c, const char **config)
                          opts, n, db_variants_help};
 }
 
-/* flags -> sweep keys, --config files first */
+/* keys that do not change what a resumed run measures (the stdout format; the directory is
+ * --resume's own) */
+static int key_free_on_resume(const char *k) { return !strcmp(k, "output") || !strcmp(k, "out"); }
+
+/* --resume DIR: the sweep recorded in DIR/meta.json ("sweep": key -> value); 1 when there is
+ * none (a run of an older version, or no meta.json) */
+static int recorded_sweep(const char *dir, db_sweep *sw, char *err, size_t errlen)
+{
+    char path[1200], *text = NULL;
+    size_t len;
+    if (db_path_join(path, sizeof path, dir, "meta.json") != 0 || access(path, F_OK) != 0) return 1;
+    int rc = db_read_file(path, &text, &len, err, errlen);
+    if (rc) return rc;
+    cJSON *j = cJSON_Parse(text), *rec = cJSON_GetObjectItemCaseSensitive(j, "sweep"), *e;
+    free(text);
+    if (!cJSON_IsObject(rec)) {
+        cJSON_Delete(j);
+        return j ? 1 : db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON", path);
+    }
+    db_sweep_init(sw);
+    cJSON_ArrayForEach(e, rec)
+    {
+        if (!rc && !cJSON_IsString(e)) rc = db_fail(err, errlen, DB_EINPUT, "%s: sweep.%s is not a string", path, e->string);
+        char why[512];
+        if (!rc && db_sweep_set(sw, e->string, e->valuestring, why, sizeof why))
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: recorded sweep: %s", path, why);
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* the keys where a and b differ ("key: recorded X, given Y; ..."), those free on resume aside */
+static int sweep_diff(const db_sweep *a, const db_sweep *b, char *out, size_t n)
+{
+    size_t o = 0;
+    int nd = 0;
+    out[0] = 0;
+    for (int i = 0; db_sweep_key(i); i++) {
+        const char *k = db_sweep_key(i);
+        char x[2048], y[2048];
+        db_sweep_get(a, k, x, sizeof x);
+        db_sweep_get(b, k, y, sizeof y);
+        if (key_free_on_resume(k) || !strcmp(x, y)) continue;
+        if (o < n)
+            o += (size_t)snprintf(out + o, n - o, "%s%s (recorded '%s', given '%s')", nd ? "; " : "", k, x, y);
+        nd++;
+    }
+    return nd;
+}
+
+/* flags -> sweep keys, --config files first. With --resume DIR the sweep starts from the one
+ * DIR/meta.json records; flags and --config may repeat it but not change it. */
 static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, size_t errlen)
 {
     const char *config = NULL;
@@ -143,11 +197,44 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
     if (!uses) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     int n, rc = db_opts_scan(&cmd, argc, argv, uses, &n, help, err, errlen);
     for (int i = 0; i < n && !rc && !*help; i++)
+        if (uses[i].opt->dst == &c->resume) c->resume = uses[i].value;
+    db_sweep rec;
+    int have_rec = 0;
+    if (!rc && !*help && c->resume) {
+        rc = recorded_sweep(c->resume, &rec, err, errlen);
+        have_rec = rc == 0;
+        if (rc == 1) {
+            fprintf(stderr, "warning: %s/meta.json records no sweep (an older run): resuming with the flags given\n",
+                    c->resume);
+            rc = DB_OK;
+        }
+        if (have_rec) c->sw = rec;
+    }
+    for (int i = 0; i < n && !rc && !*help; i++)
         if (uses[i].opt->dst == &config) rc = db_sweep_load_ini(&c->sw, uses[i].value, err, errlen);
     for (int i = 0; i < n && !rc && !*help; i++)
         if (uses[i].opt->dst != &config) rc = db_opt_apply(&uses[i], err, errlen);
     free(uses);
+    if (!rc && !*help && have_rec) {
+        char diff[2048];
+        int nd = sweep_diff(&rec, &c->sw, diff, sizeof diff);
+        if (nd)
+            return db_fail(err, errlen, DB_EINPUT, "--resume %s: %d setting%s differ from the recorded sweep: %s "
+                           "(give --resume DIR alone, or start a new run)", c->resume, nd, nd > 1 ? "s" : "", diff);
+    }
     return rc || *help ? rc : db_sweep_validate(&c->sw, err, errlen);
+}
+
+/* the sweep as meta.json records it, for --resume */
+static cJSON *sweep_json(const db_sweep *sw)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; o && db_sweep_key(i); i++) {
+        char v[2048];
+        if (strcmp(db_sweep_key(i), "out") != 0 && db_sweep_get(sw, db_sweep_key(i), v, sizeof v) == 0)
+            cJSON_AddStringToObject(o, db_sweep_key(i), v);
+    }
+    return o;
 }
 
 /* synthetic-<N>: max_samples prompts of N ids drawn uniformly from the vocabulary, seeded by
@@ -397,6 +484,7 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
 {
     const db_sweep *sw = &c->sw;
     db_run_meta_init(&c->meta, argc, argv, sw->seed, sw->label, time(NULL));
+    if (!(c->meta.sweep = sweep_json(sw))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     find_models(&c->sw);
     int rc = db_sweep_points(sw, &c->keys, &c->nkeys, err, errlen);
     if (rc) return rc;
@@ -583,6 +671,38 @@ static int run_point(run_ctx *c, const db_point_key *k, const char *what, db_pro
     return rc;
 }
 
+/* SIGINT / SIGTERM: the point (group) in progress is dropped at its next run boundary, the
+ * completed ones stay, and the run stops with the command that resumes it. A second signal
+ * kills at once (SA_RESETHAND). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* the message of a run stopped by a signal, with the command that finishes it */
+static int stopped(run_ctx *c, char *err, size_t errlen)
+{
+    int sig = stop_signal;
+    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+    if (c->res.pending)
+        return db_fail(err, errlen, DB_ESIGNAL(sig), "stopped by %s before any point completed; nothing was written", name);
+    char *words[] = {c->argv0, "run", "--resume", c->out_dir}, *cmd = db_shell_join(4, words);
+    int rc = db_fail(err, errlen, DB_ESIGNAL(sig), "stopped by %s; the completed points are in %s; finish the sweep with: %s",
+                     name, c->out_dir, cmd ? cmd : "run --resume DIR");
+    free(cmd);
+    return rc;
+}
+
 /* 7. every point not done yet (--resume keeps the done ones), with progress on stderr */
 static int measure_all(run_ctx *c, char *err, size_t errlen)
 {
@@ -596,9 +716,14 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
         db_progress_clear(&prog);
         fprintf(stderr, "resume: %d of %d points already complete in %s\n", c->nkeys - todo, c->nkeys, c->out_dir);
     }
+    catch_signals();
     for (int i = 0; i < c->nkeys && !rc; i++) {
         const db_point_key *k = &c->keys[i];
         if (db_results_is_done(&c->res, k)) continue;
+        if (stop_signal) {
+            rc = stopped(c, err, errlen);
+            break;
+        }
         char what[160];
         snprintf(what, sizeof what, "%s %s B%d c%d T%g", k->dataset, k->variant, k->block_size, k->concurrency,
                  k->temperature);
@@ -623,20 +748,31 @@ static void run_free(run_ctx *c)
     if (c->session_open) db_session_close(&c->s);
 }
 
+/* --resume with every point of the sweep already complete: say so and write nothing */
+static int nothing_left(run_ctx *c, int *none, char *err, size_t errlen)
+{
+    int done = 0, rc = c->resume ? db_results_count_done(c->out_dir, c->keys, c->nkeys, &done, err, errlen) : DB_OK;
+    *none = !rc && c->resume && done == c->nkeys;
+    if (*none) fprintf(stderr, "resume: all %d points of %s are complete; nothing to do\n", c->nkeys, c->out_dir);
+    return rc;
+}
+
 int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
 {
     run_ctx *c = calloc(1, sizeof *c);
     if (!c) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    int help = 0, rc = parse_args(c, argc, argv, &help, err, errlen);
-    if (!rc && !help) rc = check_sweep(c, argc, argv, err, errlen);
-    if (!rc && !help) rc = load_configs(c, err, errlen);
-    if (!rc && !help) rc = prepare_prompts(c, err, errlen);
-    if (!rc && !help) rc = open_backend(c, err, errlen);
-    if (!rc && !help) rc = load_models(c, err, errlen);
-    if (!rc && !help) rc = open_results(c, err, errlen);
-    if (!rc && !help) rc = measure_all(c, err, errlen);
-    if (!rc && !help) rc = db_out_end(&c->out, err, errlen);
-    if (!rc && !help) fprintf(stderr, "results in %s\n", c->out_dir);
+    c->argv0 = argv[0];
+    int stop = 0, rc = parse_args(c, argc, argv, &stop, err, errlen);
+    if (!rc && !stop) rc = check_sweep(c, argc, argv, err, errlen);
+    if (!rc && !stop) rc = load_configs(c, err, errlen);
+    if (!rc && !stop) rc = prepare_prompts(c, err, errlen); /* completes the keys */
+    if (!rc && !stop) rc = nothing_left(c, &stop, err, errlen);
+    if (!rc && !stop) rc = open_backend(c, err, errlen);
+    if (!rc && !stop) rc = load_models(c, err, errlen);
+    if (!rc && !stop) rc = open_results(c, err, errlen);
+    if (!rc && !stop) rc = measure_all(c, err, errlen);
+    if (!rc && !stop) rc = db_out_end(&c->out, err, errlen);
+    if (!rc && !stop) fprintf(stderr, "results in %s\n", c->out_dir);
     run_free(c);
     free(c);
     return rc;

@@ -86,7 +86,7 @@ int main(int argc, char **argv)
                          errno ? ": " : "", errno ? strerror(errno) : "");
         if (rc == 0) return 0;
         fprintf(stderr, "dflash-bench %s: %s\n", cmd, err[0] ? err : "failed");
-        return rc == DB_EINPUT ? 2 : 1;
+        return rc == DB_EINPUT ? 2 : rc <= DB_ESIGNAL(0) ? -rc : 1;
     }
     const char *names[sizeof cmds / sizeof *cmds];
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) names[i] = cmds[i].name;

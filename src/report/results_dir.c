@@ -186,8 +186,8 @@ int db_results_is_done(const db_results *r, const db_point_key *k)
     return id_done(r, id);
 }
 
-/* points.done into r->done; a last line without newline is cut off the file */
-static int read_done(db_results *r, char *err, size_t errlen)
+/* points.done into r->done; a last line without newline is cut off the file (unless peek) */
+static int read_done(db_results *r, int peek, char *err, size_t errlen)
 {
     char path[1200];
     if (db_path_join(path, sizeof path, r->dir, DONE_FILE) != 0)
@@ -209,7 +209,7 @@ static int read_done(db_results *r, char *err, size_t errlen)
         start = i + 1;
     }
     free(text);
-    if (start < len && truncate(path, (off_t)start) != 0)
+    if (!peek && start < len && truncate(path, (off_t)start) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot truncate: %s", path, strerror(errno));
     return DB_OK;
 }
@@ -309,7 +309,7 @@ int db_results_open(db_results *r, const char *dir, int resume, char *err, size_
         r->pending = 1;
         return DB_OK;
     }
-    rc = read_done(r, err, errlen);
+    rc = read_done(r, 0, err, errlen);
     if (!rc) rc = rotate_meta(dir, err, errlen);
     for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
     if (rc) db_results_close(r);
@@ -482,6 +482,20 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
     }
     db_csv_doc_free(&d);
     return DB_OK;
+}
+
+int db_results_count_done(const char *dir, const db_point_key *keys, int n, int *done, char *err,
+                          size_t errlen)
+{
+    db_results r;
+    memset(&r, 0, sizeof r);
+    *done = 0;
+    if (snprintf(r.dir, sizeof r.dir, "%s", dir) >= (int)sizeof r.dir)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int rc = read_done(&r, 1, err, errlen);
+    for (int i = 0; i < n && !rc; i++) *done += db_results_is_done(&r, &keys[i]);
+    db_results_close(&r);
+    return rc;
 }
 
 void db_results_close(db_results *r)

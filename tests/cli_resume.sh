@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# cli_resume.sh — `run --resume DIR` finishes the recorded sweep (TAP). meson's test_env sets
+# DB_BIN and DB_SOURCE_ROOT.
+#   a `-n 16` sweep killed with SIGKILL, then `--resume DIR` alone: exits 0 and DIR holds exactly
+#   the points a complete run of the same flags holds (point ids compared with a reference run),
+#   every row at max_new_tokens 16;
+#   --resume DIR with a flag that changes the sweep: exit 2, the message names the key, nothing
+#   in DIR changes; with a flag that repeats the recorded value: accepted;
+#   --resume of a finished run: exit 0, "nothing to do", DIR byte for byte as before (no
+#   meta.N.json);
+#   SIGINT / SIGTERM mid-sweep: exit 130 / 143, stderr gives the resume command, and that
+#   command, run as printed, completes the sweep.
+set -u
+. "$(dirname "$0")/tap.sh"
+
+BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
+ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
+PY=/usr/bin/python3
+need_models
+[ -x "$PY" ] || skip_all "/usr/bin/python3 (used to check the CSV files) is missing"
+make_tmp cli-resume
+cd "$ROOT" || exit 1
+
+sweep=(--dataset math --max-samples 3 -n 16 --warmup 0 -r 1 --threads 1 -v ar,dflash2 -c 1,2,3 -B 4,8)
+ids() { cut -d, -f2 "$1/summary.csv" | tail -n +2 | sort; }
+snapshot() { (cd "$1" && ls -A && cat -- *) | md5sum; }
+
+# the reference: the same sweep run to the end
+"$BIN" run "${sweep[@]}" --out "$tmp/ref" -o csv >/dev/null 2>"$tmp/ref.err"
+ok $? "reference sweep exits 0"
+
+# killed mid-sweep, then resumed with --resume DIR alone
+"$BIN" run "${sweep[@]}" --out "$tmp/k" >/dev/null 2>/dev/null &
+pid=$!
+for _ in $(seq 1 600); do
+    [ -f "$tmp/k/points.done" ] && [ "$(wc -l <"$tmp/k/points.done")" -ge 2 ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+before=$(wc -l <"$tmp/k/points.done" 2>/dev/null || echo 0)
+"$BIN" run --resume "$tmp/k" >/dev/null 2>"$tmp/k.err"
+rc=$?
+ok "$rc" "--resume DIR alone after SIGKILL ($before points done) exits 0"
+[ "$rc" = 0 ] || diag <"$tmp/k.err"
+ok "$([ "$(ids "$tmp/k")" = "$(ids "$tmp/ref")" ]; echo $?)" \
+    "the resumed directory holds exactly the reference sweep's points ($(ids "$tmp/ref" | wc -l))"
+n16=$("$PY" -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(sum(x['max_new_tokens']=='16' for x in r), len(r))" "$tmp/k/summary.csv")
+ok "$([ "${n16% *}" = "${n16#* }" ]; echo $?)" "every resumed row ran max_new_tokens 16 ($n16)"
+
+# a flag that changes the sweep is refused, naming it; DIR is left as it was
+snap=$(snapshot "$tmp/k")
+"$BIN" run --resume "$tmp/k" -n 32 >/dev/null 2>"$tmp/c.err"
+rc=$?
+ok "$([ "$rc" = 2 ] && grep -q "max_new_tokens (recorded '16', given '32')" "$tmp/c.err"; echo $?)" \
+    "--resume DIR -n 32 exits 2 naming max_new_tokens (rc $rc)"
+[ "$rc" = 2 ] || diag <"$tmp/c.err"
+"$BIN" run --resume "$tmp/k" --variant ar,dflash2,conv-off -c 1 >/dev/null 2>"$tmp/c2.err"
+rc=$?
+ok "$([ "$rc" = 2 ] && grep -q "variant" "$tmp/c2.err" && grep -q "concurrency" "$tmp/c2.err"; echo $?)" \
+    "two conflicting flags: exit 2 naming both (rc $rc)"
+ok "$([ "$(snapshot "$tmp/k")" = "$snap" ]; echo $?)" "a refused resume changes nothing in DIR"
+
+# nothing left to do: exit 0, say so, write nothing (a repeated flag is no conflict)
+metas=$(ls "$tmp/k" | grep -c 'meta')
+"$BIN" run --resume "$tmp/k" -n 16 -o csv >"$tmp/n.out" 2>"$tmp/n.err"
+rc=$?
+ok "$([ "$rc" = 0 ] && grep -q "nothing to do" "$tmp/n.err" && [ ! -s "$tmp/n.out" ]; echo $?)" \
+    "--resume of a finished run exits 0 saying nothing to do (rc $rc)"
+ok "$([ "$(snapshot "$tmp/k")" = "$snap" ] && [ "$(ls "$tmp/k" | grep -c 'meta')" = "$metas" ]; echo $?)" \
+    "... and writes nothing (no new meta.N.json)"
+
+# SIGINT and SIGTERM: clean stop, exit 128 + signal, the printed command finishes the sweep
+for sig in INT TERM; do
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    "$BIN" run "${sweep[@]}" --out "$tmp/s$sig" >/dev/null 2>"$tmp/s$sig.err" &
+    pid=$!
+    for _ in $(seq 1 600); do
+        [ -f "$tmp/s$sig/points.done" ] && [ "$(wc -l <"$tmp/s$sig/points.done")" -ge 1 ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -$sig "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    cmd=$(sed -n 's/.*finish the sweep with: //p' "$tmp/s$sig.err")
+    if [ "$rc" = 0 ]; then # the sweep ended before the signal: nothing to stop
+        ok 0 "SIG$sig: the sweep had finished first # SKIP"
+        continue
+    fi
+    ok "$([ "$rc" = "$want" ] && [ -n "$cmd" ]; echo $?)" "SIG$sig: exit $want with the resume command (rc $rc)"
+    [ -n "$cmd" ] || { diag <"$tmp/s$sig.err"; continue; }
+    eval "$cmd" >/dev/null 2>"$tmp/s$sig.err2"
+    rc=$?
+    ok "$([ "$rc" = 0 ] && [ "$(ids "$tmp/s$sig")" = "$(ids "$tmp/ref")" ]; echo $?)" \
+        "SIG$sig: the printed command completes the sweep (rc $rc)"
+done
+
+done_testing
