@@ -6,6 +6,8 @@
 #   tau <= block size, speedup of ar == 1, acceptance rows per position, histogram shares sum to 1;
 #   -o csv: stdout parses as CSV and holds exactly summary.csv;
 #   a run killed with SIGKILL mid-sweep and resumed has every point exactly once;
+#   the default sweep's shape on a tiny budget: `dflash` rows name the DFlash 1 checkpoint and its
+#   sha256 (hashed here with hashlib), the DFlash 2 variants the v2 checkpoint;
 #   scripts/plot writes non-empty PNGs (skipped without gnuplot);
 #   check-lossless passes on the pair (also with each CPU matmul kernel forced through
 #   DB_CPU_KERNEL) and exits 1 on a planted mismatch.
@@ -83,7 +85,7 @@ ok "$([ "$check" = OK ]; echo $?)" "tiny sweep files: headers, 6 points, rates i
 [ "$check" = OK ] || echo "$check" | sed 's/^/# /'
 
 # ---- kill mid-sweep, then resume ----
-"$BIN" run "${common[@]}" --variant ar,dflash,dflash2 -c 1,2,3 -B 4,8 --out "$tmp/r2" -o md \
+"$BIN" run "${common[@]}" --variant ar,dflash2-bare,dflash2 -c 1,2,3 -B 4,8 --out "$tmp/r2" -o md \
     >/dev/null 2>"$tmp/stderr2" &
 pid=$!
 for _ in $(seq 1 600); do
@@ -94,7 +96,7 @@ done
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 before=$(wc -l <"$tmp/r2/points.done" 2>/dev/null || echo 0)
-"$BIN" run "${common[@]}" --variant ar,dflash,dflash2 -c 1,2,3 -B 4,8 --resume "$tmp/r2" -o md \
+"$BIN" run "${common[@]}" --variant ar,dflash2-bare,dflash2 -c 1,2,3 -B 4,8 --resume "$tmp/r2" -o md \
     >/dev/null 2>"$tmp/stderr3"
 rc=$?
 ok "$rc" "resume after SIGKILL (killed with $before points done) exits 0"
@@ -114,6 +116,35 @@ print('OK' if len(c) == 15 and not bad and all(v == 1 for v in dup.values()) els
 EOF
 )
 ok "$([ "$check" = OK ]; echo $?)" "resumed summary has each of the 15 points exactly once ($check)"
+
+# ---- the default sweep's shape on a tiny budget: dflash is the DFlash 1 checkpoint ----
+"$BIN" run --dataset math --max-samples 1 -n 8 --warmup 0 -r 1 -c 1 --threads 1 --out "$tmp/r3" -o csv \
+    >/dev/null 2>"$tmp/stderr4"
+rc=$?
+ok "$rc" "default sweep shape (math, 1 prompt, 8 tokens, c 1) exits 0"
+[ "$rc" = 0 ] || diag <"$tmp/stderr4"
+check=$("$PY" - "$tmp/r3" "$ROOT/models" <<'EOF'
+import csv, sys, os, glob, hashlib
+d, models = sys.argv[1], sys.argv[2]
+def sha(m):  # one weight file: its sha256 (what sha256sum prints)
+    f = glob.glob(os.path.join(models, m, '*.safetensors'))
+    assert len(f) == 1, f
+    return hashlib.sha256(open(f[0], 'rb').read()).hexdigest()
+v1, v2 = sha('tiny-qwen3-dflash-b16'), sha('tiny-qwen3-dflash2-b16')
+rows = list(csv.DictReader(open(os.path.join(d, 'summary.csv'), newline='')))
+problems = []
+seen = sorted({r['variant'] for r in rows})
+if seen != sorted(['ar', 'dflash', 'selector-off', 'conv-off', 'dflash2']) or len(rows) != 9:
+    problems.append(f'variants {seen}, {len(rows)} rows (want the default five, 9 rows)')
+for r in rows:
+    want = {'ar': ('', ''), 'dflash': ('tiny-qwen3-dflash-b16', v1)}.get(r['variant'], ('tiny-qwen3-dflash2-b16', v2))
+    if (r['drafter'], r['drafter_sha256']) != want:
+        problems.append(f"{r['variant']} B{r['block_size']}: drafter {r['drafter']} {r['drafter_sha256'][:12]}, want {want[0]} {want[1][:12]}")
+print('\n'.join(problems) if problems else 'OK')
+EOF
+)
+ok "$([ "$check" = OK ]; echo $?)" "dflash rows name the DFlash 1 checkpoint's sha256, the DFlash 2 variants the v2 one"
+[ "$check" = OK ] || echo "$check" | diag
 
 # ---- plots ----
 if command -v gnuplot >/dev/null 2>&1; then

@@ -353,11 +353,11 @@ static void test_replay(void)
     }
     tap_ok(ok, "replayed conditional rates within 3 sigma of the profile at every position");
     run_result r2;
-    rc = replay_run(&s, DB_VAR_DFLASH, B, prof, 7, 4, 8, 500, 0, &r2);
+    rc = replay_run(&s, DB_VAR_DFLASH2_BARE, B, prof, 7, 4, 8, 500, 0, &r2);
     int same = !rc;
     for (int i = 1; i < B && same; i++)
         same = r.total.accepted[i] == r2.total.accepted[i] && r.total.reached[i] == r2.total.reached[i];
-    tap_ok(same && r.cycles == r2.cycles, "replayed acceptance is the same for dflash and dflash2 (drafter tokens do not matter)");
+    tap_ok(same && r.cycles == r2.cycles, "replayed acceptance is the same for dflash2-bare and dflash2 (drafter tokens do not matter)");
     char err[256];
     db_gen_params p = {.variant = DB_VAR_DFLASH2, .block_size = 8, .top_p = 1, .max_new_tokens = 8,
                        .replay_rates = prof, .replay_n = 5};

@@ -62,7 +62,9 @@ int main(void)
              * dflash2-ckpt-as-dflash = variant dflash on it, dflash-v1 = the DFlash 1 checkpoint */
             db_drafter *d = strcmp(v->string, "dflash-v1") == 0 ? &dr[1] : &dr[0];
             db_variant var;
-            if (d == &dr[1] || strcmp(v->string, "dflash2-ckpt-as-dflash") == 0) var = DB_VAR_DFLASH;
+            /* conv and selector off on the DFlash 2 checkpoint: dflash2-bare (dflash is v1's) */
+            if (d == &dr[1]) var = DB_VAR_DFLASH;
+            else if (strcmp(v->string, "dflash2-ckpt-as-dflash") == 0) var = DB_VAR_DFLASH2_BARE;
             else if (db_variant_parse(v->string, &var) != 0) continue;
             trace *tr = calloc(1, sizeof *tr);
             db_gen_params p = {.variant = var, .block_size = B, .top_p = 1.0f, .max_new_tokens = max_new,

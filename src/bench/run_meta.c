@@ -196,8 +196,37 @@ int db_run_meta_set_models(db_run_meta *m, const char *target, const char *draft
     return DB_OK;
 }
 
+int db_run_meta_set_variant_drafter(db_run_meta *m, const char *variant, const char *path, char *err,
+                                    size_t errlen)
+{
+    if (m->n_variant_drafters == DB_META_MAX_VARIANT_DRAFTERS)
+        return db_fail(err, errlen, DB_EINPUT, "too many drafters");
+    int i = m->n_variant_drafters;
+    snprintf(m->variant_drafter[i].variant, sizeof m->variant_drafter[i].variant, "%s", variant);
+    db_model_meta *mm = &m->variant_drafter[i].model;
+    for (int j = 0; j < i; j++) /* the same checkpoint as another variant's: copy its hashes */
+        if (!strcmp(m->variant_drafter[j].model.path, path) && m->variant_drafter[j].model.n_files >= 0) {
+            *mm = m->variant_drafter[j].model;
+            mm->files = NULL, mm->n_files = 0;
+            m->n_variant_drafters++;
+            return DB_OK;
+        }
+    int rc = db_model_meta_hash(mm, path, err, errlen);
+    if (!rc) m->n_variant_drafters++;
+    return rc;
+}
+
+const db_model_meta *db_run_meta_drafter(const db_run_meta *m, const char *variant)
+{
+    for (int i = 0; i < m->n_variant_drafters; i++)
+        if (!strcmp(m->variant_drafter[i].variant, variant)) return &m->variant_drafter[i].model;
+    return &m->drafter;
+}
+
 void db_run_meta_free(db_run_meta *m)
 {
+    for (int i = 0; i < m->n_variant_drafters; i++) free(m->variant_drafter[i].model.files);
+    m->n_variant_drafters = 0;
     free(m->target.files);
     free(m->drafter.files);
     free(m->command_line);
@@ -371,6 +400,11 @@ cJSON *db_run_meta_json(const db_run_meta *m)
     cJSON *models = cJSON_AddObjectToObject(r, "models");
     cJSON_AddItemToObject(models, "target", model_json(&m->target));
     cJSON_AddItemToObject(models, "drafter", model_json(&m->drafter));
+    if (m->n_variant_drafters) { /* variants that ran another checkpoint */
+        cJSON *vd = cJSON_AddObjectToObject(models, "variant_drafters");
+        for (int i = 0; i < m->n_variant_drafters; i++)
+            cJSON_AddItemToObject(vd, m->variant_drafter[i].variant, model_json(&m->variant_drafter[i].model));
+    }
     cJSON_AddStringToObject(models, "dtype", m->dtype);
     if (m->sweep) cJSON_AddItemToObject(r, "sweep", cJSON_Duplicate(m->sweep, 1));
     if (m->points) cJSON_AddItemToObject(r, "points", cJSON_Duplicate(m->points, 1));

@@ -20,6 +20,7 @@
 /* Bump when a column of any CSV file changes meaning, is renamed, removed or moved. */
 #define DB_SCHEMA_VERSION 2
 #define DB_META_MAX_BACKENDS 4
+#define DB_META_MAX_VARIANT_DRAFTERS 8
 
 typedef struct {
     char name[256];   /* file name */
@@ -51,6 +52,12 @@ typedef struct {
     db_backend_meta backends[DB_META_MAX_BACKENDS];
     int n_backends, cur;
     db_model_meta target, drafter;
+    /* variants that ran another drafter than `drafter` (a DFlash 1 baseline next to DFlash 2) */
+    struct {
+        char variant[16];
+        db_model_meta model;
+    } variant_drafter[DB_META_MAX_VARIANT_DRAFTERS];
+    int n_variant_drafters;
     char dtype[16];         /* weight storage dtype, e.g. bf16 */
     uint64_t seed;
     char *command_line;     /* argv joined with spaces (shell-quoted where needed), malloc'd */
@@ -71,6 +78,11 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
 /* target and drafter (drafter may be NULL or "": no drafter) plus their dtype */
 int db_run_meta_set_models(db_run_meta *m, const char *target, const char *drafter,
                            const char *dtype, char *err, size_t errlen);
+/* variant ran the drafter at path (not the one of set_models); hashed once per path */
+int db_run_meta_set_variant_drafter(db_run_meta *m, const char *variant, const char *path, char *err,
+                                    size_t errlen);
+/* the drafter variant ran: its own (set_variant_drafter) or `drafter` */
+const db_model_meta *db_run_meta_drafter(const db_run_meta *m, const char *variant);
 /* the meta.json document (caller cJSON_Delete()s); NULL when out of memory */
 cJSON *db_run_meta_json(const db_run_meta *m);
 void db_run_meta_free(db_run_meta *m);

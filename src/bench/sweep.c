@@ -51,8 +51,10 @@ void db_sweep_init(db_sweep *s)
     s->block_size[0] = 8;
     s->block_size[1] = 16;
     s->n_block_size = 2;
-    for (int i = 0; i < DB_VAR_COUNT; i++) strcpy(s->variant[i], db_variant_table[i].name);
-    s->n_variant = DB_VAR_COUNT;
+    /* every variant but dflash2-bare (the same cycle as dflash, on the DFlash 2 checkpoint) */
+    s->n_variant = 0;
+    for (int i = 0; i < DB_VAR_COUNT; i++)
+        if (i != DB_VAR_DFLASH2_BARE) strcpy(s->variant[s->n_variant++], db_variant_table[i].name);
     s->temperature[0] = 0;
     s->n_temperature = 1;
     s->top_p = 1;
@@ -64,6 +66,7 @@ void db_sweep_init(db_sweep *s)
     s->warmup = 1;
     strcpy(s->target, "models/tiny-qwen3");
     strcpy(s->drafter, "models/tiny-qwen3-dflash2-b16");
+    strcpy(s->variant_drafter[DB_VAR_DFLASH], "models/tiny-qwen3-dflash-b16");
     strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
     strcpy(s->dtype, "bf16");
@@ -118,6 +121,51 @@ static int set_profile(db_sweep *s, const char *k, const char *v, char *err, siz
     for (int i = 0; i < n; i++) strcpy(s->profile[i], tmp[i]);
     s->n_profile = n;
     return DB_OK;
+}
+
+_Static_assert(DB_VAR_COUNT <= DB_SWEEP_VARIANTS, "db_sweep.variant_drafter is too small");
+
+/* "DIR", "NAME=DIR" or a comma list of both (one DIR without a name at most); NAME a drafter
+ * variant. A part is NAME=DIR when what precedes its first '=' has no '/'. */
+static int set_drafter(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    char def[512] = "", per[DB_SWEEP_VARIANTS][512] = {{0}}, part[600];
+    const char *p = v ? v : "";
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (db_trim(p, len, part, sizeof part) < 0)
+            return db_fail(err, errlen, DB_EINPUT, "%s: a path is too long", k);
+        char *eq = strchr(part, '='), *dir = part;
+        db_variant var = DB_VAR_AR;
+        if (eq && !memchr(part, '/', (size_t)(eq - part))) {
+            *eq = 0;
+            dir = eq + 1;
+            if (db_variant_parse(part, &var) != 0 || !db_variant_uses_drafter(var))
+                return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not a drafter variant", k, part);
+        }
+        char *slot = var == DB_VAR_AR ? def : per[var];
+        if (!dir[0] || strlen(dir) >= sizeof def)
+            return db_fail(err, errlen, DB_EINPUT, "%s: '%s': empty or too long a path", k, v ? v : "");
+        if (slot[0])
+            return db_fail(err, errlen, DB_EINPUT, "%s: two drafters for %s", k, var == DB_VAR_AR ? "the variants not named" : part);
+        strcpy(slot, dir);
+        if (!e) break;
+        p = e + 1;
+    }
+    memcpy(s->drafter, def, sizeof def);
+    memcpy(s->variant_drafter, per, sizeof per);
+    return DB_OK;
+}
+
+const char *db_sweep_drafter(const db_sweep *s, const char *variant)
+{
+    db_variant v;
+    if (db_variant_parse(variant, &v) != 0 || !db_variant_uses_drafter(v)) return "";
+    if (s->variant_drafter[v][0]) return s->variant_drafter[v];
+    if (db_variant_table[v].needs == DB_NEEDS_DFLASH2 && s->variant_drafter[DB_VAR_DFLASH2][0])
+        return s->variant_drafter[DB_VAR_DFLASH2];
+    return s->drafter;
 }
 
 static int set_concurrency(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
@@ -214,7 +262,7 @@ static const sweep_key keys[] = {
     INT("repetitions", repetitions, 1, 1000000),
     INT("warmup", warmup, 0, 1000000),
     STR("target", target),
-    STR("drafter", drafter),
+    FN("drafter", set_drafter),
     CHOICE("chat_template", chat_template, templates),
     BOOL("thinking", thinking),
     BOOL("no_baseline", no_baseline),
@@ -328,8 +376,10 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
                                "block_size %d: drafter variants need 2..%d (the anchor plus at "
                                "least one drafted token)",
                                s->block_size[i], DB_MAX_BLOCK);
-        if (!s->drafter[0])
-            return db_fail(err, errlen, DB_EINPUT, "drafter: a drafter variant needs --drafter");
+        for (int i = 0; i < s->n_variant; i++)
+            if (drafts(s->variant[i]) && !db_sweep_drafter(s, s->variant[i])[0])
+                return db_fail(err, errlen, DB_EINPUT, "drafter: variant %s has no drafter (--drafter DIR or %s=DIR)",
+                               s->variant[i], s->variant[i]);
     }
     for (int i = 0; i < s->n_concurrency; i++)
         if (s->concurrency[i] < 1)
@@ -468,6 +518,12 @@ static int get_fn(const db_sweep *s, const char *k, char *buf, size_t n)
     else if (!strcmp(k, "top_p")) snprintf(buf, n, "%.9g", (double)s->top_p);
     else if (!strcmp(k, "seed")) snprintf(buf, n, "%llu", (unsigned long long)s->seed);
     else if (!strcmp(k, "label")) snprintf(buf, n, "%s", s->label);
+    else if (!strcmp(k, "drafter")) {
+        o = (size_t)snprintf(buf, n, "%s", s->drafter);
+        for (int i = 0; i < DB_VAR_COUNT && o < n; i++)
+            if (s->variant_drafter[i][0])
+                o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", o ? "," : "", db_variant_table[i].name, s->variant_drafter[i]);
+    }
     else if (!strcmp(k, "bandwidth_gbs") || !strcmp(k, "gflops")) {
         double x = k[0] == 'b' ? s->bandwidth_gbs : s->gflops;
         if (!(x > 0)) return 1;

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #define DB_SWEEP_MAX DB_LIST_MAX /* values per axis */
+#define DB_SWEEP_VARIANTS 8      /* >= DB_VAR_COUNT (variant.h), checked in sweep.c */
 
 typedef struct {
     /* axes */
@@ -50,7 +51,13 @@ typedef struct {
     uint64_t seed;
     int repetitions;        /* timed repetitions of every point */
     int warmup;             /* untimed warm-up runs before the first repetition */
-    char target[512], drafter[512];
+    char target[512], drafter[512]; /* drafter: of every drafter variant not named below */
+    /* drafter of one variant, by variant.h index ("" = the one above): the key
+     * `drafter = DIR,dflash=DIR1,dflash2=DIR2` sets drafter to DIR and these; dflash2=DIR also
+     * covers the DFlash 2 ablations (selector-off, conv-off, dflash2-bare) not named themselves.
+     * Default: dflash on models/tiny-qwen3-dflash-b16 (DFlash 1), the others on
+     * models/tiny-qwen3-dflash2-b16. */
+    char variant_drafter[DB_SWEEP_VARIANTS][512];
     char out[512];          /* results directory; "" = results/<UTC time>[-label] */
     char label[64];
     char chat_template[16]; /* none, chatml, llama3 */
@@ -86,6 +93,9 @@ int db_sweep_load_ini(db_sweep *s, const char *path, char *err, size_t errlen);
 int db_sweep_validate(const db_sweep *s, char *err, size_t errlen);
 /* the points in the order above (validates first); *out is malloc'd, free() it */
 int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, size_t errlen);
+
+/* the drafter directory variant runs (the rules above); "" for none or `ar` */
+const char *db_sweep_drafter(const db_sweep *s, const char *variant);
 
 /* "synthetic-<N>" (N >= 1 prompt tokens): the dataset of N random token ids per prompt; *n = N */
 int db_dataset_is_synthetic(const char *name, int *n);

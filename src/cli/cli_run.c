@@ -10,6 +10,7 @@
  * throughput = committed tokens of every turn / wall seconds. Every variant sees the same
  * prompts and the same per-request seeds, so speedup pairs with `ar` prompt by prompt. */
 #include "bench/capacity.h"
+#include "bench/drafter_set.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/engine.h"
@@ -55,7 +56,9 @@ typedef struct {
     int session_open;
     db_session_opts so;
     db_synth_opts syn;
-    const char *tpath, *dpath; /* checkpoint directories, or (synthetic) their configs */
+    const char *tpath;    /* target checkpoint directory, or (synthetic) its config */
+    db_drafter_set ds;    /* the drafters the variants run, one per checkpoint */
+    int dslot;            /* the slot of the point being measured, -1 for none */
     db_tokenizer tok;
     db_chat_template tmpl;
     prompt_set *sets;
@@ -64,7 +67,6 @@ typedef struct {
     int n_done;
     /* capacity planning */
     db_model_config tcfg;     /* the configs, read before any weight loads */
-    db_drafter_config dcfg;
     int need_drafter;
     db_dtype wdtype;          /* storage dtype of the weights (synthetic: the chosen one) */
     db_profile profiles[DB_SWEEP_MAX]; /* acceptance profiles, in sweep order */
@@ -99,7 +101,7 @@ static db_cmd_opts run_options(run_ctx *c, const char **config)
         {"repetitions", 'r', "N", "timed passes over the prompts per point (default 1)", "repetitions", DB_OPT_SWEEP, NULL},
         {"warmup", 0, "N", "untimed passes before them (default 1)", "warmup", DB_OPT_SWEEP, NULL},
         {"target", 't', "DIR", "target checkpoint directory (default models/tiny-qwen3)", "target", DB_OPT_SWEEP, NULL},
-        {"drafter", 'd', "DIR", "drafter checkpoint directory (default models/tiny-qwen3-dflash2-b16)", "drafter", DB_OPT_SWEEP, NULL},
+        {"drafter", 'd', "LIST", "drafter checkpoint: DIR for every variant, or VARIANT=DIR per variant (dflash2=DIR covers its ablations); default dflash=models/tiny-qwen3-dflash-b16, the rest models/tiny-qwen3-dflash2-b16", "drafter", DB_OPT_SWEEP, NULL},
         {"chat-template", 0, "NAME", "auto (default), none, chatml, llama3", "chat_template", DB_OPT_SWEEP, NULL},
         {"thinking", 0, NULL, "Qwen3 thinking on (chatml: no empty think block)", "thinking", DB_OPT_SWEEP, NULL},
         {"no-baseline", 0, NULL, "no ar baseline (rows get no speedup)", "no_baseline", DB_OPT_SWEEP, NULL},
@@ -276,6 +278,10 @@ static void find_models(db_sweep *sw)
     } f[] = {{sw->target, sizeof sw->target}, {sw->drafter, sizeof sw->drafter},
              {sw->target_config, sizeof sw->target_config}, {sw->drafter_config, sizeof sw->drafter_config}};
     char buf[1024];
+    for (int v = 0; v < DB_SWEEP_VARIANTS; v++)
+        if (sw->variant_drafter[v][0] && db_data_find(sw->variant_drafter[v], buf, sizeof buf) == buf &&
+            strlen(buf) < sizeof sw->variant_drafter[v])
+            memcpy(sw->variant_drafter[v], buf, strlen(buf) + 1);
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         if (f[i].p[0] && db_data_find(f[i].p, buf, sizeof buf) == buf && strlen(buf) < f[i].n)
             memcpy(f[i].p, buf, strlen(buf) + 1);
@@ -338,10 +344,11 @@ static prompt_set *find_set(run_ctx *c, const char *name)
 static int run_requests(run_ctx *c, const db_gen_params *p, int conc, db_request *reqs, int n,
                         double *t0, double *secs, char *err, size_t errlen)
 {
+    db_drafter *d = c->dslot >= 0 ? &c->ds.slot[c->dslot].d : NULL;
     int maxp = 1;
     for (int i = 0; i < n; i++) maxp = reqs[i].n_prompt > maxp ? reqs[i].n_prompt : maxp;
     db_engine *e;
-    int rc = db_engine_create(&e, &c->s.target, c->s.has_drafter ? &c->s.drafter : NULL, p, conc,
+    int rc = db_engine_create(&e, &c->s.target, d, p, conc,
                               maxp, err, errlen);
     if (rc) return rc;
     double ts = db_now();
@@ -411,6 +418,7 @@ static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, c
 {
     prompt_set *ps = find_set(c, k->dataset);
     db_variant v;
+    c->dslot = db_drafter_set_of(&c->ds, &c->sw, k);
     if (!ps || db_variant_parse(k->variant, &v) != 0)
         return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
     db_gen_params p = {.variant = v, .block_size = k->block_size, .temperature = k->temperature,
@@ -452,7 +460,7 @@ static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, c
     }
     raw->peak_mem_mib = (double)c->s.be->bytes_peak / DB_MIB;
     if (!rc && c->sw.predict)
-        raw->predicted_tok_s = db_roofline_point(&c->tcfg, c->need_drafter ? &c->dcfg : NULL, c->wdtype,
+        raw->predicted_tok_s = db_roofline_point(&c->tcfg, c->dslot >= 0 ? &c->ds.slot[c->dslot].cfg : NULL, c->wdtype,
                                                  &c->hw, raw);
     return rc;
 }
@@ -523,11 +531,10 @@ static int load_configs(run_ctx *c, char *err, size_t errlen)
             if (c->keys[i].block_size > c->maxb) c->maxb = c->keys[i].block_size;
         }
     c->tpath = sw->synthetic && sw->target_config[0] ? sw->target_config : sw->target;
-    c->dpath = sw->synthetic && sw->drafter_config[0] ? sw->drafter_config : sw->drafter;
     c->syn = (db_synth_opts){.seed = sw->seed, .dtype = DB_BF16};
     if (sw->synthetic) db_dtype_parse(sw->dtype, &c->syn.dtype);
     int rc = db_model_config_load(&c->tcfg, c->tpath, err, errlen);
-    if (!rc && c->need_drafter) rc = db_drafter_config_load(&c->dcfg, c->dpath, c->tcfg.n_layers, err, errlen);
+    if (!rc) rc = db_drafter_set_plan(&c->ds, sw, c->keys, c->nkeys, c->tcfg.n_layers, err, errlen);
     for (int i = 0; i < sw->n_profile && !rc; i++)
         if (strcmp(sw->profile[i], "none") != 0 && c->profiles[i].n < c->maxb - 1)
             rc = db_fail(err, errlen, DB_EINPUT, "%s: %d positions, but block size %d drafts %d",
@@ -561,8 +568,9 @@ static int prepare_prompts(run_ctx *c, char *err, size_t errlen)
 /* memory: refuse what cannot fit before allocating anything */
 static int check_memory(run_ctx *c, char *err, size_t errlen)
 {
-    const db_drafter_config *dc = c->need_drafter ? &c->dcfg : NULL;
-    db_mem_need need = {db_weights_bytes(&c->tcfg, dc, c->wdtype), 0, 0};
+    db_mem_need need = {db_weights_bytes(&c->tcfg, NULL, c->wdtype), 0, 0};
+    for (int s = 0; s < c->ds.n; s++) /* each drafter's own weights */
+        need.weights += db_weights_bytes(&c->tcfg, &c->ds.slot[s].cfg, c->wdtype) - db_weights_bytes(&c->tcfg, NULL, c->wdtype);
     for (int i = 0; i < c->nkeys; i++) {
         const db_point_key *k = &c->keys[i];
         prompt_set *ps = find_set(c, k->dataset);
@@ -577,7 +585,8 @@ static int check_memory(run_ctx *c, char *err, size_t errlen)
         db_engine_shape es = {k->concurrency, key_drafts(k) ? k->block_size : 1, maxp, k->max_new_tokens,
                               k->temperature > 0};
         double kv, act;
-        db_engine_bytes(&c->tcfg, dc, &es, &kv, &act);
+        int ds = db_drafter_set_of(&c->ds, &c->sw, k);
+        db_engine_bytes(&c->tcfg, ds >= 0 ? &c->ds.slot[ds].cfg : NULL, &es, &kv, &act);
         if (kv + act > need.kv + need.act) need.kv = kv, need.act = act;
     }
     char what[96];
@@ -590,7 +599,7 @@ static int check_memory(run_ctx *c, char *err, size_t errlen)
 static int open_backend(run_ctx *c, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
-    c->so = (db_session_opts){sw->backend[0], c->tpath, c->need_drafter ? c->dpath : NULL, sw->threads,
+    c->so = (db_session_opts){sw->backend[0], c->tpath, NULL, sw->threads,
                               sw->deterministic, sw->synthetic ? &c->syn : NULL};
     int rc = db_session_open_backend(&c->s, &c->so, err, errlen);
     if (rc) return rc;
@@ -620,16 +629,8 @@ static int load_models(run_ctx *c, char *err, size_t errlen)
         c->session_open = 0; /* closed by the failed load */
         return rc;
     }
-    for (int i = 0; i < c->nkeys && !rc; i++) {
-        db_variant v;
-        if (key_drafts(&c->keys[i]) && db_variant_parse(c->keys[i].variant, &v) == 0)
-            rc = db_variant_check(v, &c->s.drafter, err, errlen);
-    }
-    const db_drafter_config *dc = &c->s.drafter.cfg;
-    if (!rc && c->need_drafter && c->maxb > dc->block_size)
-        rc = db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", c->maxb,
-                     dc->block_size, dc->base.path);
-    return rc;
+    return db_drafter_set_load(&c->ds, &c->sw, c->keys, c->nkeys, c->s.be, &c->s.target,
+                               c->sw.synthetic ? &c->syn : NULL, err, errlen);
 }
 
 /* 6. meta.json, the results directory and the stdout table */
@@ -637,11 +638,22 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
     db_run_meta_set_backend(&c->meta, sw->backend[0], c->s.be->device_name, c->s.be->simd, c->s.be->threads);
-    /* synthetic: the config files stand for the models (name and sha256 are theirs) */
-    const char *dname = sw->synthetic ? c->dcfg.base.path : c->dpath;
-    int rc = db_run_meta_set_models(&c->meta, sw->synthetic ? c->tcfg.path : c->tpath,
-                                    c->need_drafter ? dname : NULL, db_dtype_name(c->s.target.embed.dtype),
-                                    err, errlen);
+    /* synthetic: the config files stand for the models (name and sha256 are theirs). The
+     * row's drafter: the sweep's `drafter`, or the variant's own checkpoint. */
+    int def = c->ds.n ? 0 : -1;
+    for (int s = 0; s < c->ds.n; s++)
+        if (!strcmp(c->ds.slot[s].path, sw->synthetic && sw->drafter_config[0] ? sw->drafter_config : sw->drafter)) def = s;
+    const char *dname = def < 0 ? NULL : sw->synthetic ? c->ds.slot[def].cfg.base.path : c->ds.slot[def].path;
+    int rc = db_run_meta_set_models(&c->meta, sw->synthetic ? c->tcfg.path : c->tpath, dname,
+                                    db_dtype_name(c->s.target.embed.dtype), err, errlen);
+    for (int v = 0; v < c->sw.n_variant && !rc; v++) {
+        db_point_key k = {0};
+        snprintf(k.variant, sizeof k.variant, "%s", sw->variant[v]);
+        int s = db_drafter_set_of(&c->ds, sw, &k);
+        if (s >= 0 && s != def)
+            rc = db_run_meta_set_variant_drafter(&c->meta, k.variant,
+                                                 sw->synthetic ? c->ds.slot[s].cfg.base.path : c->ds.slot[s].path, err, errlen);
+    }
     if (!rc) c->res_open = (rc = db_results_open(&c->res, c->out_dir, c->resume != NULL, err, errlen)) == DB_OK;
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, err, errlen);
@@ -745,6 +757,7 @@ static void run_free(run_ctx *c)
     db_run_meta_free(&c->meta);
     free_sets(c);
     db_tokenizer_free(&c->tok);
+    db_drafter_set_free(&c->ds);
     if (c->session_open) db_session_close(&c->s);
 }
 

@@ -88,8 +88,8 @@ static void common(row *r, const db_run_meta *m, const db_point_key *k)
     put_str(r, "build_type", m->build_type);
     put_str(r, "target", m->target.name);
     put_str(r, "target_sha256", m->target.sha256);
-    put_str(r, "drafter", strcmp(k->variant, "ar") ? m->drafter.name : "");
-    put_str(r, "drafter_sha256", strcmp(k->variant, "ar") ? m->drafter.sha256 : "");
+    put_str(r, "drafter", strcmp(k->variant, "ar") ? db_run_meta_drafter(m, k->variant)->name : "");
+    put_str(r, "drafter_sha256", strcmp(k->variant, "ar") ? db_run_meta_drafter(m, k->variant)->sha256 : "");
     put_str(r, "dtype", m->dtype);
     put_str(r, "seed", seed); /* text: a 64-bit seed does not survive a JSON double */
     put_str(r, "dataset", k->dataset);
