@@ -233,8 +233,11 @@ static cJSON *sweep_json(const db_sweep *sw)
     cJSON *o = cJSON_CreateObject();
     for (int i = 0; o && db_sweep_key(i); i++) {
         char v[2048];
-        if (strcmp(db_sweep_key(i), "out") != 0 && db_sweep_get(sw, db_sweep_key(i), v, sizeof v) == 0)
-            cJSON_AddStringToObject(o, db_sweep_key(i), v);
+        if (strcmp(db_sweep_key(i), "out") != 0 && db_sweep_get(sw, db_sweep_key(i), v, sizeof v) == 0 &&
+            !cJSON_AddStringToObject(o, db_sweep_key(i), v)) {
+            cJSON_Delete(o); /* out of memory: a partial record would resume another sweep */
+            return NULL;
+        }
     }
     return o;
 }
