@@ -450,6 +450,14 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
         db_csv_doc_free(&d);
         return db_fail(err, errlen, DB_EINPUT, "%s: no requests of point %s", path, id);
     }
+    /* a written point has one row per (prompt, repetition): indices beyond that are a hostile
+     * or damaged file, not a reason to allocate np * nr records */
+    if ((size_t)np * (size_t)nr > (size_t)rows) {
+        db_csv_doc_free(&d);
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: point %s has %d request rows but prompt_index / repetition up to %d / %d",
+                       path, id, rows, np - 1, nr - 1);
+    }
     out->n_prompts = np;
     out->repetitions = nr;
     out->wall_s = calloc((size_t)nr, sizeof *out->wall_s);
