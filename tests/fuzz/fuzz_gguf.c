@@ -1,0 +1,51 @@
+/* fuzz_gguf.c — one GGUF file: header, metadata (every value type, arrays, strings), tensor
+ * infos, alignment, data offsets. Every metadata entry goes through the typed getters and every
+ * string array is walked; every tensor is read in full (ASan catches one reaching past the
+ * mapping) and found by its name. */
+#include "fuzz.h"
+#include "model/gguf.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char path[512], err[512];
+    fuzz_file("model.gguf", data, size, path, sizeof path);
+    db_gguf g;
+    if (db_gguf_open(&g, path, err, sizeof err) != 0) return 0;
+    for (int i = 0; i < g.nkv; i++) {
+        const db_gguf_kv *kv = &g.kv[i];
+        int64_t iv;
+        double fv;
+        int bv;
+        const char *s;
+        size_t len;
+        const db_gguf_kv *arr;
+        db_gguf_int(&g, kv->key, 1, 0, INT64_MIN, INT64_MAX, &iv, err, sizeof err);
+        db_gguf_float(&g, kv->key, 1, 0, &fv, err, sizeof err);
+        db_gguf_bool(&g, kv->key, 1, 0, &bv, err, sizeof err);
+        if (db_gguf_str(&g, kv->key, 1, &s, &len, err, sizeof err) == 0) {
+            volatile char c = 0;
+            for (size_t k = 0; k < len; k++) c ^= s[k];
+        }
+        if (db_gguf_array(&g, kv->key, 1, DB_GGUF_STRING, &arr, err, sizeof err) == 0 && arr) {
+            const unsigned char *p = arr->val;
+            volatile char c = 0;
+            for (uint64_t k = 0; k < arr->n; k++) {
+                db_gguf_next_str(&p, &s, &len);
+                for (size_t j = 0; j < len; j++) c ^= s[j];
+            }
+        }
+        if (db_gguf_array(&g, kv->key, 1, -1, &arr, err, sizeof err) == 0 && arr) {
+            volatile int64_t sum = 0;
+            for (uint64_t k = 0; k < arr->n; k++) sum += db_gguf_arr_int(arr, k);
+        }
+        if (db_gguf_find(&g, kv->key) == NULL) __builtin_trap();
+    }
+    volatile uint8_t x = 0;
+    for (int i = 0; i < g.ntensors; i++) {
+        const db_gguf_tensor *t = &g.tensors[i];
+        for (size_t b = 0; b < t->nbytes; b++) x ^= t->data[b];
+        if (!db_gguf_tensor_find(&g, t->name)) __builtin_trap();
+    }
+    db_gguf_close(&g);
+    return 0;
+}
