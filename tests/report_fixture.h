@@ -29,8 +29,8 @@ static db_point_key fx_key(const char *dataset, const char *variant, int block, 
     return k;
 }
 
-/* R repetitions x N prompts. Request (r, i): output 10 + 2i tokens in cycles chosen from a
- * made-up acceptance pattern; admitted at 0.1 i, first token 50 ms later, finished when its
+/* R repetitions x N prompts. Request (r, i): output 10 + 2i tokens, the first from the prefill,
+ * the rest in cycles chosen from a made-up acceptance pattern (`ar`: one per decode step); admitted at 0.1 i, first token 50 ms later, finished when its
  * tokens are out at `tok_s` tokens per second. `speed` scales every time (2 = twice as fast). */
 static db_point_raw fx_raw(db_point_key k, int R, int N, double speed)
 {
@@ -50,13 +50,15 @@ static db_point_raw fx_raw(db_point_key k, int R, int N, double speed)
             q->prompt_tokens = 20 + i;
             q->output_tokens = 10 + 2 * i;
             if (B <= 1) {
-                q->cycles = q->output_tokens;
+                q->cycles = q->cycle_tokens = q->output_tokens - 1;
+                q->hist[1] = q->cycles;
             } else {
                 /* cycles alternate acceptance lengths 1, 2, ..., B until the tokens are out */
-                int left = q->output_tokens, L = 1;
+                int left = q->output_tokens - 1, L = 1;
                 while (left > 0) {
                     int take = L < left ? L : left;
                     q->cycles++;
+                    q->cycle_tokens += take;
                     q->hist[take]++;
                     for (int pos = 1; pos < B; pos++) {
                         q->drafted[pos]++;

@@ -329,17 +329,29 @@ static void test_replay(void)
     for (int i = 0; i < 15; i++) ones[i] = 1.0f, zeros[i] = 0.0f;
     run_result r;
     int rc = replay_run(&s, DB_VAR_DFLASH2, B, ones, 15, 2, nreq, max_new, 0, &r);
-    long decode_cycles = r.cycles - nreq; /* each request's prefill is its first verify step */
-    tap_ok(!rc && r.out == (long)nreq * max_new && decode_cycles * B == r.out - nreq &&
-               r.total.hist[B] == decode_cycles,
-           "all-ones profile: every cycle commits B = %d tokens (decode tau %.3f; %ld of %ld cycles at length B; "
-           "tau with the prefill step %.3f)", B, decode_cycles ? (double)(r.out - nreq) / decode_cycles : 0.0,
-           r.total.hist[B], decode_cycles, (double)r.out / r.cycles);
+    /* the prefill commits each request's first token and is no cycle */
+    tap_ok(!rc && r.out == (long)nreq * max_new && r.cycles * B == r.out - nreq && r.total.hist[B] == r.cycles &&
+               db_req_stats_tau(&r.total) == B,
+           "all-ones profile: every cycle commits B = %d tokens (tau %.3f; %ld of %ld cycles at length B; "
+           "tokens per target call %.3f)", B, db_req_stats_tau(&r.total), r.total.hist[B], r.cycles,
+           db_req_stats_tokens_per_call(&r.total));
+    rc = replay_run(&s, DB_VAR_DFLASH2, B, ones, 15, 2, nreq, 33, 0, &r);
+    tap_ok(!rc && db_req_stats_tau(&r.total) == 8.0 && r.cycles == 4L * nreq,
+           "all-ones profile, B = 8, max_new_tokens 33: tau == 8 exactly (%.6f over %ld cycles)",
+           db_req_stats_tau(&r.total), r.cycles);
+    /* 30 tokens: prefill 1, cycles of 8, 8, 8, then 5 of the last block's 8 fit */
+    rc = replay_run(&s, DB_VAR_DFLASH2, B, ones, 15, 2, nreq, 30, 0, &r);
+    const db_req_stats *t = &r.total;
+    tap_ok(!rc && db_req_stats_tau(t) == 29.0 / 4 && t->hist[8] == 3L * nreq && t->hist[5] == nreq &&
+               t->drafted[5] == 4L * nreq && t->accepted[5] == 4L * nreq && t->drafted[6] == 3L * nreq &&
+               t->drafted[7] == 3L * nreq && t->accepted[7] == 3L * nreq && t->cycle_tokens + nreq == r.out,
+           "max_new_tokens mid-block: the last cycle counts its 5 tokens (tau %.4f == 29/4), positions 6-7 "
+           "of it are censored (drafted[5] %ld, drafted[6] %ld)", db_req_stats_tau(t), t->drafted[5], t->drafted[6]);
     rc = replay_run(&s, DB_VAR_DFLASH2, B, zeros, 15, 2, nreq, 20, 0, &r);
-    tap_ok(!rc && r.out == r.cycles && r.total.hist[1] == r.cycles - nreq,
-           "all-zeros profile: tau == 1 (%ld tokens / %ld verify steps)", r.out, r.cycles);
+    tap_ok(!rc && r.out - nreq == r.cycles && r.total.hist[1] == r.cycles && db_req_stats_tau(&r.total) == 1,
+           "all-zeros profile: tau == 1 (%ld cycle tokens / %ld cycles)", r.out - nreq, r.cycles);
     rc = replay_run(&s, DB_VAR_DFLASH2, B, ones, 15, 2, nreq, max_new, 1.0f, &r);
-    tap_ok(!rc && (r.out - nreq) == (r.cycles - nreq) * B, "all-ones profile at T = 1: tau == B too");
+    tap_ok(!rc && r.out - nreq == r.cycles * B, "all-ones profile at T = 1: tau == B too");
 
     /* measured conditional rates vs the profile: |acc/n - p| <= 3 sqrt(p(1-p)/n) + 1/n */
     const float prof[7] = {0.9f, 0.7f, 0.5f, 0.8f, 0.6f, 0.35f, 0.95f};

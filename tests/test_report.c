@@ -23,6 +23,7 @@ static db_req_stats req(int out, int cycles, double adm, double first, double fi
     memset(&q, 0, sizeof q);
     q.output_tokens = out;
     q.cycles = cycles;
+    q.cycle_tokens = out - 1; /* the prefill commits the first token */
     q.t_admitted = adm;
     q.t_first_token = first;
     q.t_finished = fin;
@@ -50,7 +51,9 @@ static void by_hand(void)
            s.throughput_stddev);
     tap_ok(s.output_tokens == 16 && s.cycles == 7 && near(s.wall_s, 3, 1e-12),
            "per-repetition tokens 16, cycles 7, wall 3 s");
-    tap_ok(near(s.tau, 32.0 / 14, 1e-12), "tau = 32 / 14 (%g)", s.tau);
+    tap_ok(near(s.tau, 28.0 / 14, 1e-12), "tau = 28 cycle tokens / 14 cycles (%g)", s.tau);
+    tap_ok(near(s.tokens_per_target_call, 32.0 / 18, 1e-12),
+           "tokens per target call = 32 / (14 cycles + 4 prefills) (%g)", s.tokens_per_target_call);
     tap_ok(near(s.oracle_tau, 21.0 / 14, 1e-12), "oracle tau = 21 / 14");
     /* TTFT 100 200 300 100 ms -> sorted 100 100 200 300 */
     tap_ok(near(s.ttft_ms_mean, 175, 1e-9) && near(s.ttft_ms_p50, 150, 1e-9) &&
@@ -73,8 +76,8 @@ static void by_hand(void)
     tap_ok(s.total.output_tokens == 32 && s.total.cycles == 14, "totals kept");
 
     /* baseline: 4 tok/s in both repetitions -> speedup 1.5 */
-    db_req_stats ar_reqs[4] = {req(10, 10, 0, 0.1, 2.0), req(6, 6, 0, 0.1, 4.0),
-                               req(10, 10, 0, 0.1, 2.0), req(6, 6, 0, 0.1, 4.0)};
+    db_req_stats ar_reqs[4] = {req(10, 9, 0, 0.1, 2.0), req(6, 5, 0, 0.1, 4.0), /* prefill + steps */
+                               req(10, 9, 0, 0.1, 2.0), req(6, 5, 0, 0.1, 4.0)};
     double ar_wall[2] = {4.0, 4.0};
     db_point_raw ar = {.key = fx_key("math", "ar", 1, 1), .n_prompts = 2, .repetitions = 2,
                        .wall_s = ar_wall, .reqs = ar_reqs};

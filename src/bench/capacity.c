@@ -295,22 +295,24 @@ double db_roofline_point(const db_model_config *t, const db_drafter_config *d, d
     const db_point_key *k = &raw->key;
     int n = raw->n_prompts * raw->repetitions;
     if (n < 1) return 0;
-    double prompt = 0, out = 0, cycles = 0;
+    double prompt = 0, out = 0, cycles = 0, cycle_tokens = 0;
     for (int i = 0; i < n; i++) {
         prompt += raw->reqs[i].prompt_tokens;
         out += raw->reqs[i].output_tokens;
         cycles += raw->reqs[i].cycles;
+        cycle_tokens += raw->reqs[i].cycle_tokens;
     }
     prompt /= n;
     out /= n;
     cycles /= n;
+    cycle_tokens /= n;
     int N = k->concurrency < raw->n_prompts ? k->concurrency : raw->n_prompts;
     if (N < 1 || out <= 0) return 0;
     int draft = strcmp(k->variant, "ar") != 0 && d;
     int B = draft ? k->block_size : 1;
-    double decode_cycles = cycles - 1 > 0 ? cycles - 1 : 0; /* the prefill is the first step */
+    double decode_cycles = cycles; /* the prefill is no cycle */
     db_step_shape s = {.concurrency = N, .block = B, .ctx = prompt + out / 2,
-                       .tau = decode_cycles > 0 ? (out - 1) / decode_cycles : 1,
+                       .tau = decode_cycles > 0 ? cycle_tokens / decode_cycles : 1,
                        .use_conv = strcmp(k->variant, "selector-off") == 0 || strcmp(k->variant, "dflash2") == 0,
                        .use_sel = strcmp(k->variant, "conv-off") == 0 || strcmp(k->variant, "dflash2") == 0};
     db_step_cost sc;

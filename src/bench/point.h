@@ -40,7 +40,8 @@ typedef struct {
     double throughput_stddev;   /* sample stddev over repetitions (0 for one) */
     double speedup;             /* throughput / throughput(ar, same key but variant); NAN if none */
     double speedup_ci_lo, speedup_ci_hi; /* 95% bootstrap over prompts, paired with ar */
-    double tau;                 /* committed tokens / verify steps */
+    double tau;                 /* tokens committed per drafting cycle (prefill excluded) */
+    double tokens_per_target_call; /* output tokens / (cycles + prefills) */
     long cycles;                /* per repetition (mean) */
     double ttft_ms_mean, ttft_ms_p50, ttft_ms_p90, ttft_ms_p99;
     double tpot_ms_mean, tpot_ms_p50, tpot_ms_p90, tpot_ms_p99;

@@ -25,12 +25,10 @@ static void print_trace(void *user, int req, int pos, const int *block, int b, i
 static void print_stats(const db_request *r, int B, double secs)
 {
     const db_req_stats *s = &r->st;
-    fprintf(stderr, "tokens %d, verify steps %d, tau %.3f, %.1f tok/s (%.3f s)\n", r->n_out,
-            s->cycles, s->cycles ? (double)s->output_tokens / s->cycles : 0.0,
-            r->n_out / (secs > 0 ? secs : 1e-9), secs);
+    fprintf(stderr, "tokens %d, cycles %d (prefill excluded), tau %.3f, %.1f tok/s (%.3f s)\n", r->n_out,
+            s->cycles, s->cycles ? db_req_stats_tau(s) : 0.0, r->n_out / (secs > 0 ? secs : 1e-9), secs);
     if (B < 2) return;
-    long spec = 0;
-    for (int l = 1; l <= B; l++) spec += s->hist[l];
+    long spec = s->cycles;
     fprintf(stderr, "position  drafted  accepted  conditional  recall@1  recall@k\n");
     for (int i = 1; i < B; i++)
         fprintf(stderr, "%8d %8ld %9ld %12.3f %9.3f %9.3f\n", i, s->drafted[i], s->accepted[i],

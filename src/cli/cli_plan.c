@@ -76,12 +76,12 @@ static int measure(db_session *s, const db_gen_params *p, int conc, int prompt_t
     int n = 0;
     for (int i = 0; i < conc && !rc; i++) {
         const db_req_stats *st = &reqs[i].st;
-        int steps = st->cycles - 1; /* the prefill's step is not a decode step */
+        int steps = st->cycles; /* decode steps / drafting cycles: the prefill is none */
         if (steps < 1) continue;
         double x[4] = {st->t_draft, st->t_select, st->t_verify, st->t_host};
         for (int j = 0; j < 4; j++) sp[j] += x[j] / steps;
         t += (x[0] + x[1] + x[2] + x[3]) / steps;
-        tk += (double)(st->output_tokens - 1) / steps;
+        tk += db_req_stats_tau(st);
         n++;
     }
     if (!rc && n == 0) rc = db_fail(err, errlen, DB_EINPUT, "plan: no decode step to time (raise --max-new-tokens)");

@@ -20,10 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* a drafting cycle whose recall / oracle figures wait for the tokens it predicted */
+/* a drafting cycle whose per-position, recall and oracle figures wait for the request's output
+ * to reach past its block (or for the request to end: positions past the end are censored) */
 typedef struct {
-    int base;  /* index in out[] of the token draft position 1 predicts */
-    int *topk; /* [(B-1)*k] drafter top-k ids per position */
+    int base;     /* index in out[] of the token draft position 1 predicts */
+    int accepted; /* a, as verified (before any cut at the request's end) */
+    int *topk;    /* [(B-1)*k] drafter top-k ids per position */
 } pending;
 
 typedef struct {
@@ -171,7 +173,9 @@ fail:
     return rc;
 }
 
-/* ---- recall@1 / recall@k / oracle, judged against the final committed tokens ---- */
+/* ---- per-position counts, recall@1 / recall@k / oracle, judged against the final committed
+ * tokens: position i of a cycle counts only when out[base + i - 1] exists, i.e. the request did
+ * not end (EOS, max_new_tokens) before reaching it ---- */
 
 static void resolve_pending(db_engine *e, slot_state *s, const db_request *r, int final)
 {
@@ -186,8 +190,11 @@ static void resolve_pending(db_engine *e, slot_state *s, const db_request *r, in
             continue;
         }
         db_req_stats *st = (db_req_stats *)&r->st;
-        int top1_ok = 1, in_topk_run = 1, oracle = 1;
-        for (int i = 1; i < B && pd->base + i - 1 < r->n_out; i++) {
+        int top1_ok = 1, in_topk_run = 1, run = 0, avail = r->n_out - pd->base;
+        for (int i = 1; i < B && i <= avail; i++) {
+            st->drafted[i]++;
+            st->reached[i] += i <= pd->accepted + 1;
+            st->accepted[i] += i <= pd->accepted;
             int truth = r->out[pd->base + i - 1];
             const int *ids = pd->topk + (size_t)(i - 1) * k;
             int hit1 = ids[0] == truth, hitk = 0;
@@ -199,9 +206,10 @@ static void resolve_pending(db_engine *e, slot_state *s, const db_request *r, in
             }
             top1_ok &= hit1;
             in_topk_run &= hitk;
-            oracle += in_topk_run;
+            run += in_topk_run;
         }
-        st->oracle_len_sum += oracle;
+        /* a perfect top-k selector accepts the run and adds a bonus, as far as the output goes */
+        st->oracle_len_sum += run + 1 < avail ? run + 1 : avail;
     }
     s->ring_n = keep;
 }
@@ -313,7 +321,6 @@ static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, ch
             int slot = e->active[j];
             slot_state *s = &e->slots[slot];
             db_request *r = &e->reqs[s->req];
-            r->st.cycles = 1; /* the prefill is the first verify step */
             r->st.t_first_token = db_now() - t0;
             s->anchor = e->targ[j];
             if (commit_token(e, r, s->req, e->targ[j])) finish_request(e, slot, t0);
@@ -340,7 +347,9 @@ static int step_ar(db_engine *e, int na, double t0, char *err, size_t errlen)
     for (int j = 0; j < na; j++) {
         int s = e->active[j];
         db_request *r = &e->reqs[e->slots[s].req];
-        r->st.cycles++;
+        r->st.cycles++; /* a decode step is an `ar` cycle: accepted 0, one token */
+        r->st.cycle_tokens++;
+        r->st.hist[1]++;
         r->st.t_verify += tb - ta;
         e->slots[s].anchor = e->targ[j];
         if (commit_token(e, r, e->slots[s].req, e->targ[j])) finish_request(e, s, t0);
@@ -458,20 +467,18 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
                                  e->q_host + (size_t)j * B * e->V, B, e->V, &ss->rng, e->residual,
                                  &bonus);
         if (e->p.on_cycle) e->p.on_cycle(e->p.on_cycle_user, ss->req, P0, e->draft + j * B, B, a, bonus);
-        db_req_stats *st = &r->st;
-        st->cycles++;
-        st->hist[a + 1]++;
-        for (int i = 1; i < B; i++) {
-            st->drafted[i]++;
-            if (i <= a + 1) st->reached[i]++;
-            if (i <= a) st->accepted[i]++;
-        }
         pending *pd = &ss->ring[ss->ring_n++];
         pd->base = r->n_out;
+        pd->accepted = a;
         memcpy(pd->topk, e->topk_ids + (size_t)j * (B - 1) * e->k, sizeof(int) * (size_t)(B - 1) * e->k);
         int done = 0;
         for (int i = 1; i <= a && !done; i++) done = commit_token(e, r, ss->req, e->draft[j * B + i]);
         if (!done) done = commit_token(e, r, ss->req, bonus);
+        /* the cycle counts the tokens it committed: a + 1, fewer when the request ended in it */
+        int n = r->n_out - pd->base;
+        r->st.cycles++;
+        r->st.cycle_tokens += n;
+        r->st.hist[n]++;
         resolve_pending(e, ss, r, 0);
         db_target_truncate(t, s, P0 + a + 1);
         if (done) {

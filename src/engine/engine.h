@@ -7,10 +7,18 @@
  * it yields. Each cycle then batches ALL active requests into ONE drafter call, the selector
  * walks each request's block on the host, and ONE target verify call covers all their rows.
  *
- * Counting: the prefill's token counts as one verify step, so tau = committed tokens / verify
- * steps is exactly 1 for `ar`. Per-position, histogram and recall statistics count drafting
- * cycles only. Recall@1/@k and the oracle acceptance are judged against the request's final
- * committed tokens (the target's own output), resolved once they are known.
+ * Counting (db_req_stats, stats.h; for users: README, "Counting conventions"):
+ *   - a request's prefill commits its first token and is NOT a cycle;
+ *   - a cycle is one drafting cycle (`ar`: one decode step, accepted 0). It commits a + 1 tokens
+ *     (a accepted drafts + the bonus), or fewer when the request ends inside it (EOS or
+ *     max_new_tokens): then it counts the tokens it did commit. hist[L] counts cycles by those
+ *     committed tokens, so sum_L L*hist[L] + one token per prefill == output_tokens;
+ *   - tau = cycle_tokens / cycles (exactly 1 for `ar`, computed like any variant);
+ *     tokens per target call = output_tokens / (cycles + prefills);
+ *   - per-position drafted / reached / accepted, recall@1 / recall@k and the oracle acceptance
+ *     are censored at the request's end: position i of a cycle counts only if the request's
+ *     output has a token there. They are resolved once the output has grown past the block (or
+ *     the request ended), against the request's final committed tokens (the target's output).
  *
  * Notation: N concurrency, B block, V vocabulary, k = top-k width kept per draft row. */
 #ifndef DB_ENGINE_H

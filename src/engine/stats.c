@@ -1,11 +1,25 @@
 /* stats.c — see stats.h. */
 #include "engine/stats.h"
 
+#include <math.h>
+
+double db_req_stats_tau(const db_req_stats *s)
+{
+    return s->cycles > 0 ? (double)s->cycle_tokens / s->cycles : NAN;
+}
+
+double db_req_stats_tokens_per_call(const db_req_stats *s)
+{
+    long calls = (long)s->cycles + (s->output_tokens - s->cycle_tokens); /* + one per prefill */
+    return calls > 0 ? (double)s->output_tokens / (double)calls : NAN;
+}
+
 void db_req_stats_add(db_req_stats *s, const db_req_stats *r)
 {
     s->prompt_tokens += r->prompt_tokens;
     s->output_tokens += r->output_tokens;
     s->cycles += r->cycles;
+    s->cycle_tokens += r->cycle_tokens;
     for (int i = 0; i < DB_MAX_BLOCK; i++) {
         s->drafted[i] += r->drafted[i];
         s->reached[i] += r->reached[i];

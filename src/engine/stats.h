@@ -3,7 +3,8 @@
  * as CSV / markdown / JSON.
  *
  * Positions i = 1..B-1 index draft slots (slot i proposes the token i steps after the anchor);
- * arrays are indexed by i directly (entry 0 unused). Acceptance length L = a + 1 in 1..B. */
+ * arrays are indexed by i directly (entry 0 unused). Acceptance length L = a + 1 in 1..B.
+ * Counting rules and the derived figures (tau, rates, recall): engine.h, README "Counting conventions". */
 #ifndef DB_STATS_H
 #define DB_STATS_H
 
@@ -13,12 +14,15 @@
 
 typedef struct {
     int prompt_tokens;
-    int output_tokens;          /* committed tokens (bonus included) */
-    int cycles;                 /* verify steps (for `ar`: decode steps) */
+    int output_tokens;          /* committed tokens (bonus included; the prefill's one too) */
+    int cycles;                 /* drafting cycles (`ar`: decode steps); the prefill is none */
+    int cycle_tokens;           /* tokens the cycles committed = output_tokens - the prefill's */
+    /* per position, censored at the request's end: counted only when the output reached it */
     long drafted[DB_MAX_BLOCK];  /* positions proposed */
-    long reached[DB_MAX_BLOCK];  /* cycles in which positions < i were all accepted */
+    long reached[DB_MAX_BLOCK];  /* of those, cycles in which positions < i were all accepted */
     long accepted[DB_MAX_BLOCK];
-    long hist[DB_MAX_BLOCK + 1]; /* cycles with acceptance length L (1..B) */
+    long hist[DB_MAX_BLOCK + 1]; /* cycles that committed L tokens (1..B): a + 1, or fewer in a
+                                  * request's last cycle when it ended inside the block */
     /* selection headroom: counted where all earlier positions were right (reached) */
     long recall1[DB_MAX_BLOCK];  /* target token == drafter's top-1 */
     long recallk[DB_MAX_BLOCK];  /* target token among the drafter's top-k */
@@ -32,5 +36,11 @@ typedef struct {
 } db_req_stats;
 
 void db_req_stats_add(db_req_stats *sum, const db_req_stats *r);
+/* tau = cycle_tokens / cycles: tokens per drafting cycle, sum of (accepted + 1) over cycles (a
+ * request's last cycle counts what it committed); NAN without a cycle */
+double db_req_stats_tau(const db_req_stats *s);
+/* output_tokens / target calls (cycles + one prefill per request that produced a token); the
+ * tau of schema_version < 3 */
+double db_req_stats_tokens_per_call(const db_req_stats *s);
 
 #endif

@@ -186,16 +186,12 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     for (int r = 0; r < R; r++) v[r] = rep_throughput(p, r);
     mean_sd(v, R, &o->throughput_tok_s, &o->throughput_stddev);
 
-    o->tau = is_ar(&p->key) ? 1.0 : t->cycles ? (double)t->output_tokens / t->cycles : NAN;
-    long drafting = 0; /* cycles that drafted: the histogram's total (no prefill steps) */
-    for (int l = 1; l <= DB_MAX_BLOCK; l++) drafting += t->hist[l];
-    o->oracle_tau = !is_ar(&p->key) && drafting && t->oracle_len_sum
-                        ? (double)t->oracle_len_sum / (double)drafting
-                        : NAN;
-    /* the time split is recorded for drafting cycles (`ar`: decode steps), never for the
-     * prefill step every request starts with, so that step is not a cycle here */
-    long steps = is_ar(&p->key) ? t->cycles - (long)p->repetitions * p->n_prompts : drafting;
-    double cyc = steps > 0 ? (double)steps : NAN;
+    o->tau = db_req_stats_tau(t);
+    o->tokens_per_target_call = db_req_stats_tokens_per_call(t);
+    /* `ar` has no drafts, so no oracle: its sum stays 0 */
+    o->oracle_tau = t->cycles && t->oracle_len_sum ? (double)t->oracle_len_sum / t->cycles : NAN;
+    /* the time split is recorded per cycle (`ar`: decode step), never for the prefill */
+    double cyc = t->cycles > 0 ? (double)t->cycles : NAN;
     o->draft_ms_per_cycle = 1e3 * t->t_draft / cyc;
     o->select_ms_per_cycle = 1e3 * t->t_select / cyc;
     o->verify_ms_per_cycle = 1e3 * t->t_verify / cyc;

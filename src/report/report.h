@@ -14,14 +14,16 @@
  *     side and their ratio; with S = all prompts this is exactly the point estimate. The
  *     resampling stream is db_rng seeded with `seed`, so the interval is reproducible. NAN when
  *     the two points do not have the same prompts (N differs).
- *   tau = committed tokens / verify steps over all requests (1 for `ar`).
+ *   tau = tokens committed by cycles / cycles over all requests (the prefill is no cycle; `ar`:
+ *     1, each decode step commits one token); tokens_per_target_call = output tokens / (cycles +
+ *     one prefill per request). Counting rules: engine.h.
  *   TTFT = t_first_token - t_admitted, E2E = t_finished - t_admitted over requests with at least
  *     one output token; TPOT = (t_finished - t_first_token) / (output_tokens - 1) over requests
  *     with at least two. Mean and percentiles over all requests of all repetitions; percentiles
  *     interpolate linearly between order statistics (numpy's default, "type 7").
  *   x_ms_per_cycle = 1000 * sum of the requests' t_x / sum of their cycles (x = draft, select,
  *     verify, host).
- *   oracle_tau = oracle_len_sum / cycles (NAN for `ar` or when the loop did not measure it).
+ *   oracle_tau = oracle_len_sum / cycles (NAN for `ar`, which drafts nothing).
  *   output_tokens, cycles, wall_s: per repetition (mean over repetitions). */
 #ifndef DB_REPORT_H
 #define DB_REPORT_H

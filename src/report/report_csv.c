@@ -121,6 +121,7 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "speedup_ci_lo", s->speedup_ci_lo);
     put_num(r, "speedup_ci_hi", s->speedup_ci_hi);
     put_num(r, "tau", s->tau);
+    put_num(r, "tokens_per_target_call", s->tokens_per_target_call);
     put_num(r, "oracle_tau", s->oracle_tau);
     put_int(r, "cycles", s->cycles);
     put_num(r, "ttft_ms_mean", s->ttft_ms_mean);
@@ -155,8 +156,7 @@ static void acceptance_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_int(r, "reached", t->reached[i]);
     put_int(r, "accepted", t->accepted[i]);
     put_num(r, "conditional_rate", ratio((double)t->accepted[i], (double)t->reached[i]));
-    /* drafted[i] = drafting cycles (each drafts every position once); t->cycles also counts each
-     * request's prefill step, which drafts nothing */
+    /* drafted[i] = cycles whose request reached position i (censored at the request's end) */
     put_num(r, "survival_rate", ratio((double)t->accepted[i], (double)t->drafted[i]));
     put_int(r, "recall_n", t->recall_n[i]);
     put_num(r, "recall_at_1", ratio((double)t->recall1[i], (double)t->recall_n[i]));
@@ -169,25 +169,16 @@ static int block_of(const db_point_raw *p)
     return b < 1 ? 1 : b > DB_MAX_BLOCK ? DB_MAX_BLOCK : b;
 }
 
-/* cycles with acceptance length L; `ar` commits one token per step whether or not the loop
- * filled its histogram */
-static long hist_count(const db_point_raw *p, const db_point_summary *s, int L)
-{
-    long sum = 0;
-    for (int l = 1; l <= block_of(p); l++) sum += s->total.hist[l];
-    if (sum == 0 && block_of(p) == 1) return L == 1 ? s->total.cycles : 0;
-    return s->total.hist[L];
-}
-
+/* cycles that committed L tokens (`ar`: every decode step at L = 1) */
 static void histogram_row(row *r, const db_run_meta *m, const db_point_raw *p,
                           const db_point_summary *s, int L)
 {
     long sum = 0;
-    for (int l = 1; l <= block_of(p); l++) sum += hist_count(p, s, l);
+    for (int l = 1; l <= block_of(p); l++) sum += s->total.hist[l];
     common(r, m, &p->key);
     put_int(r, "accept_length", L);
-    put_int(r, "cycles", hist_count(p, s, L));
-    put_num(r, "share", ratio((double)hist_count(p, s, L), (double)sum));
+    put_int(r, "cycles", s->total.hist[L]);
+    put_num(r, "share", ratio((double)s->total.hist[L], (double)sum));
 }
 
 /* idx = r*N + i */
@@ -203,7 +194,8 @@ static void request_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_int(r, "prompt_tokens", q->prompt_tokens);
     put_int(r, "output_tokens", q->output_tokens);
     put_int(r, "cycles", q->cycles);
-    put_num(r, "tau", ratio(q->output_tokens, q->cycles));
+    put_int(r, "cycle_tokens", q->cycle_tokens);
+    put_num(r, "tau", db_req_stats_tau(q));
     put_num(r, "rep_wall_s", p->wall_s[idx / n]);
     put_num(r, "t_admitted_ms", 1e3 * q->t_admitted);
     put_num(r, "t_first_token_ms", 1e3 * q->t_first_token);

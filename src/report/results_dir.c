@@ -425,9 +425,9 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
     db_csv_doc d;
     int rc = db_csv_read(path, &d, err, errlen);
     if (rc) return rc;
-    enum { ID, PI, REP, PT, OT, CY, WALL, TA, TF, TE, DR, SE, VE, HO, OR, EOS, NCOL };
+    enum { ID, PI, REP, PT, OT, CY, CT, WALL, TA, TF, TE, DR, SE, VE, HO, OR, EOS, NCOL };
     static const char *const names[NCOL] = {
-        "point_id", "prompt_index", "repetition", "prompt_tokens", "output_tokens", "cycles",
+        "point_id", "prompt_index", "repetition", "prompt_tokens", "output_tokens", "cycles", "cycle_tokens",
         "rep_wall_s", "t_admitted_ms", "t_first_token_ms", "t_finished_ms", "draft_ms",
         "select_ms", "verify_ms", "host_ms", "oracle_len_sum", "finished_by_eos"};
     int c[NCOL];
@@ -477,6 +477,7 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
         s->prompt_tokens = atoi(f[c[PT]]);
         s->output_tokens = atoi(f[c[OT]]);
         s->cycles = atoi(f[c[CY]]);
+        s->cycle_tokens = atoi(f[c[CT]]);
         s->t_admitted = strtod(f[c[TA]], NULL) * 1e-3;
         s->t_first_token = strtod(f[c[TF]], NULL) * 1e-3;
         s->t_finished = strtod(f[c[TE]], NULL) * 1e-3;
