@@ -114,7 +114,7 @@ int main(void)
     t.cfg.n_eos = 1;
     tap_diag("EOS for this test: token %d", t.cfg.eos[0]);
 
-    const db_variant vars[3] = {DB_VAR_AR, DB_VAR_DFLASH, DB_VAR_DFLASH2};
+    const db_variant vars[3] = {DB_VAR_AR, DB_VAR_SELECTOR_OFF, DB_VAR_DFLASH2};
     const int blocks[2] = {4, 8}, lengths[3] = {5, 13, 24};
     int points = 0, bad = 0, by_eos = 0, capped = 0;
     for (int vi = 0; vi < 3; vi++)
