@@ -6,6 +6,7 @@
 #   a typo of every option (one letter dropped; names of 6+ characters) is refused with exit 2,
 #   nothing on stdout and one line: unknown option '--typo' (did you mean --option?) — with and
 #   without a value after it; an unknown short flag and a stray argument are refused the same way;
+#   a mistyped key in a --config file is an unknown sweep key (file:line), a mistyped flag is not;
 #   plan -c and check-lossless -B take the ranges of run -c (one list parser);
 #   a short flag names the same option in every command (plan's -t/-d name the target's and the
 #   drafter's configs: "-config" is the one suffix allowed);
@@ -68,6 +69,13 @@ fi
 expect_refused "check-lossless -B 8-4: the list parser's message" "--block-size: range '8-4' runs backwards" \
     -- check-lossless -t nowhere -d nowhere -B 8-4
 expect_refused "plan -c 0: the list parser's range check" "--concurrency: 0 is out of range" -- plan -t nowhere -c 0
+
+# "unknown sweep key" is the ini file's message; a flag gets "unknown option"
+printf 'block_size = 4\nmax_sample = 3\n' >"$tmp/typo.ini"
+expect_refused "run --config with a mistyped key: file, line, key and the key meant" \
+    "$tmp/typo.ini:2: unknown sweep key 'max_sample' (did you mean max_samples?)" -- run --config "$tmp/typo.ini"
+run run --max-sample 3
+ok "$([ "$rc" = 2 ] && ! grep -q "sweep key" "$errf"; echo $?)" "run --max-sample: not a sweep-key message"
 
 # one meaning per short flag
 clash=$(sed 's/-config$//' "$tmp/shorts" | sort -u | awk '{ n[$1]++; l[$1] = l[$1] " " $2 }

@@ -81,7 +81,9 @@ typedef struct {
 /* The options of run. Every one but --config and --resume is a sweep key (sweep.h), set with
  * db_sweep_set in the order given; --config files are applied first, so every flag overrides
  * them. */
-static db_cmd_opts run_options(run_ctx *c, const char **config)
+static const char *config_file; /* --config: loaded in parse_args, never stored by the parser */
+
+static db_cmd_opts run_options(run_ctx *c)
 {
     static char vhelp[300];
     static db_opt opts[] = {
@@ -128,7 +130,7 @@ static db_cmd_opts run_options(run_ctx *c, const char **config)
     int n = (int)(sizeof opts / sizeof *opts);
     for (int i = 0; i < n; i++) {
         if (opts[i].kind == DB_OPT_SWEEP) opts[i].dst = &c->sw;
-        else if (opts[i].name && !strcmp(opts[i].name, "config")) opts[i].dst = config;
+        else if (opts[i].name && !strcmp(opts[i].name, "config")) opts[i].dst = &config_file;
         else if (opts[i].name && !strcmp(opts[i].name, "resume")) opts[i].dst = &c->resume;
     }
     return (db_cmd_opts){"run",
@@ -192,8 +194,7 @@ static int sweep_diff(const db_sweep *a, const db_sweep *b, char *out, size_t n)
  * DIR/meta.json records; flags and --config may repeat it but not change it. */
 static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    const char *config = NULL;
-    db_cmd_opts cmd = run_options(c, &config);
+    db_cmd_opts cmd = run_options(c);
     db_sweep_init(&c->sw);
     db_opt_use *uses = calloc((size_t)argc, sizeof *uses);
     if (!uses) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
@@ -213,9 +214,9 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
         if (have_rec) c->sw = rec;
     }
     for (int i = 0; i < n && !rc && !*help; i++)
-        if (uses[i].opt->dst == &config) rc = db_sweep_load_ini(&c->sw, uses[i].value, err, errlen);
+        if (uses[i].opt->dst == &config_file) rc = db_sweep_load_ini(&c->sw, uses[i].value, err, errlen);
     for (int i = 0; i < n && !rc && !*help; i++)
-        if (uses[i].opt->dst != &config) rc = db_opt_apply(&uses[i], err, errlen);
+        if (uses[i].opt->dst != &config_file) rc = db_opt_apply(&uses[i], err, errlen);
     free(uses);
     if (!rc && !*help && have_rec) {
         char diff[2048];
