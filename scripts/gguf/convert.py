@@ -6,6 +6,7 @@ and tensor names llama.cpp's converter writes (src/model/gguf_model.h lists them
 Usage:
   scripts/gguf/convert.py MODEL_DIR OUT.gguf [--type T] [--target-dir DIR]
   scripts/gguf/convert.py --embedded OUT_DIR [--type T ...]   the pair under models/ -> OUT_DIR
+  scripts/gguf/convert.py --tokenizer-only TOKENIZER.json OUT.gguf   vocabulary-only file
 
   --type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K (default F16). Matrices take the type;
   vectors (norms) and the DFlash 2 base kernels stay F32, the selector codebooks (read row by
@@ -114,30 +115,38 @@ def tensor_type(name, a, want):
     return t
 
 
-def add_tokenizer(w, tok_dir, cfg, arch):
-    p = Path(tok_dir) / "tokenizer.json" if tok_dir else None
-    if not p or not p.exists():
+def pre_of(tj):
+    """llama.cpp's tokenizer.ggml.pre name for a tokenizer.json's pre-tokenizer"""
+    s = json.dumps(tj.get("pre_tokenizer"))
+    if "p{N}{1,3}" in s:
+        return "llama-bpe"
+    if "Split" in s:
+        return "qwen2"
+    return "gpt2"
+
+
+def add_tokenizer(w, p, cfg):
+    """tokenizer.ggml.* from tokenizer.json at p (skipped when p is None or missing)"""
+    if not p or not Path(p).exists():
         return
     tj = json.load(open(p, encoding="utf-8"))
     m = tj["model"]
-    if m.get("type") != "BPE":
+    if m.get("type", "BPE") != "BPE":
         raise SystemExit(f"{p}: only byte-level BPE tokenizers are converted")
-    vocab = cfg["vocab_size"]
+    ids = list(m["vocab"].values()) + [a["id"] for a in tj.get("added_tokens", [])]
+    vocab = cfg.get("vocab_size") or max(ids) + 1
     tokens = [f"[PAD{i}]" for i in range(vocab)]
-    types = [1] * vocab
+    types = [5] * vocab  # unused until named
     for s, i in m["vocab"].items():
         if i < vocab:
-            tokens[i] = s
+            tokens[i], types[i] = s, 1
     for at in tj.get("added_tokens", []):
         if at["id"] < vocab:
             tokens[at["id"]] = at["content"]
             types[at["id"]] = 3 if at.get("special") else 4
-    for i in range(vocab):
-        if tokens[i] == f"[PAD{i}]":
-            types[i] = 5  # unused
     merges = [mm if isinstance(mm, str) else " ".join(mm) for mm in m.get("merges", [])]
     w.add("tokenizer.ggml.model", G.STRING, "gpt2")
-    w.add("tokenizer.ggml.pre", G.STRING, "qwen2" if arch == "qwen3" else "llama-bpe")
+    w.add("tokenizer.ggml.pre", G.STRING, pre_of(tj))
     w.add_array("tokenizer.ggml.tokens", G.STRING, tokens)
     w.add_array("tokenizer.ggml.token_type", G.I32, types)
     w.add_array("tokenizer.ggml.merges", G.STRING, merges)
@@ -145,7 +154,17 @@ def add_tokenizer(w, tok_dir, cfg, arch):
         w.add("tokenizer.ggml.bos_token_id", G.U32, cfg["bos_token_id"])
     if isinstance(cfg.get("pad_token_id"), int):
         w.add("tokenizer.ggml.padding_token_id", G.U32, cfg["pad_token_id"])
-    w.add("tokenizer.ggml.add_bos_token", G.BOOL, arch == "llama")
+    w.add("tokenizer.ggml.add_bos_token", G.BOOL, False)
+
+
+def tokenizer_only(tok_json, out):
+    """a vocabulary-only GGUF (no tensors) holding tok_json's tokenizer"""
+    w = G.Writer()
+    pre = pre_of(json.load(open(tok_json, encoding="utf-8")))
+    w.add("general.architecture", G.STRING, {"qwen2": "qwen3", "llama-bpe": "llama"}.get(pre, "gpt2"))
+    w.add("general.name", G.STRING, Path(tok_json).stem)
+    add_tokenizer(w, tok_json, {})
+    w.write(out)
 
 
 def add_base(w, a, cfg):
@@ -208,7 +227,8 @@ def convert(model_dir, out, want, target_dir=None):
     add_base(w, arch, cfg)
     if drafter:
         add_dflash(w, cfg)
-    add_tokenizer(w, target_dir if drafter else model_dir, cfg, arch)
+    tok_dir = target_dir if drafter else model_dir
+    add_tokenizer(w, Path(tok_dir) / "tokenizer.json" if tok_dir else None, cfg)
     heads = cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads", heads)
     for name, a in sorted(read_safetensors(model_dir).items()):
@@ -230,6 +250,8 @@ def main():
     ap.add_argument("out", nargs="?")
     ap.add_argument("--type", default="F16", choices=list(TYPES))
     ap.add_argument("--target-dir")
+    ap.add_argument("--tokenizer-only", action="store_true",
+                    help="SRC is a tokenizer.json: write a vocabulary-only GGUF")
     ap.add_argument("--embedded", action="store_true",
                     help="convert models/tiny-qwen3 and its two drafters into SRC/")
     a = ap.parse_args()
@@ -245,6 +267,9 @@ def main():
         return
     if not a.out:
         ap.error("OUT.gguf is required")
+    if a.tokenizer_only:
+        tokenizer_only(a.src, a.out)
+        return
     convert(a.src, a.out, t, a.target_dir)
 
 

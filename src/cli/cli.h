@@ -3,6 +3,8 @@
 #ifndef DB_CLI_H
 #define DB_CLI_H
 
+#include "text/tokenizer.h"
+
 #include <stddef.h>
 
 int db_cmd_generate(int argc, char **argv, char *err, size_t errlen);
@@ -12,5 +14,9 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_run(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_plan(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_bench(int argc, char **argv, char *err, size_t errlen);
+
+/* A tokenizer from `path`: a tokenizer.json, a directory holding one, or a GGUF model (file or
+ * directory) whose tokenizer.ggml.* metadata stands in for it (cli_tokenize.c). */
+int db_cli_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen);
 
 #endif

@@ -554,7 +554,7 @@ static int prepare_prompts(run_ctx *c, char *err, size_t errlen)
     for (int d = 0; d < sw->n_dataset && !synth_only(c); d++)
         need_tok |= !db_dataset_is_synthetic(sw->dataset[d], NULL);
     c->tmpl = DB_CHAT_NONE;
-    if (need_tok) rc = db_tokenizer_load(&c->tok, sw->target, err, errlen);
+    if (need_tok) rc = db_cli_tokenizer_load(&c->tok, sw->target, err, errlen);
     if (!rc && need_tok) {
         if (strcmp(sw->chat_template, "auto") == 0)
             c->tmpl = db_chat_template_detect(&c->tok, c->tcfg.model_type);

@@ -7,6 +7,11 @@
 #include "engine/session.h"
 #include "text/tokenizer.h"
 #include "base/util.h"
+#include "model/gguf_model.h"
+
+#include <cjson/cJSON.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +22,7 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
     const char *path = NULL, *tmpl_name = "none";
     int decode = 0, no_special = 0, thinking = 0, help = 0;
     const db_opt opts[] = {
-        {"tokenizer", 0, "FILE", "tokenizer.json, or a model directory holding one", NULL, DB_OPT_STR, &path},
+        {"tokenizer", 0, "FILE", "tokenizer.json, a model directory holding one, or a GGUF model", NULL, DB_OPT_STR, &path},
         {"decode", 0, NULL, "read ids (commas or whitespace), write the text", NULL, DB_OPT_FLAG, &decode},
         {"no-special", 0, NULL, "special tokens in the text stay plain text", NULL, DB_OPT_FLAG, &no_special},
         {"chat-template", 0, "NAME", "wrap the text as one user turn: none (default), auto, chatml, llama3", NULL, DB_OPT_STR, &tmpl_name},
@@ -32,7 +37,7 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
     db_chat_template tmpl;
     if ((rc = db_chat_template_parse(tmpl_name, &tmpl, err, errlen))) return rc;
     db_tokenizer tok;
-    if ((rc = db_tokenizer_load(&tok, path, err, errlen))) return rc;
+    if ((rc = db_cli_tokenizer_load(&tok, path, err, errlen))) return rc;
     char *in = NULL, *text = NULL;
     size_t len = 0;
     int *ids = NULL, n = 0;
@@ -57,5 +62,24 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
     free(text);
     free(ids);
     db_tokenizer_free(&tok);
+    return rc;
+}
+
+int db_cli_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen)
+{
+    char gp[1024], tj[1100];
+    struct stat sb;
+    /* a directory with its own tokenizer.json keeps it, GGUF or not */
+    int dir_json = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+                   db_path_join(tj, sizeof tj, path, "tokenizer.json") == 0 && access(tj, F_OK) == 0;
+    int g = dir_json ? 0 : db_gguf_resolve(path, gp, sizeof gp, err, errlen);
+    if (g < 0) return g;
+    if (!g) return db_tokenizer_load(tok, path, err, errlen);
+    memset(tok, 0, sizeof *tok);
+    cJSON *root;
+    int rc = db_gguf_tokenizer_json(gp, &root, err, errlen);
+    if (rc) return rc;
+    rc = db_tokenizer_from_json(tok, root, gp, err, errlen);
+    cJSON_Delete(root);
     return rc;
 }

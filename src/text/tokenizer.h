@@ -36,6 +36,11 @@ typedef struct {
  * freed (db_tokenizer_free is still safe to call). */
 int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen);
 void db_tokenizer_free(db_tokenizer *tok);
+/* Load from a parsed tokenizer.json (a cJSON object; for tokenizers that come from elsewhere,
+ * such as a GGUF file's metadata); `label` names the source in errors and in tok->path. */
+struct cJSON;
+int db_tokenizer_from_json(db_tokenizer *tok, const struct cJSON *root, const char *label,
+                           char *err, size_t errlen);
 
 /* Encode text[0..len) (any bytes, NUL included; must be well-formed UTF-8, else DB_EINPUT
  * naming the byte offset). *ids is malloc'd (free it; non-NULL even when *n is 0). */

@@ -475,13 +475,25 @@ int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t err
         return db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON (near byte %zu)", tok->path, off);
     }
     free(text);
+    char label[sizeof tok->path];
+    memcpy(label, tok->path, sizeof label);
+    rc = db_tokenizer_from_json(tok, root, label, err, errlen);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int db_tokenizer_from_json(db_tokenizer *tok, const cJSON *root, const char *label, char *err,
+                           size_t errlen)
+{
+    int rc;
+    memset(tok, 0, sizeof *tok);
+    snprintf(tok->path, sizeof tok->path, "%s", label);
     tok->s = db_calloc(1, sizeof *tok->s);
     if (!tok->s) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     else if (!cJSON_IsObject(root))
         rc = db_fail(err, errlen, DB_EINPUT, "%s: not a JSON object", tok->path);
     else
         rc = load_json(tok, root, tok->path, err, errlen);
-    cJSON_Delete(root);
     if (rc) db_tokenizer_free(tok);
     return rc;
 }
