@@ -15,6 +15,9 @@ int db_load_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char
     int64_t dims[2] = {rows, cols};
     int rc = db_st_expect(st, name, 2, dims, &t, err, errlen);
     if (rc) return rc;
+    if (db_dtype_is_quant(t->dtype) && !be->quant_weights)
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is %s: backend %s runs f32/f16/bf16 weights only",
+                       db_st_file_of(st, t), name, db_dtype_name(t->dtype), be->ops->name);
     if (db_weight_upload(be, w, t->data, t->dtype, rows, cols) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot upload tensor '%s' (%zu bytes)",
                        db_st_file_of(st, t), name, t->nbytes);
