@@ -1026,6 +1026,19 @@ static void op_attention_out_of_memory(void)
 #endif
 }
 
+/* a deterministic and a default CPU backend, all threads; 1 (after "Bail out!") on failure */
+static int open_pair(db_backend **det, db_backend **fast)
+{
+    char err[256];
+    db_backend_opts od = {.threads = 0, .deterministic = 1}, of = {.threads = 0};
+    if (db_backend_create("cpu", &od, det, err, sizeof err) ||
+        db_backend_create("cpu", &of, fast, err, sizeof err)) {
+        printf("Bail out! %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
 int main(void)
 {
     db_rng_seed(&rng, 20240611);
@@ -1065,12 +1078,7 @@ int main(void)
         /* the backend with each kernel forced through the environment, as a user would */
         setenv("DB_CPU_KERNEL", names[i], 1);
         db_backend *det = NULL, *fast = NULL;
-        db_backend_opts od = {.threads = 0, .deterministic = 1}, of = {.threads = 0};
-        if (db_backend_create("cpu", &od, &det, err, sizeof err) ||
-            db_backend_create("cpu", &of, &fast, err, sizeof err)) {
-            printf("Bail out! %s\n", err);
-            return 1;
-        }
+        if (open_pair(&det, &fast)) return 1;
         tap_ok(strcmp(det->simd, names[i]) == 0, "DB_CPU_KERNEL=%s forces that kernel (%s)",
                names[i], det->simd);
         tap_diag("cpu backend: %s, %d threads, simd %s", det->device_name, det->threads, det->simd);
@@ -1089,12 +1097,7 @@ int main(void)
     unsetenv("DB_CPU_KERNEL");
 
     db_backend *det = NULL, *fast = NULL;
-    db_backend_opts od = {.threads = 0, .deterministic = 1}, of = {.threads = 0};
-    if (db_backend_create("cpu", &od, &det, err, sizeof err) ||
-        db_backend_create("cpu", &of, &fast, err, sizeof err)) {
-        printf("Bail out! %s\n", err);
-        return 1;
-    }
+    if (open_pair(&det, &fast)) return 1;
 
     /* 3. the other ops */
     op_rmsnorm(fast);
