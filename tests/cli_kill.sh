@@ -11,10 +11,8 @@ set -u
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
 ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
 . "$ROOT/tests/tap.sh"
-PY=/usr/bin/python3
-CHECK="$ROOT/tests/results_check.py"
 need_models
-[ -x "$PY" ] || skip_all "/usr/bin/python3 (checks the results directories) is missing"
+need_results_check
 make_tmp kill
 cd "$ROOT" || exit 1
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1

@@ -12,12 +12,10 @@ set -u
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
 ROOT=${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}
 . "$ROOT/tests/tap.sh"
-PY=/usr/bin/python3
-CHECK="$ROOT/tests/results_check.py"
 TARGET="$ROOT/models/tiny-qwen3"
 DRAFTER="$ROOT/models/tiny-qwen3-dflash2-b16"
 need_models
-[ -x "$PY" ] || skip_all "/usr/bin/python3 (checks the results directories) is missing"
+need_results_check
 make_tmp fault
 cd "$ROOT" || exit 1
 # sanitizer reports must not be mistaken for the exit status 1 under test

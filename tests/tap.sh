@@ -3,6 +3,8 @@
 #   diag < TEXT             TEXT as TAP comments
 #   skip_all REASON         the plan "1..0 # SKIP REASON", then exit 0
 #   need_models             skip_all unless the embedded pair is in $DB_SOURCE_ROOT/models/
+#   need_results_check      skip_all without /usr/bin/python3; sets PY and CHECK
+#                           (tests/results_check.py: is a results directory consistent)
 #   make_tmp NAME           a fresh directory in $tmp, removed on exit
 #   done_testing            the plan line; the exit status says whether every test passed
 #   run ARGS...             $BIN ARGS, stdout into $out, stderr into $errf, status in $rc
@@ -24,6 +26,11 @@ need_models() {
     local m="${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}/models"
     [ -f "$m/tiny-qwen3/config.json" ] && [ -f "$m/tiny-qwen3-dflash2-b16/config.json" ] ||
         skip_all "the embedded pair is not in models/"
+}
+need_results_check() {
+    PY=/usr/bin/python3
+    CHECK="${DB_SOURCE_ROOT:?DB_SOURCE_ROOT not set}/tests/results_check.py"
+    [ -x "$PY" ] || skip_all "/usr/bin/python3 (checks the results directories) is missing"
 }
 make_tmp() {
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-$1-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
