@@ -28,6 +28,7 @@
  * dmin * m): the reference quantizer computes the same expressions in float32. */
 #include "config.h"
 #include "backend.h"
+#include "quant.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -37,18 +38,6 @@ static float ld_f16(const uint8_t *p)
     uint16_t h;
     memcpy(&h, p, 2);
     return db_f16_to_f32(h);
-}
-
-/* the 6-bit scale and min of sub-block j of a Q4_K / Q5_K block */
-static void scale_min_k4(int j, const uint8_t *sc, int *s, int *m)
-{
-    if (j < 4) {
-        *s = sc[j] & 63;
-        *m = sc[j + 4] & 63;
-    } else {
-        *s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
-        *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-    }
 }
 
 static void dequant_q8_0(float *y, const uint8_t *b)
@@ -73,8 +62,8 @@ static void dequant_qk45(float *y, const uint8_t *sc, const uint8_t *qh, const u
 {
     for (int c = 0; c < 4; c++) {
         int s0, m0, s1, m1;
-        scale_min_k4(2 * c, sc, &s0, &m0);
-        scale_min_k4(2 * c + 1, sc, &s1, &m1);
+        db_scale_min_k4(2 * c, sc, &s0, &m0);
+        db_scale_min_k4(2 * c + 1, sc, &s1, &m1);
         float d0 = d * (float)s0, mm0 = dmin * (float)m0;
         float d1 = d * (float)s1, mm1 = dmin * (float)m1;
         for (int l = 0; l < 32; l++) {

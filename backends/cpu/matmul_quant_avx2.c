@@ -7,6 +7,7 @@
  * 24-31, and the row result is hsum(a0 + a1) — the same for every tile size, so batch-invariant. */
 #include "config.h"
 #include "matmul_quant.h"
+#include "quant.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -23,17 +24,6 @@ static inline float ld_f16(const uint8_t *p)
 static inline __m256i u8x8(const uint8_t *p)
 {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
-}
-
-static inline void scale_min_k4(int j, const uint8_t *sc, int *s, int *m)
-{
-    if (j < 4) {
-        *s = sc[j] & 63;
-        *m = sc[j + 4] & 63;
-    } else {
-        *s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
-        *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-    }
 }
 
 /* group g (values 32g..32g+31) of a weight row -> w[4] */
@@ -61,7 +51,7 @@ static inline __attribute__((always_inline)) void dequant32(db_dtype dt, const u
         int five = dt == DB_Q5_K, j = g & 7, c = j >> 1, s, m;
         const uint8_t *b = row + (size_t)(g >> 3) * (five ? 176 : 144);
         const uint8_t *qs = b + (five ? 48 : 16) + 32 * c, *qh = b + 16;
-        scale_min_k4(j, b + 4, &s, &m);
+        db_scale_min_k4(j, b + 4, &s, &m);
         __m256 d = _mm256_set1_ps(ld_f16(b) * (float)s), mn = _mm256_set1_ps(ld_f16(b + 2) * (float)m);
         for (int k = 0; k < 4; k++) {
             __m256i v = u8x8(qs + 8 * k);
@@ -126,21 +116,7 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                                                       const void *w, int n, int O, int I, int o0,
                                                       int o1, int accumulate)
 {
-    size_t rb = db_dtype_bytes(dt, (size_t)I);
-    for (int o = o0; o < o1; o++) {
-        const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
-        int r = 0;
-        for (; r + 4 <= n; r += 4)
-            tile(4, dt, y + (size_t)r * O, x + (size_t)r * I, row, O, I, o, accumulate);
-        float *yr = y + (size_t)r * O;
-        const float *xr = x + (size_t)r * I;
-        switch (n - r) {
-        case 3: tile(3, dt, yr, xr, row, O, I, o, accumulate); break;
-        case 2: tile(2, dt, yr, xr, row, O, I, o, accumulate); break;
-        case 1: tile(1, dt, yr, xr, row, O, I, o, accumulate); break;
-        default: break;
-        }
-    }
+    DB_QUANT_ROWS(tile, dt, y, x, w, n, O, I, o0, o1, accumulate);
 }
 
 void db_matmul_quant_avx2(float *y, const float *x, const void *w, db_dtype dt, int n, int O,

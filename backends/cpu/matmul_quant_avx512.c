@@ -6,6 +6,7 @@
  * result is reduce(a0 + a1) in a fixed order — the same for every tile, so batch-invariant. */
 #include "config.h"
 #include "matmul_quant.h"
+#include "quant.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -22,17 +23,6 @@ static inline float ld_f16(const uint8_t *p)
 static inline __m512i u8x16(const uint8_t *p)
 {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-}
-
-static inline void scale_min_k4(int j, const uint8_t *sc, int *s, int *m)
-{
-    if (j < 4) {
-        *s = sc[j] & 63;
-        *m = sc[j + 4] & 63;
-    } else {
-        *s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
-        *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-    }
 }
 
 /* group g (values 32g..32g+31) of a weight row -> w[2] */
@@ -60,7 +50,7 @@ static inline __attribute__((always_inline)) void dequant32(db_dtype dt, const u
         int five = dt == DB_Q5_K, j = g & 7, c = j >> 1, s, m;
         const uint8_t *b = row + (size_t)(g >> 3) * (five ? 176 : 144);
         const uint8_t *qs = b + (five ? 48 : 16) + 32 * c, *qh = b + 16;
-        scale_min_k4(j, b + 4, &s, &m);
+        db_scale_min_k4(j, b + 4, &s, &m);
         __m512 d = _mm512_set1_ps(ld_f16(b) * (float)s), mn = _mm512_set1_ps(ld_f16(b + 2) * (float)m);
         for (int k = 0; k < 2; k++) {
             __m512i v = u8x16(qs + 16 * k);
@@ -123,21 +113,7 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                                                       const void *w, int n, int O, int I, int o0,
                                                       int o1, int accumulate)
 {
-    size_t rb = db_dtype_bytes(dt, (size_t)I);
-    for (int o = o0; o < o1; o++) {
-        const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
-        int r = 0;
-        for (; r + 4 <= n; r += 4)
-            tile(4, dt, y + (size_t)r * O, x + (size_t)r * I, row, O, I, o, accumulate);
-        float *yr = y + (size_t)r * O;
-        const float *xr = x + (size_t)r * I;
-        switch (n - r) {
-        case 3: tile(3, dt, yr, xr, row, O, I, o, accumulate); break;
-        case 2: tile(2, dt, yr, xr, row, O, I, o, accumulate); break;
-        case 1: tile(1, dt, yr, xr, row, O, I, o, accumulate); break;
-        default: break;
-        }
-    }
+    DB_QUANT_ROWS(tile, dt, y, x, w, n, O, I, o0, o1, accumulate);
 }
 
 void db_matmul_quant_avx512(float *y, const float *x, const void *w, db_dtype dt, int n, int O,

@@ -39,19 +39,5 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, float
 void db_matmul_quant_neon(float *y, const float *x, const void *w, db_dtype dt, int n, int O,
                           int I, int o0, int o1, int accumulate)
 {
-    size_t rb = db_dtype_bytes(dt, (size_t)I);
-    for (int o = o0; o < o1; o++) {
-        const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
-        int r = 0;
-        for (; r + 4 <= n; r += 4)
-            tile(4, dt, y + (size_t)r * O, x + (size_t)r * I, row, O, I, o, accumulate);
-        float *yr = y + (size_t)r * O;
-        const float *xr = x + (size_t)r * I;
-        switch (n - r) {
-        case 3: tile(3, dt, yr, xr, row, O, I, o, accumulate); break;
-        case 2: tile(2, dt, yr, xr, row, O, I, o, accumulate); break;
-        case 1: tile(1, dt, yr, xr, row, O, I, o, accumulate); break;
-        default: break;
-        }
-    }
+    DB_QUANT_ROWS(tile, dt, y, x, w, n, O, I, o0, o1, accumulate);
 }
