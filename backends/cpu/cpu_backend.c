@@ -50,6 +50,30 @@ static void latch(db_backend *be, const char *what, size_t bytes)
     snprintf(be->err, sizeof be->err, "%s: cannot allocate %zu bytes of scratch memory", what, bytes);
 }
 
+/* One scratch row of `width` floats per OpenMP thread, allocated before a team starts so that a
+ * failure is one clean error rather than one per thread; NULL when the memory is not there. */
+static float *thread_scratch(size_t width, int *nthreads, size_t *bytes)
+{
+#if HAVE_OPENMP
+    *nthreads = omp_get_max_threads();
+#else
+    *nthreads = 1;
+#endif
+    *bytes = sizeof(float) * width * (size_t)*nthreads;
+    return malloc(*bytes);
+}
+
+/* the calling thread's row of a thread_scratch block (inside the team of that size) */
+static float *thread_row(float *scratch, size_t width)
+{
+#if HAVE_OPENMP
+    return scratch + (size_t)omp_get_thread_num() * width;
+#else
+    (void)width;
+    return scratch;
+#endif
+}
+
 /* Each allocation carries its size in a header so bytes_in_use stays exact. */
 typedef struct {
     size_t bytes;
@@ -263,17 +287,11 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
     const cpu_ctx *c = be->ctx;
     int group = nh / nkv;
     size_t kvw = (size_t)nkv * hd;
-    int maxk = 1;
+    int maxk = 1, nthreads;
     for (int r = 0; r < n; r++)
         if (rows[r].key_hi - rows[r].key_lo > maxk) maxk = rows[r].key_hi - rows[r].key_lo;
-#if HAVE_OPENMP
-    int nthreads = omp_get_max_threads();
-#else
-    int nthreads = 1;
-#endif
-    /* one score row per thread, allocated before the team starts so a failure is one latch */
-    size_t bytes = sizeof(float) * (size_t)maxk * (size_t)nthreads;
-    float *scratch = malloc(bytes);
+    size_t bytes;
+    float *scratch = thread_scratch((size_t)maxk, &nthreads, &bytes); /* a score row per thread */
     if (!scratch) {
         latch(be, "attention", bytes);
         return;
@@ -282,11 +300,7 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
 #pragma omp parallel num_threads(nthreads) if ((size_t)n * nh * (rows[n - 1].key_hi + 1) * hd > 65536)
 #endif
     {
-#if HAVE_OPENMP
-        float *sc = scratch + (size_t)omp_get_thread_num() * maxk;
-#else
-        float *sc = scratch;
-#endif
+        float *sc = thread_row(scratch, (size_t)maxk);
         /* tasks in (kv head, row, head of its group) order, split into contiguous ranges: a
          * thread's consecutive tasks read the same K/V rows (the rows of one request in a
          * verify or prefill, the heads of one group), so they come from its own cache */
@@ -461,13 +475,9 @@ static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int
         snprintf(be->err, sizeof be->err, "pair_scores: codebook rank mismatch");
         return -1;
     }
-#if HAVE_OPENMP
-    int nthreads = omp_get_max_threads();
-#else
-    int nthreads = 1;
-#endif
-    size_t bytes = sizeof(float) * (size_t)r * (size_t)nthreads;
-    float *scratch = malloc(bytes); /* one row of pred * g per thread */
+    int nthreads;
+    size_t bytes;
+    float *scratch = thread_scratch((size_t)r, &nthreads, &bytes); /* a row of pred * g per thread */
     if (!scratch) {
         snprintf(be->err, sizeof be->err, "pair_scores: cannot allocate %zu bytes of scratch memory", bytes);
         return -1;
@@ -476,11 +486,7 @@ static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int
 #pragma omp parallel for schedule(static) num_threads(nthreads) if (n > 1 && (size_t)n * k * k * r > 65536)
 #endif
     for (int t = 0; t < n; t++) {
-#if HAVE_OPENMP
-        float *tmp = scratch + (size_t)omp_get_thread_num() * r;
-#else
-        float *tmp = scratch;
-#endif
+        float *tmp = thread_row(scratch, (size_t)r);
         for (int i = 0; i < k; i++) {
             size_t pi = (size_t)prev[(size_t)t * k + i] * r;
             for (int q = 0; q < r; q++) tmp[q] = weight_elem(pred, pi + q) * g[(size_t)t * r + q];
