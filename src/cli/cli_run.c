@@ -23,6 +23,7 @@
 #include "bench/profile.h"
 #include "engine/session.h"
 #include "bench/sweep.h"
+#include "bench/sweep_record.h"
 #include "model/synthetic.h"
 #include "text/tokenizer.h"
 #include "base/paths.h"
@@ -140,56 +141,6 @@ static db_cmd_opts run_options(run_ctx *c)
                          opts, n, db_variants_help};
 }
 
-/* keys that do not change what a resumed run measures (the stdout format; the directory is
- * --resume's own) */
-static int key_free_on_resume(const char *k) { return !strcmp(k, "output") || !strcmp(k, "out"); }
-
-/* --resume DIR: the sweep recorded in DIR/meta.json ("sweep": key -> value); 1 when there is
- * none (a run of an older version, or no meta.json) */
-static int recorded_sweep(const char *dir, db_sweep *sw, char *err, size_t errlen)
-{
-    char path[1200], *text = NULL;
-    size_t len;
-    if (db_path_join(path, sizeof path, dir, "meta.json") != 0 || access(path, F_OK) != 0) return 1;
-    int rc = db_read_file(path, &text, &len, err, errlen);
-    if (rc) return rc;
-    cJSON *j = cJSON_Parse(text), *rec = cJSON_GetObjectItemCaseSensitive(j, "sweep"), *e;
-    free(text);
-    if (!cJSON_IsObject(rec)) {
-        cJSON_Delete(j);
-        return j ? 1 : db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON", path);
-    }
-    db_sweep_init(sw);
-    cJSON_ArrayForEach(e, rec)
-    {
-        if (!rc && !cJSON_IsString(e)) rc = db_fail(err, errlen, DB_EINPUT, "%s: sweep.%s is not a string", path, e->string);
-        char why[512];
-        if (!rc && db_sweep_set(sw, e->string, e->valuestring, why, sizeof why))
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: recorded sweep: %s", path, why);
-    }
-    cJSON_Delete(j);
-    return rc;
-}
-
-/* the keys where a and b differ ("key: recorded X, given Y; ..."), those free on resume aside */
-static int sweep_diff(const db_sweep *a, const db_sweep *b, char *out, size_t n)
-{
-    size_t o = 0;
-    int nd = 0;
-    out[0] = 0;
-    for (int i = 0; db_sweep_key(i); i++) {
-        const char *k = db_sweep_key(i);
-        char x[2048], y[2048];
-        db_sweep_get(a, k, x, sizeof x);
-        db_sweep_get(b, k, y, sizeof y);
-        if (key_free_on_resume(k) || !strcmp(x, y)) continue;
-        if (o < n)
-            o += (size_t)snprintf(out + o, n - o, "%s%s (recorded '%s', given '%s')", nd ? "; " : "", k, x, y);
-        nd++;
-    }
-    return nd;
-}
-
 /* flags -> sweep keys, --config files first. With --resume DIR the sweep starts from the one
  * DIR/meta.json records; flags and --config may repeat it but not change it. */
 static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, size_t errlen)
@@ -204,7 +155,7 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
     db_sweep rec;
     int have_rec = 0;
     if (!rc && !*help && c->resume) {
-        rc = recorded_sweep(c->resume, &rec, err, errlen);
+        rc = db_sweep_recorded(c->resume, &rec, err, errlen);
         have_rec = rc == 0;
         if (rc == 1) {
             fprintf(stderr, "warning: %s/meta.json records no sweep (an older run): resuming with the flags given\n",
@@ -220,27 +171,12 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
     free(uses);
     if (!rc && !*help && have_rec) {
         char diff[2048];
-        int nd = sweep_diff(&rec, &c->sw, diff, sizeof diff);
+        int nd = db_sweep_diff(&rec, &c->sw, diff, sizeof diff);
         if (nd)
             return db_fail(err, errlen, DB_EINPUT, "--resume %s: %d setting%s differ from the recorded sweep: %s "
                            "(give --resume DIR alone, or start a new run)", c->resume, nd, nd > 1 ? "s" : "", diff);
     }
     return rc || *help ? rc : db_sweep_validate(&c->sw, err, errlen);
-}
-
-/* the sweep as meta.json records it, for --resume */
-static cJSON *sweep_json(const db_sweep *sw)
-{
-    cJSON *o = cJSON_CreateObject();
-    for (int i = 0; o && db_sweep_key(i); i++) {
-        char v[2048];
-        if (strcmp(db_sweep_key(i), "out") != 0 && db_sweep_get(sw, db_sweep_key(i), v, sizeof v) == 0 &&
-            !cJSON_AddStringToObject(o, db_sweep_key(i), v)) {
-            cJSON_Delete(o); /* out of memory: a partial record would resume another sweep */
-            return NULL;
-        }
-    }
-    return o;
 }
 
 /* synthetic-<N>: max_samples prompts of N ids drawn uniformly from the vocabulary, seeded by
@@ -496,7 +432,7 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
 {
     const db_sweep *sw = &c->sw;
     db_run_meta_init(&c->meta, argc, argv, sw->seed, sw->label, time(NULL));
-    if (!(c->meta.sweep = sweep_json(sw))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!(c->meta.sweep = db_sweep_json(sw))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     find_models(&c->sw);
     int rc = db_sweep_points(sw, &c->keys, &c->nkeys, err, errlen);
     if (rc) return rc;
