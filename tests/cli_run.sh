@@ -5,6 +5,8 @@
 #   one header line, schema_version first, one summary row per point, rates in [0, 1],
 #   tau <= block size, speedup of ar == 1, acceptance rows per position, histogram shares sum to 1;
 #   -o csv: stdout parses as CSV and holds exactly summary.csv;
+#   interleaving: requests.csv's start_s and repetition show each round running every point of
+#   a group once, back to back, starting one point later each round (default -r 3);
 #   a run killed with SIGKILL mid-sweep and resumed has every point exactly once;
 #   the default sweep's shape on a tiny budget: `dflash` rows name the DFlash 1 checkpoint and its
 #   sha256 (hashed here with hashlib), the DFlash 2 variants the v2 checkpoint;
@@ -70,8 +72,9 @@ for a in acc:
     for k in ('conditional_rate', 'survival_rate', 'recall_at_1', 'recall_at_k'):
         if a[k] != '' and not (0.0 <= float(a[k]) <= 1.0):
             problems.append(f"{a['point_id']} position {a['position']}: {k} {a[k]} outside [0,1]")
-if len(reqs) != 6 * 3:
-    problems.append(f'{len(reqs)} request rows, expected 18')
+R = int(summ[0]['repetitions']) if summ else 0
+if len(reqs) != 6 * 3 * R:
+    problems.append(f'{len(reqs)} request rows, expected 6 points x 3 prompts x {R} repetitions')
 with open(stdout_csv, newline='') as f:
     out = list(csv.reader(f))
 with open(os.path.join(d, 'summary.csv'), newline='') as f:
@@ -83,6 +86,34 @@ EOF
 )
 ok "$([ "$check" = OK ]; echo $?)" "tiny sweep files: headers, 6 points, rates in [0,1], tau <= B, ar speedup 1, positions, shares, -o csv == summary.csv"
 [ "$check" = OK ] || echo "$check" | sed 's/^/# /'
+
+# ---- interleaved rounds: requests.csv shows the order ----
+check=$("$PY" - "$tmp/r1" <<'EOF'
+import csv, sys, os, collections
+d = sys.argv[1]
+summ = list(csv.DictReader(open(os.path.join(d, 'summary.csv'), newline='')))
+reqs = list(csv.DictReader(open(os.path.join(d, 'requests.csv'), newline='')))
+problems = []
+order = [r['point_id'] for r in summ]          # sweep order
+group = lambda pid: pid.split('|')[4]           # c<concurrency>: the group here
+for g in sorted({group(p) for p in order}):
+    pts = [p for p in order if group(p) == g]
+    rows = sorted((r for r in reqs if group(r['point_id']) == g), key=lambda r: float(r['start_s']))
+    # runs of (point, repetition) in time order
+    runs = []
+    for r in rows:
+        key = (r['point_id'], int(r['repetition']))
+        if not runs or runs[-1] != key:
+            runs.append(key)
+    R = int(summ[0]['repetitions'])
+    want = [(pts[(j + rep) % len(pts)], rep) for rep in range(R) for j in range(len(pts))]
+    if R < 2 or runs != want:
+        problems.append(f'{g}: R {R}, order {[(p.split("|")[2], rr) for p, rr in runs]}')
+print('\n'.join(problems) if problems else 'OK')
+EOF
+)
+ok "$([ "$check" = OK ]; echo $?)" "requests.csv: every round runs each point of a group once, back to back, rotated by the round"
+[ "$check" = OK ] || echo "$check" | diag
 
 # ---- kill mid-sweep, then resume ----
 "$BIN" run "${common[@]}" --variant ar,dflash2-bare,dflash2 -c 1,2,3 -B 4,8 --out "$tmp/r2" -o md \

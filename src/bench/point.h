@@ -28,6 +28,9 @@ typedef struct {
     int n_prompts;
     int repetitions;
     double *wall_s;        /* [repetitions] timed-phase seconds */
+    double *rep_start_s;   /* [repetitions] start of each timed pass, seconds since the
+                            * invocation's first; NULL when not recorded (loaded baselines) */
+    long major_faults;     /* major page faults during the timed passes */
     db_req_stats *reqs;    /* [repetitions * n_prompts]; request i of rep r at r*n_prompts + i */
     double peak_mem_mib;   /* backend bytes_peak (weights + caches + activations), MiB */
     double predicted_tok_s; /* roofline prediction, 0 when none */
@@ -38,6 +41,7 @@ typedef struct {
     double wall_s;              /* mean */
     double throughput_tok_s;    /* mean over repetitions */
     double throughput_stddev;   /* sample stddev over repetitions (0 for one) */
+    int stable;                 /* 0: stddev / mean throughput > 0.10, or speedup > tau */
     double speedup;             /* throughput / throughput(ar, same key but variant); NAN if none */
     double speedup_ci_lo, speedup_ci_hi; /* 95% bootstrap over prompts, paired with ar */
     double tau;                 /* tokens committed per drafting cycle (prefill excluded) */

@@ -62,7 +62,7 @@ void db_sweep_init(db_sweep *s)
     s->max_new_tokens = 64;
     s->max_samples = 8;
     s->seed = 0;
-    s->repetitions = 1;
+    s->repetitions = 3;
     s->warmup = 1;
     strcpy(s->target, "models/tiny-qwen3");
     strcpy(s->drafter, "models/tiny-qwen3-dflash2-b16");

@@ -11,6 +11,7 @@
  * prompts and the same per-request seeds, so speedup pairs with `ar` prompt by prompt. */
 #include "bench/capacity.h"
 #include "bench/drafter_set.h"
+#include "bench/machine_load.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/engine.h"
@@ -60,6 +61,7 @@ typedef struct {
     const char *tpath;    /* target checkpoint directory, or (synthetic) its config */
     db_drafter_set ds;    /* the drafters the variants run, one per checkpoint */
     int dslot;            /* the slot of the point being measured, -1 for none */
+    double t_origin;      /* db_now() at the first timed pass: requests.csv's start_s origin */
     db_tokenizer tok;
     db_chat_template tmpl;
     prompt_set *sets;
@@ -101,7 +103,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"max-new-tokens", 'n', "N", "tokens generated per request (default 64)", "max_new_tokens", DB_OPT_SWEEP, NULL},
         {"max-samples", 0, "N", "prompts per dataset (default 8)", "max_samples", DB_OPT_SWEEP, NULL},
         {"seed", 's', "N", "seed of sampling, prompt order and bootstrap (default 0)", "seed", DB_OPT_SWEEP, NULL},
-        {"repetitions", 'r', "N", "timed passes over the prompts per point (default 1)", "repetitions", DB_OPT_SWEEP, NULL},
+        {"repetitions", 'r', "N", "timed rounds: each runs ar and every variant of a dataset/concurrency group back to back, rotated (default 3)", "repetitions", DB_OPT_SWEEP, NULL},
         {"warmup", 0, "N", "untimed passes before them (default 1)", "warmup", DB_OPT_SWEEP, NULL},
         {"target", 't', "DIR", "target checkpoint directory (default models/tiny-qwen3)", "target", DB_OPT_SWEEP, NULL},
         {"drafter", 'd', "LIST", "drafter checkpoint: DIR for every variant, or VARIANT=DIR per variant (dflash2=DIR covers its ablations); default dflash=models/tiny-qwen3-dflash-b16, the rest models/tiny-qwen3-dflash2-b16", "drafter", DB_OPT_SWEEP, NULL},
@@ -354,38 +356,49 @@ static int timed_pass(run_ctx *c, const prompt_set *ps, const db_gen_params *p, 
     return rc;
 }
 
-static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, char *err, size_t errlen)
+/* the engine parameters of point k (and its drafter slot, in c->dslot) */
+static int point_params(run_ctx *c, const db_point_key *k, db_gen_params *p, prompt_set **ps, char *err,
+                        size_t errlen)
 {
-    prompt_set *ps = find_set(c, k->dataset);
+    *ps = find_set(c, k->dataset);
     db_variant v;
     c->dslot = db_drafter_set_of(&c->ds, &c->sw, k);
-    if (!ps || db_variant_parse(k->variant, &v) != 0)
+    if (!*ps || db_variant_parse(k->variant, &v) != 0)
         return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
-    db_gen_params p = {.variant = v, .block_size = k->block_size, .temperature = k->temperature,
-                       .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
-                       .seed = c->sw.seed, .ignore_eos = c->sw.synthetic};
+    *p = (db_gen_params){.variant = v, .block_size = k->block_size, .temperature = k->temperature,
+                         .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
+                         .seed = c->sw.seed, .ignore_eos = c->sw.synthetic};
     for (int i = 0; i < c->sw.n_profile; i++) /* replayed acceptance: "replay:<profile>" */
         if (!strncmp(k->acceptance_source, "replay:", 7) && !strcmp(k->acceptance_source + 7, c->sw.profile[i])) {
-            p.replay_rates = c->profiles[i].rate;
-            p.replay_n = c->profiles[i].n;
+            p->replay_rates = c->profiles[i].rate;
+            p->replay_n = c->profiles[i].n;
         }
+    return DB_OK;
+}
+
+/* raw's arrays for the sweep's repetitions, then the untimed warm-up passes over one batch of
+ * first turns */
+static int point_begin(run_ctx *c, const db_point_key *k, db_point_raw *raw, char *err, size_t errlen)
+{
+    db_gen_params p;
+    prompt_set *ps;
+    int rc = point_params(c, k, &p, &ps, err, errlen), R = c->sw.repetitions;
+    if (rc) return rc;
     int per_pass = 0;
     for (int j = 0; j < ps->ds.n; j++) per_pass += ps->ds.samples[j].n_turns;
     memset(raw, 0, sizeof *raw);
     raw->key = *k;
     raw->n_prompts = per_pass;
-    raw->repetitions = c->sw.repetitions;
-    raw->wall_s = calloc((size_t)c->sw.repetitions, sizeof(double));
-    raw->reqs = calloc((size_t)c->sw.repetitions * per_pass, sizeof(db_req_stats));
-    if (!raw->wall_s || !raw->reqs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    c->s.be->bytes_peak = c->s.be->bytes_in_use;
-    int rc = DB_OK;
-    /* warm-up: untimed passes over one batch of first turns */
+    raw->repetitions = R;
+    raw->wall_s = calloc((size_t)R, sizeof(double));
+    raw->rep_start_s = calloc((size_t)R, sizeof(double));
+    raw->reqs = calloc((size_t)R * per_pass, sizeof(db_req_stats));
+    if (!raw->wall_s || !raw->rep_start_s || !raw->reqs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     for (int w = 0; w < c->sw.warmup && !rc; w++) {
         int n = ps->ds.n < k->concurrency ? ps->ds.n : k->concurrency;
-        db_request *reqs = db_calloc((size_t)n, sizeof *reqs);
-        int *out = db_malloc(sizeof(int) * (size_t)n * k->max_new_tokens);
-        if (!reqs || !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the warm-up requests");
+        db_request *reqs = calloc((size_t)n, sizeof *reqs);
+        int *out = malloc(sizeof(int) * (size_t)n * k->max_new_tokens);
+        if (!reqs || !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         for (int j = 0; j < n && !rc; j++)
             reqs[j] = (db_request){.prompt = ps->ids[j], .n_prompt = ps->len[j], .out = out + (size_t)j * k->max_new_tokens};
         double t0 = -1;
@@ -393,13 +406,30 @@ static int measure_point(run_ctx *c, const db_point_key *k, db_point_raw *raw, c
         free(reqs);
         free(out);
     }
-    for (int r = 0; r < c->sw.repetitions && !rc; r++) {
-        int got;
-        rc = timed_pass(c, ps, &p, k->concurrency, raw->reqs + (size_t)r * per_pass, &got, &raw->wall_s[r], err, errlen);
-        if (!rc && got != per_pass) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, per_pass);
-    }
-    raw->peak_mem_mib = (double)c->s.be->bytes_peak / DB_MIB;
-    if (!rc && c->sw.predict)
+    return rc;
+}
+
+/* timed repetition r of the point: its start time, requests, wall time, page faults and the
+ * backend's peak memory */
+static int point_rep(run_ctx *c, db_point_raw *raw, int r, char *err, size_t errlen)
+{
+    db_gen_params p;
+    prompt_set *ps;
+    int rc = point_params(c, &raw->key, &p, &ps, err, errlen), got = 0;
+    if (rc) return rc;
+    c->s.be->bytes_peak = c->s.be->bytes_in_use;
+    db_load_sample a, b;
+    db_load_sample_now(&a);
+    if (c->t_origin < 0) c->t_origin = a.t;
+    raw->rep_start_s[r] = a.t - c->t_origin;
+    rc = timed_pass(c, ps, &p, raw->key.concurrency, raw->reqs + (size_t)r * raw->n_prompts, &got, &raw->wall_s[r],
+                    err, errlen);
+    db_load_sample_now(&b);
+    raw->major_faults += b.majflt - a.majflt;
+    double mib = (double)c->s.be->bytes_peak / DB_MIB;
+    if (mib > raw->peak_mem_mib) raw->peak_mem_mib = mib;
+    if (!rc && got != raw->n_prompts) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, raw->n_prompts);
+    if (!rc && r + 1 == raw->repetitions && c->sw.predict)
         raw->predicted_tok_s = db_roofline_point(&c->tcfg, c->dslot >= 0 ? &c->ds.slot[c->dslot].cfg : NULL, c->wdtype,
                                                  &c->hw, raw);
     return rc;
@@ -600,29 +630,6 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
     return rc;
 }
 
-/* one point: measure, summarize against its baseline, append to the files and the table */
-static int run_point(run_ctx *c, const db_point_key *k, const char *what, db_progress *prog, char *err,
-                     size_t errlen)
-{
-    db_point_raw *raw = &c->done[c->n_done];
-    int rc = measure_point(c, k, raw, err, errlen);
-    if (rc) {
-        db_point_raw_free(raw); /* not counted in n_done: freed here or never */
-        return rc;
-    }
-    c->n_done++;
-    db_point_raw loaded = {0};
-    const db_point_raw *base = find_baseline(c, &c->res, k, &loaded, err, errlen);
-    db_point_summary sum;
-    if (db_point_summarize(raw, base, c->sw.seed, &sum))
-        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory summarizing %s", what);
-    if (!rc) rc = db_results_append(&c->res, &c->meta, raw, &sum, err, errlen);
-    db_progress_clear(prog);
-    if (!rc) rc = db_out_point(&c->out, &c->meta, raw, &sum, err, errlen);
-    db_point_raw_free(&loaded);
-    return rc;
-}
-
 /* SIGINT / SIGTERM: the point (group) in progress is dropped at its next run boundary, the
  * completed ones stay, and the run stops with the command that resumes it. A second signal
  * kills at once (SA_RESETHAND). */
@@ -655,13 +662,105 @@ static int stopped(run_ctx *c, char *err, size_t errlen)
     return rc;
 }
 
-/* 7. every point not done yet (--resume keeps the done ones), with progress on stderr */
+/* a measured point: summary against its baseline, rows appended, the table line, and a warning
+ * when its numbers are not to be trusted */
+static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
+{
+    const db_point_key *k = &raw->key;
+    db_point_raw loaded = {0};
+    const db_point_raw *base = find_baseline(c, &c->res, k, &loaded, err, errlen);
+    db_point_summary sum;
+    int rc = DB_OK;
+    if (db_point_summarize(raw, base, c->sw.seed, &sum))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory summarizing %s %s", k->dataset, k->variant);
+    if (!rc) rc = db_results_append(&c->res, &c->meta, raw, &sum, err, errlen);
+    if (!rc) rc = db_out_point(&c->out, &c->meta, raw, &sum, err, errlen);
+    if (!rc && (!sum.stable || raw->major_faults > 0))
+        fprintf(stderr, "warning: %s %s B%d c%d T%g:%s%s%s\n", k->dataset, k->variant, k->block_size, k->concurrency,
+                k->temperature,
+                sum.throughput_stddev > 0.10 * sum.throughput_tok_s ? " throughput varies by more than 10% across repetitions;" : "",
+                sum.speedup > sum.tau ? " speedup above tau (no cycle costs less than a decode step): timing noise;" : "",
+                raw->major_faults > 0 ? " major page faults in the timed passes (weights read from disk)" : "");
+    db_point_raw_free(&loaded);
+    return rc;
+}
+
+/* the load around a group, in meta.json for each of its points; a warning when other processes
+ * held more than half a core */
+static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load_sample *a,
+                       const db_load_sample *b, char *err, size_t errlen)
+{
+    double other = db_load_other_cores(a, b), steal = db_load_steal(a, b);
+    if (other > 0.5)
+        fprintf(stderr, "warning: other processes held %.1f cores while %s c%d ran; its timings include their load\n",
+                other, raw[0].key.dataset, raw[0].key.concurrency);
+    if (!c->meta.points && !(c->meta.points = cJSON_CreateArray())) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    for (int j = 0; j < P; j++) {
+        char id[512];
+        db_point_id(&raw[j].key, id, sizeof id);
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(c->meta.points, o)) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        cJSON_AddStringToObject(o, "point_id", id);
+        cJSON_AddItemToObject(o, "start", db_load_json(a));
+        cJSON_AddItemToObject(o, "end", db_load_json(b));
+        cJSON_AddNumberToObject(o, "other_cores", isfinite(other) ? other : -1);
+        cJSON_AddNumberToObject(o, "steal_cores", isfinite(steal) ? steal : -1);
+        cJSON_AddNumberToObject(o, "major_faults", (double)raw[j].major_faults);
+    }
+    return DB_OK;
+}
+
+/* the points keys[i0, i1) share backend, dataset, temperature and concurrency: a group */
+static int group_end(const run_ctx *c, int i0)
+{
+    int i = i0 + 1;
+    const db_point_key *a = &c->keys[i0];
+    while (i < c->nkeys && !strcmp(c->keys[i].backend, a->backend) && !strcmp(c->keys[i].dataset, a->dataset) &&
+           c->keys[i].temperature == a->temperature && c->keys[i].concurrency == a->concurrency)
+        i++;
+    return i;
+}
+
+/* One group, the unit of work: each point's warm-up, then R rounds; round r runs every point
+ * once, starting at point r mod P (rotated), so a change of machine load falls on `ar` and
+ * the variants alike. Nothing is written before every round ran: a stopped or killed group
+ * leaves no point of it. */
+static int measure_group(run_ctx *c, int i0, int i1, char *err, size_t errlen)
+{
+    int P = i1 - i0, R = c->sw.repetitions, rc = DB_OK, began = 0;
+    db_point_raw *raw = &c->done[c->n_done];
+    db_load_sample a, b;
+    db_load_sample_now(&a);
+    for (; began < P && !rc; began++) rc = point_begin(c, &c->keys[i0 + began], &raw[began], err, errlen);
+    for (int r = 0; r < R && !rc; r++)
+        for (int j = 0; j < P && !rc; j++)
+            rc = stop_signal ? stopped(c, err, errlen) : point_rep(c, &raw[(j + r) % P], r, err, errlen);
+    db_load_sample_now(&b);
+    if (rc) {
+        for (int j = 0; j < began; j++) db_point_raw_free(&raw[j]); /* not counted in n_done */
+        return rc;
+    }
+    c->n_done += P;
+    rc = record_load(c, raw, P, &a, &b, err, errlen);
+    for (int j = 0; j < P && !rc; j++) rc = commit_point(c, &raw[j], err, errlen);
+    return rc ? rc : db_results_write_meta(&c->res, &c->meta, err, errlen);
+}
+
+/* 7. every group with a point not done yet (--resume keeps complete groups and runs a partly
+ *    written one again), with progress on stderr */
 static int measure_all(run_ctx *c, char *err, size_t errlen)
 {
     c->done = calloc((size_t)c->nkeys, sizeof *c->done);
     if (!c->done) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     int todo = 0, rc = DB_OK;
-    for (int i = 0; i < c->nkeys; i++) todo += !db_results_is_done(&c->res, &c->keys[i]);
+    for (int i0 = 0, i1; i0 < c->nkeys && !rc; i0 = i1) {
+        i1 = group_end(c, i0);
+        int done = 0;
+        for (int i = i0; i < i1; i++) done += db_results_is_done(&c->res, &c->keys[i]);
+        if (done > 0 && done < i1 - i0) /* its points must come from the same rounds */
+            rc = db_results_forget(&c->res, c->keys + i0, i1 - i0, err, errlen);
+        todo += done < i1 - i0 ? i1 - i0 : 0;
+    }
     db_progress prog;
     db_progress_begin(&prog, stderr, todo);
     if (c->resume && todo < c->nkeys) {
@@ -669,20 +768,19 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
         fprintf(stderr, "resume: %d of %d points already complete in %s\n", c->nkeys - todo, c->nkeys, c->out_dir);
     }
     catch_signals();
-    for (int i = 0; i < c->nkeys && !rc; i++) {
-        const db_point_key *k = &c->keys[i];
-        if (db_results_is_done(&c->res, k)) continue;
-        if (stop_signal) {
-            rc = stopped(c, err, errlen);
-            break;
-        }
+    c->t_origin = -1;
+    for (int i0 = 0, i1; i0 < c->nkeys && !rc; i0 = i1) {
+        i1 = group_end(c, i0);
+        if (db_results_is_done(&c->res, &c->keys[i0])) continue;
+        const db_point_key *k = &c->keys[i0];
         char what[160];
-        snprintf(what, sizeof what, "%s %s B%d c%d T%g", k->dataset, k->variant, k->block_size, k->concurrency,
-                 k->temperature);
+        snprintf(what, sizeof what, "%s c%d T%g: %d points x %d rounds", k->dataset, k->concurrency, k->temperature,
+                 i1 - i0, c->sw.repetitions);
         db_progress_start(&prog, what);
         double tp = db_now();
-        rc = run_point(c, k, what, &prog, err, errlen);
-        if (!rc) db_progress_done(&prog, what, db_now() - tp);
+        rc = measure_group(c, i0, i1, err, errlen);
+        db_progress_clear(&prog);
+        for (int i = i0; i < i1 && !rc; i++) db_progress_done(&prog, what, (db_now() - tp) / (i1 - i0));
     }
     db_progress_end(&prog);
     return rc;

@@ -57,7 +57,9 @@ void db_point_id(const db_point_key *k, char *buf, size_t n)
 void db_point_raw_free(db_point_raw *p)
 {
     free(p->wall_s);
+    free(p->rep_start_s);
     free(p->reqs);
+    p->rep_start_s = NULL;
     p->wall_s = NULL;
     p->reqs = NULL;
 }
@@ -107,11 +109,12 @@ static int shares(const db_point_raw *p, double **tok, double **tim)
     return 0;
 }
 
-/* throughput of one side on the resampled prompts idx[N] */
-static double resampled(const double *tok, const double *tim, int reps, int n, const int *idx)
+/* throughput of one side on the resampled prompts idx[N] and repetitions rep[reps] */
+static double resampled(const double *tok, const double *tim, int reps, int n, const int *idx, const int *rep)
 {
     double s = 0;
-    for (int r = 0; r < reps; r++) {
+    for (int q = 0; q < reps; q++) {
+        int r = rep[q];
         double a = 0, b = 0;
         for (int j = 0; j < n; j++) {
             a += tok[(size_t)r * (size_t)n + (size_t)idx[j]];
@@ -128,14 +131,19 @@ static int bootstrap_ci(const db_point_raw *p, const db_point_raw *ar, uint64_t 
     int n = p->n_prompts, rc = -1;
     double *tv = NULL, *sv = NULL, *ta = NULL, *sa = NULL, *boot = malloc(sizeof(double) * DB_BOOTSTRAP);
     int *idx = malloc(sizeof(int) * (size_t)n);
-    if (!boot || !idx || shares(p, &tv, &sv) || shares(ar, &ta, &sa)) goto out;
+    int R = p->repetitions, Ra = ar->repetitions, paired = R == Ra;
+    int *rp = malloc(sizeof(int) * (size_t)R), *ra = malloc(sizeof(int) * (size_t)Ra);
+    if (!boot || !idx || !rp || !ra || shares(p, &tv, &sv) || shares(ar, &ta, &sa)) goto out;
     db_rng rng;
     db_rng_seed(&rng, seed);
     int m = 0;
     for (int b = 0; b < DB_BOOTSTRAP; b++) {
         for (int j = 0; j < n; j++) idx[j] = (int)(db_rng_next(&rng) % (uint64_t)n);
-        double x = resampled(tv, sv, p->repetitions, n, idx) /
-                   resampled(ta, sa, ar->repetitions, n, idx);
+        /* repetitions too, the same ones on both sides when they were run in the same rounds
+         * (paired: a round's load hits both) */
+        for (int q = 0; q < R; q++) rp[q] = R > 1 ? (int)(db_rng_next(&rng) % (uint64_t)R) : q;
+        for (int q = 0; q < Ra; q++) ra[q] = paired ? rp[q] : Ra > 1 ? (int)(db_rng_next(&rng) % (uint64_t)Ra) : q;
+        double x = resampled(tv, sv, R, n, idx, rp) / resampled(ta, sa, Ra, n, idx, ra);
         if (isfinite(x)) boot[m++] = x;
     }
     *lo = db_quantile(boot, m, 0.025);
@@ -148,6 +156,8 @@ out:
     free(sa);
     free(boot);
     free(idx);
+    free(rp);
+    free(ra);
     return rc;
 }
 
@@ -230,5 +240,8 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
             bootstrap_ci(p, ar, seed, &o->speedup_ci_lo, &o->speedup_ci_hi) != 0)
             return DB_ERUNTIME;
     }
+    /* pyperf's rule (relative stddev above 10%), and a speedup no cycle costing at least one
+     * decode step can give */
+    o->stable = !(o->throughput_stddev > 0.10 * o->throughput_tok_s) && !(o->speedup > o->tau);
     return DB_OK;
 }

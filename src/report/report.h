@@ -7,13 +7,18 @@
  *   speedup = mean throughput / mean throughput of the `ar` point with the same key except
  *     variant and block size (1 for `ar` itself; NAN without a baseline).
  *   speedup CI: 95% percentile bootstrap, DB_BOOTSTRAP resamples of the N prompt indices with
- *     replacement, the SAME indices for the variant and for `ar` (paired). A prompt's time is
+ *     replacement, the SAME indices for the variant and for `ar` (paired), and of the R
+ *     repetitions with replacement, the SAME ones on both sides when both ran R (their rounds
+ *     were interleaved: repetition r of `ar` and of the variant ran back to back). A prompt's time is
  *     its share of the timed phase, time_ri = wall_r * e2e_ri / sum_j e2e_rj (its end-to-end
  *     latency share: under concurrency requests overlap, so wall time is split in proportion to
  *     how long each was in flight). A resample S gives mean_r(sum_S tok_ri / sum_S time_ri) per
- *     side and their ratio; with S = all prompts this is exactly the point estimate. The
+ *     side (over the resampled repetitions) and their ratio; with S = all prompts and every
+ *     repetition once this is exactly the point estimate. The
  *     resampling stream is db_rng seeded with `seed`, so the interval is reproducible. NAN when
  *     the two points do not have the same prompts (N differs).
+ *   stable = 0 when throughput_stddev > 0.10 * throughput (pyperf's rule) or speedup > tau (no
+ *     cycle that costs at least one decode step can give that: the timing is noise).
  *   tau = tokens committed by cycles / cycles over all requests (the prefill is no cycle; `ar`:
  *     1, each decode step commits one token); tokens_per_target_call = output tokens / (cycles +
  *     one prefill per request). Counting rules: engine.h.

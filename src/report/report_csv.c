@@ -120,6 +120,7 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "speedup", s->speedup);
     put_num(r, "speedup_ci_lo", s->speedup_ci_lo);
     put_num(r, "speedup_ci_hi", s->speedup_ci_hi);
+    put_int(r, "stable", s->stable);
     put_num(r, "tau", s->tau);
     put_num(r, "tokens_per_target_call", s->tokens_per_target_call);
     put_num(r, "oracle_tau", s->oracle_tau);
@@ -141,6 +142,7 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "verify_ms_per_cycle", s->verify_ms_per_cycle);
     put_num(r, "host_ms_per_cycle", s->host_ms_per_cycle);
     put_num(r, "peak_mem_mib", p->peak_mem_mib);
+    put_int(r, "major_faults", p->major_faults);
     put_num(r, "predicted_tok_s", p->predicted_tok_s > 0 ? p->predicted_tok_s : NAN);
     put_num(r, "measured_over_predicted", s->measured_over_predicted);
 }
@@ -191,6 +193,8 @@ static void request_row(row *r, const db_run_meta *m, const db_point_raw *p,
     common(r, m, &p->key);
     put_int(r, "prompt_index", idx % n);
     put_int(r, "repetition", idx / n);
+    /* when it was admitted, on the invocation's clock: the interleaving of ar and the variants */
+    put_num(r, "start_s", p->rep_start_s ? p->rep_start_s[idx / n] + q->t_admitted : NAN);
     put_int(r, "prompt_tokens", q->prompt_tokens);
     put_int(r, "output_tokens", q->output_tokens);
     put_int(r, "cycles", q->cycles);

@@ -66,11 +66,14 @@ static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
     snprintf(var, sizeof var, "%s%s%s%s", k->variant, strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? " (" : "",
              strcmp(k->acceptance_source, "measured") ? k->acceptance_source : "",
              strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? ")" : "");
-    return fprintf(f, "| %s | %s | %s | %d | %g | %s ± %s | %s%s%s | %s | %s | %s |\n",
+    /* a spread needs two repetitions at least; an unstable row says so next to its numbers */
+    char spread[48] = "";
+    if (p->repetitions >= 2) snprintf(spread, sizeof spread, " ± %s", fx(sd, sizeof sd, 1, s->throughput_stddev));
+    return fprintf(f, "| %s | %s | %s | %d | %g | %s%s%s | %s%s%s | %s | %s | %s |\n",
                    md_cell(dsb, sizeof dsb, ds), md_cell(vb, sizeof vb, var), bs, k->concurrency,
                    (double)k->temperature,
-                   fx(tp, sizeof tp, 1, s->throughput_tok_s),
-                   fx(sd, sizeof sd, 1, s->throughput_stddev), fx(sp, sizeof sp, 2, s->speedup),
+                   fx(tp, sizeof tp, 1, s->throughput_tok_s), spread, s->stable ? "" : " (unstable)",
+                   fx(sp, sizeof sp, 2, s->speedup),
                    isfinite(s->speedup) ? "x" : "", ci, fx(tau, sizeof tau, 2, s->tau),
                    fx(ttft, sizeof ttft, 2, s->ttft_ms_p50),
                    fx(tpot, sizeof tpot, 2, s->tpot_ms_p50)) < 0;

@@ -493,6 +493,33 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
     return DB_OK;
 }
 
+int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen)
+{
+    char id[512];
+    for (int i = 0; i < n; i++) {
+        db_point_id(&keys[i], id, sizeof id);
+        for (int j = 0; j < r->n_done; j++)
+            if (!strcmp(r->done[j], id)) {
+                free(r->done[j]);
+                r->done[j] = r->done[--r->n_done];
+                break;
+            }
+    }
+    /* the index first (one rename), then the tables lose the rows it no longer lists; a crash
+     * in between leaves rows the next resume drops */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int bad = !f;
+    for (int j = 0; f && j < r->n_done; j++) bad |= fprintf(f, "%s\n", r->done[j]) < 0;
+    if (f && fclose(f) != 0) bad = 1;
+    int rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory") : replace_file(r->dir, DONE_FILE, buf, len, err, errlen);
+    free(buf);
+    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
+    if (!rc) fprintf(stderr, "resume: a group of %d points was partly written; it runs again\n", n);
+    return rc;
+}
+
 int db_results_count_done(const char *dir, const db_point_key *keys, int n, int *done, char *err,
                           size_t errlen)
 {

@@ -68,6 +68,9 @@ int db_results_write_meta(db_results *r, const db_run_meta *m, char *err, size_t
  * are not in requests.csv and stay zero. Free with db_point_raw_free(). */
 int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw *out, char *err,
                         size_t errlen);
+/* resume: remove keys[n] from points.done and their rows from the tables (a group written only
+ * in part runs again as a whole) */
+int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen);
 /* how many of keys[n] DIR's points.done lists, reading and changing nothing else (a resume
  * with nothing left to do writes nothing) */
 int db_results_count_done(const char *dir, const db_point_key *keys, int n, int *done, char *err,

@@ -1,0 +1,66 @@
+/* machine_load.c — see machine_load.h. */
+#include "bench/machine_load.h"
+#include "base/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+void db_load_sample_now(db_load_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    s->t = db_now();
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        s->self_cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+                        (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+        s->majflt = ru.ru_majflt;
+    }
+    FILE *f = fopen("/proc/loadavg", "r");
+    int good = f && fscanf(f, "%lf", &s->loadavg1) == 1;
+    if (f) fclose(f);
+    f = fopen("/proc/stat", "r");
+    char line[512];
+    int have_cpu = 0, have_run = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        long long u, n, sy, id, io, irq, sirq, st;
+        if (!have_cpu && sscanf(line, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &u, &n, &sy, &id, &io, &irq,
+                                &sirq, &st) == 8) {
+            s->busy_ticks = u + n + sy + irq + sirq;
+            s->steal_ticks = st;
+            have_cpu = 1;
+        }
+        if (sscanf(line, "procs_running %d", &s->procs_running) == 1) have_run = 1;
+    }
+    if (f) fclose(f);
+    s->ok = good && have_cpu && have_run;
+}
+
+double db_load_other_cores(const db_load_sample *a, const db_load_sample *b)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    double dt = b->t - a->t;
+    if (!a->ok || !b->ok || hz <= 0 || dt <= 0) return NAN;
+    double busy = (double)(b->busy_ticks - a->busy_ticks) / (double)hz;
+    return fmax(0, busy - (b->self_cpu_s - a->self_cpu_s)) / dt;
+}
+
+double db_load_steal(const db_load_sample *a, const db_load_sample *b)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    double dt = b->t - a->t;
+    if (!a->ok || !b->ok || hz <= 0 || dt <= 0) return NAN;
+    return (double)(b->steal_ticks - a->steal_ticks) / (double)hz / dt;
+}
+
+cJSON *db_load_json(const db_load_sample *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && s->ok) {
+        cJSON_AddNumberToObject(o, "loadavg_1m", s->loadavg1);
+        cJSON_AddNumberToObject(o, "procs_running", s->procs_running);
+    }
+    return o;
+}
