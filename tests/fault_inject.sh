@@ -28,7 +28,7 @@ run_args=(run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-sampl
 gen_args=(generate --target "$TARGET" --drafter "$DRAFTER" --prompt "Hello there" -n 4 --threads 1)
 
 # the error lines of a stderr: progress lines and the closing "results in" are not errors
-errors() { grep -v -E '^\[[0-9]+/[0-9]+\] |^results in ' "$1"; }
+errors() { grep -v -E '^\[[0-9]+/[0-9]+\] |^results in |^warning: ' "$1"; } # progress, warnings aside
 
 # one failing allocation: status, one line, no sanitizer report, consistent results
 fault_case() { # name, N, site, args...
