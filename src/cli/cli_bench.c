@@ -184,7 +184,7 @@ static int forward_once(bench_ctx *b, const bench_row *r, char *err, size_t errl
     if (!strcmp(r->model, "drafter")) {
         db_drafter *d = &s->drafter;
         for (int i = 0; i < r->reqs; i++) {
-            d->kv.len[i] = r->ctx; /* zeroed cache rows stand in for a real context */
+            db_drafter_assume_len(d, i, r->ctx); /* zeroed cache rows stand in for a real context */
             b->slots[i] = i;
             b->ids[i] = (int)((7u * (unsigned)i + 1u) % (unsigned)s->target.cfg.vocab);
         }
@@ -192,7 +192,7 @@ static int forward_once(bench_ctx *b, const bench_row *r, char *err, size_t errl
     }
     db_target *t = &s->target;
     int prefill = !strcmp(b->mode, "prefill");
-    for (int i = 0; i < r->reqs; i++) t->kv.len[i] = r->ctx;
+    for (int i = 0; i < r->reqs; i++) db_target_assume_len(t, i, r->ctx);
     for (int i = 0; i < r->rows; i++) {
         int tok = (int)((7u * (unsigned)i + 1u) % (unsigned)t->cfg.vocab);
         b->rows[i] = (db_row){prefill ? 0 : i, prefill ? r->ctx + i : r->ctx, tok};

@@ -382,3 +382,4 @@ int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, 
 float *db_drafter_logits(const db_drafter *d) { return d->s.logits; }
 const float *db_drafter_block_hidden(const db_drafter *d) { return d->s.y; }
 void db_drafter_reset(db_drafter *d, int slot) { db_kv_reset(&d->kv, slot); }
+void db_drafter_assume_len(db_drafter *d, int slot, int len) { db_kv_assume_len(&d->kv, slot, len); }

@@ -107,5 +107,7 @@ const float *db_drafter_block_hidden(const db_drafter *d);
 
 /* forget a slot's context (a new request takes it) */
 void db_drafter_reset(db_drafter *d, int slot);
+/* a context of `len` positions over the cache rows as they stand (bench only) */
+void db_drafter_assume_len(db_drafter *d, int slot, int len);
 
 #endif

@@ -60,3 +60,8 @@ void db_kv_truncate(db_kv *kv, int slot, int len)
 {
     if (len < kv->len[slot]) kv->len[slot] = len < 0 ? 0 : len;
 }
+
+void db_kv_assume_len(db_kv *kv, int slot, int len)
+{
+    kv->len[slot] = len < 0 ? 0 : len > kv->cap ? kv->cap : len;
+}

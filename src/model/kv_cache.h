@@ -30,5 +30,8 @@ int db_kv_len(const db_kv *kv, int slot);
 void db_kv_reset(db_kv *kv, int slot);
 /* keep the first `len` positions of `slot` (rejected drafts); never raises the length */
 void db_kv_truncate(db_kv *kv, int slot, int len);
+/* declare the first `len` positions of `slot` valid as their rows stand (clamped to the
+ * capacity): `bench` measures a forward at a context depth over the cache's zeroed rows */
+void db_kv_assume_len(db_kv *kv, int slot, int len);
 
 #endif

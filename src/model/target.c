@@ -169,6 +169,7 @@ int db_target_len(const db_target *t, int slot) { return db_kv_len(&t->kv, slot)
 int db_target_capacity(const db_target *t) { return t->kv.cap; }
 void db_target_reset(db_target *t, int slot) { db_kv_reset(&t->kv, slot); }
 void db_target_truncate(db_target *t, int slot, int len) { db_kv_truncate(&t->kv, slot, len); }
+void db_target_assume_len(db_target *t, int slot, int len) { db_kv_assume_len(&t->kv, slot, len); }
 
 /* Rows of a slot must continue its cache: consecutive positions from len[slot]. */
 static int check_rows(db_target *t, const db_row *rows, int n, char *err, size_t errlen)

@@ -91,5 +91,7 @@ int db_target_len(const db_target *t, int slot);
 int db_target_capacity(const db_target *t);
 void db_target_reset(db_target *t, int slot);
 void db_target_truncate(db_target *t, int slot, int len);
+/* a context of `len` positions over the cache rows as they stand (bench only) */
+void db_target_assume_len(db_target *t, int slot, int len);
 
 #endif
