@@ -5,14 +5,15 @@
 
 #include <string.h>
 
+static volatile size_t sink; /* the field bytes are read into it */
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512];
     db_csv_doc doc;
     if (db_csv_parse((const char *)data, size, &doc, err, sizeof err) == 0) {
-        volatile size_t total = 0;
         for (int i = 0; i < doc.n; i++)
-            for (int j = 0; j < doc.rec[i].n; j++) total += strlen(doc.rec[i].field[j]);
+            for (int j = 0; j < doc.rec[i].n; j++) sink += strlen(doc.rec[i].field[j]);
         /* only the last record can lack its newline */
         for (int i = 0; i + 1 < doc.n; i++)
             if (!doc.rec[i].complete) __builtin_trap();
