@@ -212,6 +212,7 @@ static int place_tensors(db_gguf *g, size_t data_off, char *err, size_t errlen)
             rc = db_fail(err, errlen, DB_EINPUT,
                          "%s: tensor '%s': data [%llu, +%zu) outside the data section (%llu bytes; file truncated?)",
                          g->path, t->name, (unsigned long long)off, t->nbytes, (unsigned long long)data_size);
+        if (rc) break; /* never form a pointer from an offset that failed the checks */
         t->data = g->map + data_off + off;
         sp[i] = (span){off, off + t->nbytes, t->name};
     }
