@@ -25,9 +25,11 @@ sweep=(--dataset math --max-samples 3 -n 16 --warmup 0 -r 1 --threads 1 -v ar,df
 ids() { cut -d, -f2 "$1/summary.csv" | tail -n +2 | sort; }
 snapshot() { (cd "$1" && ls -A && cat -- *) | md5sum; }
 
-# the reference: the same sweep run to the end
-"$BIN" run "${sweep[@]}" --out "$tmp/ref" -o csv >/dev/null 2>"$tmp/ref.err"
+# the reference: the same sweep run to the end (stdout CSV: no reading note in it)
+"$BIN" run "${sweep[@]}" --out "$tmp/ref" -o csv >"$tmp/ref.csv" 2>"$tmp/ref.err"
 ok $? "reference sweep exits 0"
+ok "$(! grep -q "Reading note" "$tmp/ref.csv" && [ "$(wc -l <"$tmp/ref.csv")" = "$(wc -l <"$tmp/ref/summary.csv")" ]; echo $?)" \
+    "-o csv stdout is the summary rows alone (no reading note)"
 
 # killed mid-sweep, then resumed with --resume DIR alone
 "$BIN" run "${sweep[@]}" --out "$tmp/k" >/dev/null 2>/dev/null &
@@ -70,6 +72,40 @@ ok "$([ "$rc" = 0 ] && grep -q "nothing to do" "$tmp/n.err" && [ ! -s "$tmp/n.ou
     "--resume of a finished run exits 0 saying nothing to do (rc $rc)"
 ok "$([ "$(snapshot "$tmp/k")" = "$snap" ] && [ "$(ls "$tmp/k" | grep -c 'meta')" = "$metas" ]; echo $?)" \
     "... and writes nothing (no new meta.N.json)"
+
+# md: a drafter row below speedup 1 gets the reading note under the table (verify cost, tau,
+# cache, the plan command); its verify cost is summary.csv's verify_cost_steps
+"$BIN" run "${sweep[@]}" -c 1 --out "$tmp/md" -o md >"$tmp/md.out" 2>/dev/null
+slow=$("$PY" -c "import csv,sys; print(sum(r['variant']!='ar' and float(r['speedup'])<1 for r in csv.DictReader(open(sys.argv[1]))))" "$tmp/md/summary.csv")
+if [ "$slow" -gt 0 ]; then
+    ok "$(grep -q "^Reading note (cpu): $slow drafter row" "$tmp/md.out" && grep -q "dflash-bench plan --target-config" "$tmp/md.out"; echo $?)" \
+        "md: reading note under the table for the $slow rows below speedup 1"
+else
+    ok "$(! grep -q "Reading note" "$tmp/md.out"; echo $?)" "md: no reading note when no row is below speedup 1"
+fi
+
+# verify_cost_steps from requests.csv: the row's verify ms per cycle over its ar's per step
+check=$("$PY" - "$tmp/md" <<'EOF'
+import csv, sys, os
+d = sys.argv[1]
+summ = list(csv.DictReader(open(os.path.join(d, 'summary.csv'))))
+reqs = list(csv.DictReader(open(os.path.join(d, 'requests.csv'))))
+def per(pid):
+    rs = [r for r in reqs if r['point_id'] == pid]
+    return sum(float(r['verify_ms']) for r in rs) / sum(int(r['cycles']) for r in rs)
+bad = []
+for r in summ:
+    if r['variant'] == 'ar':
+        continue
+    ar = [x for x in summ if x['variant'] == 'ar' and x['concurrency'] == r['concurrency']][0]
+    want = per(r['point_id']) / per(ar['point_id'])
+    if abs(float(r['verify_cost_steps']) - want) > 1e-6 * want:
+        bad.append(f"{r['point_id']}: {r['verify_cost_steps']} vs {want}")
+print('\n'.join(bad) if bad else 'OK')
+EOF
+)
+ok "$([ "$check" = OK ]; echo $?)" "verify_cost_steps == verify ms per cycle / the ar's verify ms per step (requests.csv)"
+[ "$check" = OK ] || echo "$check" | diag
 
 # SIGINT and SIGTERM: clean stop, exit 128 + signal, the printed command finishes the sweep
 for sig in INT TERM; do

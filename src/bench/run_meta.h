@@ -18,7 +18,7 @@
 #include <time.h>
 
 /* Bump when a column of any CSV file changes meaning, is renamed, removed or moved. */
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 5
 #define DB_META_MAX_BACKENDS 4
 #define DB_META_MAX_VARIANT_DRAFTERS 8
 

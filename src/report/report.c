@@ -240,6 +240,16 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
             bootstrap_ci(p, ar, seed, &o->speedup_ci_lo, &o->speedup_ci_hi) != 0)
             return DB_ERUNTIME;
     }
+    /* what one verify costs in decode steps of the paired baseline: above tau, a cycle costs
+     * more than the tokens it commits would by decoding */
+    o->verify_cost_steps = NAN;
+    if (is_ar(&p->key)) o->verify_cost_steps = 1;
+    else if (ar && ar->repetitions > 0) {
+        db_req_stats a = {0};
+        for (size_t k = 0; k < (size_t)ar->repetitions * (size_t)ar->n_prompts; k++) db_req_stats_add(&a, &ar->reqs[k]);
+        double step_ms = a.cycles > 0 ? 1e3 * a.t_verify / (double)a.cycles : NAN;
+        if (step_ms > 0) o->verify_cost_steps = o->verify_ms_per_cycle / step_ms;
+    }
     /* pyperf's rule (relative stddev above 10%), and a speedup no cycle costing at least one
      * decode step can give */
     o->stable = !(o->throughput_stddev > 0.10 * o->throughput_tok_s) && !(o->speedup > o->tau);

@@ -17,6 +17,8 @@
  *     repetition once this is exactly the point estimate. The
  *     resampling stream is db_rng seeded with `seed`, so the interval is reproducible. NAN when
  *     the two points do not have the same prompts (N differs).
+ *   verify_cost_steps = verify_ms_per_cycle / (1000 * sum t_verify / sum cycles of the paired
+ *     `ar` point): one verify in decode steps of the baseline (1 for `ar`; NAN without one).
  *   stable = 0 when throughput_stddev > 0.10 * throughput (pyperf's rule) or speedup > tau (no
  *     cycle that costs at least one decode step can give that: the timing is noise).
  *   tau = tokens committed by cycles / cycles over all requests (the prefill is no cycle; `ar`:

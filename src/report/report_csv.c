@@ -140,6 +140,7 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "draft_ms_per_cycle", s->draft_ms_per_cycle);
     put_num(r, "select_ms_per_cycle", s->select_ms_per_cycle);
     put_num(r, "verify_ms_per_cycle", s->verify_ms_per_cycle);
+    put_num(r, "verify_cost_steps", s->verify_cost_steps);
     put_num(r, "host_ms_per_cycle", s->host_ms_per_cycle);
     put_num(r, "peak_mem_mib", p->peak_mem_mib);
     put_int(r, "major_faults", p->major_faults);

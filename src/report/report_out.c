@@ -95,6 +95,15 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         cJSON_Delete(j);
     }
     o->n++;
+    if (strcmp(raw->key.variant, "ar") != 0 && s->speedup < 1 && isfinite(s->verify_cost_steps)) {
+        o->slow++;
+        o->cost_sum += s->verify_cost_steps;
+        o->tau_sum += s->tau;
+        snprintf(o->backend, sizeof o->backend, "%s", raw->key.backend);
+        o->weights_bytes = 0;
+        for (int i = 0; i < m->target.n_files; i++) o->weights_bytes += (double)m->target.files[i].bytes;
+        o->llc_bytes = (double)(m->cpu.l3 ? m->cpu.l3 : m->cpu.l2);
+    }
     fflush(o->f);
     return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
 }
@@ -103,6 +112,19 @@ int db_out_end(db_out *o, char *err, size_t errlen)
 {
     int rc = 0;
     if (o->fmt == DB_OUT_JSON) rc = fputs("\n]\n", o->f) == EOF;
+    if (o->fmt == DB_OUT_MD && o->slow) {
+        double cost = o->cost_sum / o->slow, tau = o->tau_sum / o->slow;
+        int fits = o->llc_bytes > 0 && o->weights_bytes <= o->llc_bytes;
+        rc |= fprintf(o->f,
+                      "\nReading note (%s): %d drafter row%s ran below speedup 1. There one verify cost %.2f decode "
+                      "steps on average while a cycle committed %.2f tokens (tau): a cycle costs more than decoding "
+                      "its tokens would. The target's weights (%.1f MiB) %s the last-level cache (%.1f MiB), so a "
+                      "step here is %s-bound: a verify of B rows costs several steps, not one. Speculative decoding pays "
+                      "where a step is memory-bound; `dflash-bench plan --target-config configs/models/qwen3-8b.json "
+                      "--drafter-config configs/models/qwen3-8b-dflash2.json` predicts such a model on this machine.\n",
+                      o->backend, o->slow, o->slow > 1 ? "s" : "", cost, tau, o->weights_bytes / DB_MIB,
+                      fits ? "fit in" : "exceed", o->llc_bytes / DB_MIB, fits ? "compute" : "memory") < 0;
+    }
     if (fflush(o->f) != 0) rc = 1;
     return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
 }

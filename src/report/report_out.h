@@ -18,13 +18,21 @@ typedef struct {
     FILE *f;
     db_out_format fmt;
     int n; /* points written */
+    /* the md reading note: the drafter rows below speedup 1, their verify cost and tau */
+    int slow;
+    double cost_sum, tau_sum;
+    char backend[16];
+    double weights_bytes, llc_bytes; /* target weights, last-level cache (hwloc) */
 } db_out;
 
 /* format "md", "csv" or "json"; writes the table header / opening bracket */
 int db_out_begin(db_out *o, FILE *f, const char *format, char *err, size_t errlen);
 int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
                  const db_point_summary *s, char *err, size_t errlen);
-/* closing bracket (json); flushes */
+/* md: under the table, when drafter rows ran below speedup 1, a reading note: their mean
+ * verify cost in decode steps against their mean tau, whether the target's weights fit in the
+ * last-level cache (compute-bound here) or not, and the `plan` command for a memory-bound
+ * model. CSV and JSON get nothing. Closing bracket (json); flushes */
 int db_out_end(db_out *o, char *err, size_t errlen);
 
 #endif
