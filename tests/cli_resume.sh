@@ -34,11 +34,7 @@ ok "$(! grep -q "Reading note" "$tmp/ref.csv" && [ "$(wc -l <"$tmp/ref.csv")" = 
 # killed mid-sweep, then resumed with --resume DIR alone
 "$BIN" run "${sweep[@]}" --out "$tmp/k" >/dev/null 2>/dev/null &
 pid=$!
-for _ in $(seq 1 600); do
-    [ -f "$tmp/k/points.done" ] && [ "$(wc -l <"$tmp/k/points.done")" -ge 2 ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-done
+wait_points "$tmp/k" 2 "$pid"
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 before=$(wc -l <"$tmp/k/points.done" 2>/dev/null || echo 0)
@@ -112,11 +108,7 @@ for sig in INT TERM; do
     want=$([ $sig = INT ] && echo 130 || echo 143)
     "$BIN" run "${sweep[@]}" --out "$tmp/s$sig" >/dev/null 2>"$tmp/s$sig.err" &
     pid=$!
-    for _ in $(seq 1 600); do
-        [ -f "$tmp/s$sig/points.done" ] && [ "$(wc -l <"$tmp/s$sig/points.done")" -ge 1 ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_points "$tmp/s$sig" 1 "$pid"
     kill -$sig "$pid" 2>/dev/null
     wait "$pid"
     rc=$?

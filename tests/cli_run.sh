@@ -119,11 +119,7 @@ ok "$([ "$check" = OK ]; echo $?)" "requests.csv: every round runs each point of
 "$BIN" run "${common[@]}" --variant ar,dflash2-bare,dflash2 -c 1,2,3 -B 4,8 --out "$tmp/r2" -o md \
     >/dev/null 2>"$tmp/stderr2" &
 pid=$!
-for _ in $(seq 1 600); do
-    [ -f "$tmp/r2/points.done" ] && [ "$(wc -l <"$tmp/r2/points.done")" -ge 3 ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-done
+wait_points "$tmp/r2" 3 "$pid"
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 before=$(wc -l <"$tmp/r2/points.done" 2>/dev/null || echo 0)

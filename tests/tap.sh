@@ -6,6 +6,7 @@
 #   need_results_check      skip_all without /usr/bin/python3; sets PY and CHECK
 #                           (tests/results_check.py: is a results directory consistent)
 #   make_tmp NAME           a fresh directory in $tmp, removed on exit
+#   wait_points DIR N PID   wait until DIR/points.done lists N points or PID has exited (30 s at most)
 #   done_testing            the plan line; the exit status says whether every test passed
 #   run ARGS...             $BIN ARGS, stdout into $out, stderr into $errf, status in $rc
 #   expect_refused DESC NEEDLE... -- ARGS...
@@ -35,6 +36,13 @@ need_results_check() {
 make_tmp() {
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-$1-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
     trap 'rm -rf "$tmp"' EXIT
+}
+wait_points() {
+    for _ in $(seq 1 600); do
+        [ -f "$1/points.done" ] && [ "$(wc -l <"$1/points.done")" -ge "$2" ] && return
+        kill -0 "$3" 2>/dev/null || return
+        sleep 0.05
+    done
 }
 done_testing() {
     echo "1..$n"
