@@ -113,10 +113,11 @@ typedef struct {
     void (*probs)(db_backend *be, float *x, int n, int v, float temperature, float top_p,
                   int top_k);
 
-    /* DFlash 2 two-tap dynamic convolution over rows grouped in blocks of B (SPEC 3.3), one
-     * phase (0 = prepare, 1 = finish): out_t[c] = sum_{o<K} (base[o][c] + delta_t[phase][o][c/gs])
-     * * in_{t-o}[c], with in_{t-o} = 0 before the block's first row. base [K, H] f32 (this
-     * phase's slice), delta [rows, 2*K*G] (G = H/gs), out != in. */
+    /* DFlash 2 two-tap dynamic convolution (docs/checkpoints.md) over rows grouped in blocks
+     * of B, one phase (0 = prepare, 1 = finish):
+     * out_t[c] = sum_{o<K} (base[o][c] + delta_t[phase][o][c/gs]) * in_{t-o}[c], with
+     * in_{t-o} = 0 before the block's first row. base [K, H] f32 (this phase's slice), delta
+     * [rows, 2*K*G] (G = H/gs), out != in. */
     void (*dynconv)(db_backend *be, float *out, const float *in, const float *base,
                     const float *delta, int phase, int n_blocks, int block, int h, int k, int g);
     /* Selector pair scores into a HOST array out[N, k, k]:

@@ -1,4 +1,4 @@
-/* test_sampling.c — rejection sampling preserves the target distribution (SPEC 3.4).
+/* test_sampling.c — rejection sampling preserves the target distribution (lossless verification).
  *
  * On the 16-token fixture pair, 100k requests per variant each generate two tokens at T > 0:
  * the first from the prefill (target alone), the second from one speculative cycle (an

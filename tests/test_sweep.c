@@ -257,7 +257,7 @@ static void ini(void)
     db_point_key *k;
     int n = 0;
     if (rc == 0) rc = db_sweep_points(&s, &k, &n, err, sizeof err);
-    /* the SPEC 6 grid as a capacity-planning run: per concurrency 1, 8, 32 one measured `ar`
+    /* the design's H200 grid as a capacity-planning run: per concurrency 1, 8, 32 one measured `ar`
      * point and dflash2 replayed with each of the five dataset families' profiles */
     int replayed = 0;
     for (int i = 0; rc == 0 && i < n; i++)

@@ -1,5 +1,6 @@
 /* point.h — one point of a benchmark sweep: its key (the axes' values), the raw samples the
- * serving loop measured, and the summary the reporters derive from them (SPEC 5 definitions).
+ * serving loop measured, and the summary the reporters derive from them (the definitions are
+ * README's *Result files and their columns*).
  *
  * Raw samples are kept (requests.csv); every figure of the summary is computed from them, never
  * measured separately. */

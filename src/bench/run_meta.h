@@ -1,7 +1,8 @@
-/* run_meta.h — the description of one invocation that every result row carries (SPEC 5):
- * schema version, tool version and commit, test time, machine (CPU, topology), build (compiler,
- * type, features), backend and device, models (names + sha256 of their weight files), dtype,
- * seed; and meta.json, the full form of the same with the hwloc topology and the command line.
+/* run_meta.h — the description of one invocation that every result row carries (README, *Columns
+ * common to every CSV file*): schema version, tool version and commit, test time, machine (CPU,
+ * topology), build (compiler, type, features), backend and device, models (names + sha256 of their
+ * weight files), dtype, seed; and meta.json, the full form of the same with the hwloc topology and
+ * the command line.
  *
  * Model hash: the sha256 of the weight file when a model has one *.safetensors file (what
  * `sha256sum model.safetensors` and the Hugging Face LFS pointer show); with several shards,

@@ -12,8 +12,9 @@
  *      generated on the backend, acceptance replayed from the profile), whose measured step /
  *      cycle times and decode tok/s are printed next to the prediction.
  * Acceptance: --acceptance-profile FILE (profile.h), or --tau X (one constant per-position rate
- * giving that tau at the block size), or by default the SPEC 6 figure built in: the per-position
- * Recall@1 of a 5-layer Qwen3-4B-class DFlash drafter on GSM8K at T = 0 (tau 4.27 at block 8).
+ * giving that tau at the block size), or by default the published figure built in
+ * (configs/profiles/README.md): the per-position Recall@1 of a 5-layer Qwen3-4B-class DFlash
+ * drafter on GSM8K at T = 0 (tau 4.27 at block 8).
  * Decode tok/s = concurrency x tau / cycle time; prefill is not part of it (`run --predict`
  * predicts whole runs). */
 #include "bench/capacity.h"
@@ -33,9 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* SPEC 6: DFlash (5-layer, Qwen3-4B class) on GSM8K, T = 0, per-position Recall@1, counted
+/* DFlash (5-layer, Qwen3-4B class) on GSM8K, T = 0, per-position Recall@1, counted
  * where every earlier position was right, i.e. the conditional acceptance of greedy DFlash */
-static const float spec6_recall1[7] = {0.854f, 0.803f, 0.794f, 0.783f, 0.775f, 0.759f, 0.729f};
+static const float dflash_gsm8k_recall1[7] = {0.854f, 0.803f, 0.794f, 0.783f, 0.775f, 0.759f, 0.729f};
 
 typedef struct {
     int conc;
@@ -326,7 +327,7 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
     return db_parse_int_list("--concurrency", p->conc_s, 1, 1 << 16, p->conc, &p->nconc, err, errlen);
 }
 
-/* the acceptance: a profile, a constant rate giving --tau, or SPEC 6's built-in figure */
+/* the acceptance: a profile, a constant rate giving --tau, or the built-in DFlash figure */
 static int acceptance(plan_ctx *p, char *err, size_t errlen)
 {
     int rc, B = p->block;
@@ -340,8 +341,8 @@ static int acceptance(plan_ctx *p, char *err, size_t errlen)
     } else {
         memset(&p->prof, 0, sizeof p->prof);
         p->prof.n = 7;
-        memcpy(p->prof.rate, spec6_recall1, sizeof spec6_recall1);
-        snprintf(p->acc, sizeof p->acc, "SPEC 6 DFlash GSM8K T=0 per-position Recall@1 (built in), tau %.3f at block %d",
+        memcpy(p->prof.rate, dflash_gsm8k_recall1, sizeof dflash_gsm8k_recall1);
+        snprintf(p->acc, sizeof p->acc, "DFlash GSM8K T=0 per-position Recall@1 (built in), tau %.3f at block %d",
                  db_profile_tau(&p->prof, B), B);
     }
     if (p->d && p->prof.n < B - 1)

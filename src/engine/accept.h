@@ -1,6 +1,7 @@
-/* accept.h — host-side token choice and verification (SPEC 3.4): greedy acceptance, lossless
- * rejection sampling, and sampling from a probability row. Pure functions of their inputs,
- * so the identities (greedy == ar, sampled tokens ~ target distribution) are testable alone.
+/* accept.h — host-side token choice and verification (the accept step of docs/architecture.md):
+ * greedy acceptance, lossless rejection sampling, and sampling from a probability row. Pure
+ * functions of their inputs, so the identities (greedy == ar, sampled tokens ~ target distribution)
+ * are testable alone.
  *
  * Notation: B block, V vocabulary. p[t] = the target's filtered distribution after row t
  * (predicts block position t+1); q[t] = the distribution draft position t was ACTUALLY drawn

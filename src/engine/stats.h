@@ -1,6 +1,6 @@
-/* stats.h — what one request and one sweep point measured (SPEC 5). The speculative cycle
- * fills db_req_stats; the serving loop sums them into a db_point; the reporters write points
- * as CSV / markdown / JSON.
+/* stats.h — what one request and one sweep point measured (definitions: README, *Result files and
+ * their columns*). The speculative cycle fills db_req_stats; the serving loop sums them into a
+ * db_point; the reporters write points as CSV / markdown / JSON.
  *
  * Positions i = 1..B-1 index draft slots (slot i proposes the token i steps after the anchor);
  * arrays are indexed by i directly (entry 0 unused). Acceptance length L = a + 1 in 1..B.

@@ -1,4 +1,4 @@
-/* drafter.h — the DFlash / DFlash 2 block-diffusion drafter (SPEC 3.2, 3.3).
+/* drafter.h — the DFlash / DFlash 2 block-diffusion drafter (docs/checkpoints.md).
  *
  * Context: target tap features f_p [T*Ht] -> u_p = RMSNorm_hidden(fc f_p) -> per layer
  * K = RoPE(k_norm(Wk u_p), p), V = Wv u_p, stored in the drafter's own per-slot cache

@@ -244,7 +244,8 @@ int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_lay
                 d->tap_layers[d->n_taps++] = e->valueint;
             }
     } else if (!rc) {
-        /* SPEC 3.2 default: n = drafter layers; n = 1 -> [N/2]; else round(1 + i(N-4)/(n-1)) */
+        /* default taps (docs/checkpoints.md): n = drafter layers; n = 1 -> [N/2];
+         * else round(1 + i(N-4)/(n-1)) */
         int n = d->base.n_layers, N = target_layers;
         if (n > DB_MAX_TAPS) n = DB_MAX_TAPS;
         d->n_taps = n;

@@ -1,6 +1,6 @@
 /* model_config.h — config.json of a Qwen3 / LLaMA target and of a DFlash / DFlash 2 drafter
- * (SPEC 3.1–3.3), parsed with cJSON and checked: a missing or ill-typed key is an error naming
- * the file and the key. */
+ * (docs/checkpoints.md), parsed with cJSON and checked: a missing or ill-typed key is an error
+ * naming the file and the key. */
 #ifndef DB_MODEL_CONFIG_H
 #define DB_MODEL_CONFIG_H
 

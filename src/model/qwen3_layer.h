@@ -1,5 +1,5 @@
-/* qwen3_layer.h — weights and sublayers of one Qwen3 / LLaMA decoder layer (SPEC 3.1), shared
- * by the target and the DFlash drafter.
+/* qwen3_layer.h — weights and sublayers of one Qwen3 / LLaMA decoder layer (tensor names:
+ * docs/checkpoints.md), shared by the target and the DFlash drafter.
  *
  * Notation: N rows, H hidden, nh / nkv heads, hd head dim, I intermediate. */
 #ifndef DB_QWEN3_LAYER_H

@@ -1,5 +1,5 @@
-/* target.h — the frozen target LLM (Qwen3 / LLaMA, SPEC 3.1): loading, batched forward over
- * rows of several requests with per-slot KV caches, tap-layer capture for the drafter.
+/* target.h — the frozen target LLM (Qwen3 / LLaMA, layout in docs/checkpoints.md): loading, batched
+ * forward over rows of several requests with per-slot KV caches, tap-layer capture for the drafter.
  *
  * Notation: R = max rows per forward call, H hidden, V vocab, T = number of tap layers,
  * slots = requests in flight, S = positions per slot. */

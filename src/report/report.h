@@ -1,5 +1,5 @@
-/* report.h — from the raw samples of a sweep point to its summary (SPEC 5), and the point's
- * identity.
+/* report.h — from the raw samples of a sweep point to its summary (definitions: README, *Result
+ * files and their columns*), and the point's identity.
  *
  * Notation: R repetitions, N prompts; request (r, i) is raw->reqs[r*N + i]; tok_ri its
  * committed output tokens; wall_r the timed-phase seconds of repetition r.
