@@ -1,4 +1,5 @@
-"""Independent reference of the speculative decoding loop (SPEC 3.4) and its measurements (SPEC 5).
+"""Independent reference of the speculative decoding loop (docs/architecture.md) and its
+measurements (README, *Result files and their columns*).
 
 API:
     output_ids, stats = speculative_generate(target, drafter, prompt_ids, variant, block_size,

@@ -1,4 +1,4 @@
-"""Independent float32 PyTorch reference of the DFlash / DFlash 2 drafter (SPEC 3.2, 3.3, 4).
+"""Independent float32 PyTorch reference of the DFlash / DFlash 2 drafter (docs/checkpoints.md; variants: README).
 
 API:
     dcfg = DrafterConfig.from_dict(config_json_dict, target_num_layers=None)

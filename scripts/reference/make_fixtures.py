@@ -229,7 +229,7 @@ def drafter_tensors(seed, cfg, n_taps, Ht=32):
 
 
 def train_drafter(tgt, cfg, tensors, seed, steps):
-    """A few Adam steps of the SPEC 7 objective (base CE only) so that the fixture drafter
+    """A few Adam steps of the DFlash drafter objective (base CE only) so that the fixture drafter
     agrees with the target part of the time: the cycle goldens then hold a mix of acceptance
     lengths instead of a = 0 everywhere.  The selector and codebooks are left untrained."""
     if steps <= 0:

@@ -1,4 +1,4 @@
-"""Independent float32 PyTorch reference of the target model (SPEC 3.1): Qwen3 / LLaMA.
+"""Independent float32 PyTorch reference of the target model (docs/checkpoints.md): Qwen3 / LLaMA.
 
 API:
     cfg = TargetConfig.from_dict(config_json_dict)

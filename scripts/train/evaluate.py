@@ -220,7 +220,7 @@ Example (math, greedy):
                      f"the top-k; total loss = base + selector.\n")
         card = f"""# {name}
 
-`{arch}` block drafter (SPEC 3.2{'/3.3' if pkey == 'v2' else ''}) for `tiny-qwen3`. No `embed_tokens`, no `lm_head`:
+`{arch}` block drafter (layout: docs/checkpoints.md) for `tiny-qwen3`. No `embed_tokens`, no `lm_head`:
 it uses the target's embedding table and (tied) head.
 
 - Architecture: {c['num_hidden_layers']} drafter layers (hidden {c['hidden_size']} = target hidden, intermediate
@@ -228,7 +228,7 @@ it uses the target's embedding table and (tied) head.
   target tap layers {dc['target_layer_ids']}, mask token id {dc['mask_token_id']}, non-causal block attention,
   softcap {dc.get('final_logit_softcapping')}, BF16 weights.
 - Parameters: {d['params'][pkey]:,}
-{extra}- Objective (SPEC 7): random anchors ({d['anchors_per_sequence']} per sequence, sorted), context features
+{extra}- Objective (DFlash block training): random anchors ({d['anchors_per_sequence']} per sequence, sorted), context features
   strictly before the anchor, block non-causal, labels at the same position (row k predicts x_(a+k), row 0
   excluded), CE through the frozen target head weighted exp(-(k-1)/{d['gamma']}).
 - Data: self-distillation: {build['distill_sequences']} continuations ({build['distill_tokens']:,} tokens) of

@@ -1,4 +1,5 @@
-"""Export to the Hugging Face layouts of SPEC 3 (config.json + BF16 model.safetensors [+ tokenizer.json])."""
+"""Export to the Hugging Face layouts of docs/checkpoints.md: config.json + BF16 model.safetensors
+[+ tokenizer.json]."""
 import json
 import os
 import shutil

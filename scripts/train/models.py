@@ -1,7 +1,7 @@
 """Tiny Qwen3 target and DFlash / DFlash 2 block drafters (PyTorch 1.13, CPU).
 
 RMSNorm and attention are written out by hand (torch 1.13 has neither nn.RMSNorm nor
-scaled_dot_product_attention).  Tensor names follow SPEC 3.1-3.3 exactly so that
+scaled_dot_product_attention).  Tensor names follow docs/checkpoints.md exactly so that
 state_dict() can be exported as-is.
 """
 import math
@@ -161,7 +161,7 @@ class Qwen3Target(nn.Module):
 
 
 class DynConv(nn.Module):
-    """Two-tap dynamic convolution of SPEC 3.3 over the block axis (dim -2)."""
+    """Two-tap dynamic convolution (docs/checkpoints.md) over the block axis (dim -2)."""
 
     def __init__(self, H, K, gs):
         super().__init__()
