@@ -52,7 +52,7 @@ static int run_path(const char *path)
         names[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp);
+    if (n > 1) qsort(names, (size_t)n, sizeof *names, cmp); /* names is NULL for an empty directory */
     for (int i = 0; i < n; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", path, names[i]);
