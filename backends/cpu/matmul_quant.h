@@ -22,54 +22,10 @@ void db_matmul_quant_avx2(float *y, const float *x, const void *w, db_dtype dt, 
                           int I, int o0, int o1, int accumulate);
 void db_matmul_quant_avx512(float *y, const float *x, const void *w, db_dtype dt, int n, int O,
                             int I, int o0, int o1, int accumulate);
-/* The driver every SIMD kernel shares: for each weight row o in [o0, o1), activation rows in
- * tiles of 4 and one tile of the 1-3 left, TILE(R, dt, y, x, row, O, I, o, accumulate) doing
- * R rows against weight row `row`. A macro so each kernel file expands it with its own TILE. */
-#define DB_QUANT_ROWS(TILE, dt, y, x, w, n, O, I, o0, o1, accumulate)                          \
-    do {                                                                                        \
-        size_t rb_ = db_dtype_bytes(dt, (size_t)(I));                                           \
-        for (int o_ = (o0); o_ < (o1); o_++) {                                                  \
-            const uint8_t *row_ = (const uint8_t *)(w) + (size_t)o_ * rb_;                      \
-            int r_ = 0;                                                                         \
-            for (; r_ + 4 <= (n); r_ += 4)                                                      \
-                TILE(4, dt, (y) + (size_t)r_ * (O), (x) + (size_t)r_ * (I), row_, O, I, o_, accumulate); \
-            float *yr_ = (y) + (size_t)r_ * (O);                                                \
-            const float *xr_ = (x) + (size_t)r_ * (I);                                          \
-            switch ((n) - r_) {                                                                 \
-            case 3: TILE(3, dt, yr_, xr_, row_, O, I, o_, accumulate); break;                   \
-            case 2: TILE(2, dt, yr_, xr_, row_, O, I, o_, accumulate); break;                   \
-            case 1: TILE(1, dt, yr_, xr_, row_, O, I, o_, accumulate); break;                   \
-            default: break;                                                                     \
-            }                                                                                   \
-        }                                                                                       \
-    } while (0)
-
 #endif
 #if HAVE_NEON
 void db_matmul_quant_neon(float *y, const float *x, const void *w, db_dtype dt, int n, int O,
                           int I, int o0, int o1, int accumulate);
-/* The driver every SIMD kernel shares: for each weight row o in [o0, o1), activation rows in
- * tiles of 4 and one tile of the 1-3 left, TILE(R, dt, y, x, row, O, I, o, accumulate) doing
- * R rows against weight row `row`. A macro so each kernel file expands it with its own TILE. */
-#define DB_QUANT_ROWS(TILE, dt, y, x, w, n, O, I, o0, o1, accumulate)                          \
-    do {                                                                                        \
-        size_t rb_ = db_dtype_bytes(dt, (size_t)(I));                                           \
-        for (int o_ = (o0); o_ < (o1); o_++) {                                                  \
-            const uint8_t *row_ = (const uint8_t *)(w) + (size_t)o_ * rb_;                      \
-            int r_ = 0;                                                                         \
-            for (; r_ + 4 <= (n); r_ += 4)                                                      \
-                TILE(4, dt, (y) + (size_t)r_ * (O), (x) + (size_t)r_ * (I), row_, O, I, o_, accumulate); \
-            float *yr_ = (y) + (size_t)r_ * (O);                                                \
-            const float *xr_ = (x) + (size_t)r_ * (I);                                          \
-            switch ((n) - r_) {                                                                 \
-            case 3: TILE(3, dt, yr_, xr_, row_, O, I, o_, accumulate); break;                   \
-            case 2: TILE(2, dt, yr_, xr_, row_, O, I, o_, accumulate); break;                   \
-            case 1: TILE(1, dt, yr_, xr_, row_, O, I, o_, accumulate); break;                   \
-            default: break;                                                                     \
-            }                                                                                   \
-        }                                                                                       \
-    } while (0)
-
 #endif
 
 /* The quantized kernel of the same instruction set as the f32 kernel named `name`
