@@ -208,7 +208,8 @@ static void matmul_slices(const kernel *k)
 
 /* attention's scores / wsum of the kernel called `name`, against double: lengths 1..40 and the
  * head sizes 64, 100, 128, 129, 200, 256 (wsum over 1..37 keys of a strided value cache); a
- * key's score bitwise the same whether 1..37 keys share the call */
+ * key's score bitwise the same whether 1..37 keys share the call; wsum over keys split in two
+ * calls (the second accumulating) bitwise the same as one call */
 static void attn_loops(const char *name)
 {
     db_scores_kernel scores;
@@ -244,7 +245,14 @@ static void attn_loops(const char *name)
             if (e > worst_d || e != e) worst_d = e;
             if (!(e <= 1.0)) bad++;
         }
+        memset(o, 0, sizeof o); /* wsum accumulates into o */
         wsum(o, p, v + 3, STRIDE, nk, n); /* offset 3: unaligned rows */
+        /* the same keys in two calls, the second adding into the first's o: bitwise equal */
+        float o2[MAXN] = {0};
+        int cut = nk / 3;
+        wsum(o2, p, v + 3, STRIDE, cut, n);
+        wsum(o2, p + cut, v + 3 + (size_t)cut * STRIDE, STRIDE, nk - cut, n);
+        if (memcmp(o, o2, sizeof(float) * (size_t)n)) bad++;
         for (int i = 0; i < n; i++) {
             double x = 0, X = 0;
             for (int j = 0; j < nk; j++) {
@@ -499,6 +507,8 @@ static void op_attention(db_backend *be)
     static const db_attn_row rows[] = {
         {0, 0, 12}, {1, 3, 7}, {0, 5, 5}, {0, 0, 1}, {1, 11, 12}, {1, 2, 9}, {0, 0, 300},
         {1, 150, 300}, {1, 0, 0}, {0, 299, 300},
+        /* a verify-like run of one slot: ranges over several cache blocks, one empty */
+        {1, 0, 70}, {1, 0, 71}, {1, 10, 72}, {1, 0, 0}, {1, 0, 73}, {0, 31, 97},
     };
     const int n = (int)(sizeof rows / sizeof *rows);
     float *q = malloc(sizeof(float) * n * nh * hd), *out = malloc(sizeof(float) * n * nh * hd);
@@ -532,10 +542,24 @@ static void op_attention(db_backend *be)
     double worst;
     int bad = close_all(out, ref, (size_t)n * nh * hd, 1e-5, 1e-5, &worst);
     int zeros = 1;
-    for (int i = 0; i < nh * hd; i++) zeros &= out[(size_t)2 * nh * hd + i] == 0.0f && out[(size_t)8 * nh * hd + i] == 0.0f;
+    for (int i = 0; i < nh * hd; i++)
+        zeros &= out[(size_t)2 * nh * hd + i] == 0.0f && out[(size_t)8 * nh * hd + i] == 0.0f &&
+                 out[(size_t)13 * nh * hd + i] == 0.0f;
     tap_ok(!bad, "attention: %d rows (key ranges of 0..300 keys, GQA 4/2) within 1e-5 of double "
            "(worst %.3g)", n, worst);
     tap_ok(zeros, "attention: an empty key range gives zeros");
+    /* batch invariance: each row alone gives bitwise its result among all the rows (other
+     * runs, head splits and thread shares) */
+    int varies = 0;
+    float *one = malloc(sizeof(float) * nh * hd);
+    for (int r = 0; r < n; r++) {
+        be->ops->attention(be, one, q + (size_t)r * nh * hd, kc, vc, cap, &rows[r], 1, nh, nkv, hd,
+                           scale);
+        varies += memcmp(one, out + (size_t)r * nh * hd, sizeof(float) * nh * hd) != 0;
+    }
+    free(one);
+    tap_ok(!varies, "attention: each of %d rows alone bitwise equal to its result among all "
+           "(%d differ)", n, varies);
     free(kc);
     free(vc);
     free(q);

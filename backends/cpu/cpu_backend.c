@@ -11,6 +11,7 @@
 #include "config.h"
 #include "backend.h"
 #include "cpu_kernels.h"
+#include "cpu_attention.h"
 #include "matmul_quant.h"
 #include "cpu_topology.h"
 
@@ -35,7 +36,7 @@
 typedef struct {
     db_matmul_kernel matmul;
     db_scores_kernel scores; /* attention: q.k of every key */
-    db_wsum_kernel wsum; /* attention: o = sum_j p_j v_j */
+    db_wsum_kernel wsum; /* attention: o += sum_j p_j v_j */
     db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
@@ -159,9 +160,11 @@ static int cpu_download(db_backend *be, void *dst, const void *src, size_t bytes
 
 static int cpu_sync(db_backend *be) { return ((cpu_ctx *)be->ctx)->failed ? -1 : 0; }
 
-/* Threads split the weight rows into contiguous ranges of whole 24-row blocks (a multiple of
- * every kernel's weight-row tile, so only the last range has a partial tile); every thread runs
- * the kernel over all N rows. One parallel region per matmul, static partition. */
+/* Threads take the weight rows in chunks of whole 24-row blocks (a multiple of every kernel's
+ * weight-row tile, so only the last chunk has a partial tile), first come first served; every
+ * thread runs the kernel over all N rows. A static split measured slower: the two vCPUs of a
+ * VM do not run at the same speed, and the faster one then waits at the end of every matmul.
+ * About 8 chunks per thread keep that wait short without many scheduling round trips. */
 static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const db_weight *w,
                                    int n, int accumulate)
 {
@@ -170,18 +173,19 @@ static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const d
     int nblk = (nout + blk - 1) / blk;
     db_matmul_kernel kernel = db_dtype_is_quant(w->dtype) ? c->matmul_quant : c->matmul;
 #if HAVE_OPENMP
-#pragma omp parallel if (nblk > 1 && (size_t)nout * nin * n > 32768)
-    {
-        int nt = omp_get_num_threads(), id = omp_get_thread_num();
-#else
-    {
-        int nt = 1, id = 0;
-#endif
-        int o0 = (int)((long long)nblk * id / nt) * blk;
-        int o1 = (int)((long long)nblk * (id + 1) / nt) * blk;
+    int nt = omp_get_max_threads();
+    int per = nblk / (8 * nt) > 1 ? nblk / (8 * nt) : 1; /* blocks per chunk */
+    int nchunks = (nblk + per - 1) / per;
+#pragma omp parallel for schedule(dynamic, 1) if (nchunks > 1 && (size_t)nout * nin * n > 32768)
+    for (int ci = 0; ci < nchunks; ci++) {
+        int o0 = ci * per * blk, o1 = (ci + 1) * per * blk;
         if (o1 > nout) o1 = nout;
-        if (o0 < o1) kernel(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
+        kernel(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
     }
+#else
+    (void)nblk;
+    kernel(y, x, w->data, w->dtype, n, nout, nin, 0, nout, accumulate);
+#endif
 }
 
 #if HAVE_OPENBLAS
@@ -285,52 +289,13 @@ static void cpu_attention(db_backend *be, float *out, const float *q, const floa
                           int nkv, int hd, float scale)
 {
     const cpu_ctx *c = be->ctx;
-    int group = nh / nkv;
-    size_t kvw = (size_t)nkv * hd;
-    int maxk = 1, nthreads;
-    for (int r = 0; r < n; r++)
-        if (rows[r].key_hi - rows[r].key_lo > maxk) maxk = rows[r].key_hi - rows[r].key_lo;
+    db_attn_args a = {out, q, kcache, vcache, rows, n, nh, nkv, hd, cap, scale, c->scores, c->wsum};
+    int nthreads = 1;
+#if HAVE_OPENMP
+    nthreads = omp_get_max_threads();
+#endif
     size_t bytes;
-    float *scratch = thread_scratch((size_t)maxk, &nthreads, &bytes); /* a score row per thread */
-    if (!scratch) {
-        latch(be, "attention", bytes);
-        return;
-    }
-#if HAVE_OPENMP
-#pragma omp parallel num_threads(nthreads) if ((size_t)n * nh * (rows[n - 1].key_hi + 1) * hd > 65536)
-#endif
-    {
-        float *sc = thread_row(scratch, (size_t)maxk);
-        /* tasks in (kv head, row, head of its group) order, split into contiguous ranges: a
-         * thread's consecutive tasks read the same K/V rows (the rows of one request in a
-         * verify or prefill, the heads of one group), so they come from its own cache */
-#if HAVE_OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int t = 0; t < n * nh; t++) {
-            int g = t / (n * group), r = t / group % n, h = g * group + t % group;
-            const db_attn_row *ar = &rows[r];
-            const float *qh = q + ((size_t)r * nh + h) * hd;
-            const float *kb = kcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
-            const float *vb = vcache + (size_t)ar->slot * cap * kvw + (size_t)(h / group) * hd;
-            float *o = out + ((size_t)r * nh + h) * hd;
-            int nk = ar->key_hi - ar->key_lo;
-            for (int i = 0; i < hd; i++) o[i] = 0.0f;
-            if (nk <= 0) continue;
-            c->scores(sc, qh, kb + (size_t)ar->key_lo * kvw, kvw, nk, hd, scale);
-            float mx = -INFINITY;
-            for (int j = 0; j < nk; j++) mx = sc[j] > mx ? sc[j] : mx;
-            float sum = 0.0f;
-            for (int j = 0; j < nk; j++) {
-                sc[j] = expf(sc[j] - mx);
-                sum += sc[j];
-            }
-            float inv = 1.0f / sum;
-            for (int j = 0; j < nk; j++) sc[j] *= inv;
-            c->wsum(o, sc, vb + (size_t)ar->key_lo * kvw, kvw, nk, hd);
-        }
-    }
-    free(scratch);
+    if (db_cpu_attention(&a, nthreads, &bytes) != 0) latch(be, "attention", bytes);
 }
 
 static void cpu_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)

@@ -15,9 +15,11 @@ typedef void (*db_matmul_kernel)(float *y, const float *x, const void *w, db_dty
                                  int O, int I, int o0, int o1, int accumulate);
 
 /* Attention's inner loops: scores: out[j] = scale * sum_i q[i] * k[j * stride + i] for the
- * nk keys j, each sum in an order fixed by hd alone;
- * wsum: o[i] = sum_j p[j] * v[j * stride + i] over j = 0..nk-1 in key order (the softmax-
- * weighted sum of value rows). Each matmul kernel has its pair (the C one where a SIMD file
+ * nk keys j, each sum in an order fixed by hd alone (a key's score does not depend on which
+ * keys share the call);
+ * wsum: o[i] += sum_j p[j] * v[j * stride + i] over j = 0..nk-1 in key order (the softmax-
+ * weighted sum of value rows), one add per key into an accumulator that starts at o[i], so
+ * calls over consecutive key ranges give bitwise the sum of one call over their union. Each matmul kernel has its pair (the C one where a SIMD file
  * has none). */
 typedef void (*db_scores_kernel)(float *out, const float *q, const float *k, size_t stride,
                                  int nk, int hd, float scale);

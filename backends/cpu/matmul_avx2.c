@@ -106,13 +106,13 @@ void db_scores_avx2(float *out, const float *q, const float *k, size_t stride, i
     for (int j = 0; j < nk; j++) out[j] = dot(q, k + (size_t)j * stride, hd) * scale;
 }
 
-/* o[i] = sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
+/* o[i] += sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
 void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
 {
     int i0 = 0;
     for (; i0 + 64 <= hd; i0 += 64) {
         __m256 acc[8];
-        for (int t = 0; t < 8; t++) acc[t] = _mm256_setzero_ps();
+        for (int t = 0; t < 8; t++) acc[t] = _mm256_loadu_ps(o + i0 + 8 * t);
         for (int j = 0; j < nk; j++) {
             __m256 pj = _mm256_set1_ps(p[j]);
             const float *vj = v + (size_t)j * stride + i0;
@@ -122,7 +122,7 @@ void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int n
         for (int t = 0; t < 8; t++) _mm256_storeu_ps(o + i0 + 8 * t, acc[t]);
     }
     for (; i0 < hd; i0++) { /* head sizes that are not a multiple of 64 */
-        float s = 0.0f;
+        float s = o[i0];
         for (int j = 0; j < nk; j++) s = __builtin_fmaf(p[j], v[(size_t)j * stride + i0], s);
         o[i0] = s;
     }

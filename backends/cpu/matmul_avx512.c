@@ -183,7 +183,7 @@ void db_scores_avx512(float *out, const float *q, const float *k, size_t stride,
     }
 }
 
-/* o[i] = sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
+/* o[i] += sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
 void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
 {
     for (int i0 = 0; i0 < hd; i0 += 128) {
@@ -193,7 +193,7 @@ void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int
         for (int t = 0; t < 8; t++) {
             int left = hd - i0 - 16 * t;
             m[t] = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
-            acc[t] = _mm512_setzero_ps();
+            acc[t] = _mm512_maskz_loadu_ps(m[t], o + i0 + 16 * t);
         }
         for (int j = 0; j < nk; j++) {
             __m512 pj = _mm512_set1_ps(p[j]);

@@ -45,7 +45,6 @@ void db_scores_ref(float *out, const float *q, const float *k, size_t stride, in
 
 void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
 {
-    for (int i = 0; i < hd; i++) o[i] = 0.0f;
     for (int j = 0; j < nk; j++)
         for (int i = 0; i < hd; i++) o[i] += p[j] * v[(size_t)j * stride + i];
 }

@@ -1,0 +1,25 @@
+/* cpu_attention.h — the CPU backend's attention op (cpu_attention.c), apart from the backend
+ * struct so that its blocking and threading can be read on their own. */
+#ifndef DB_CPU_ATTENTION_H
+#define DB_CPU_ATTENTION_H
+
+#include "backend.h"
+#include "cpu_kernels.h"
+
+typedef struct {
+    float *out;              /* [N, nh*hd] */
+    const float *q;          /* [N, nh*hd] */
+    const float *kcache;     /* [slots][cap][nkv*hd] */
+    const float *vcache;     /* [slots][cap][nkv*hd] */
+    const db_attn_row *rows; /* [N]: slot and key range of each query row */
+    int n, nh, nkv, hd, cap;
+    float scale;
+    db_scores_kernel scores; /* the inner loops of the chosen matmul kernel's family */
+    db_wsum_kernel wsum;
+} db_attn_args;
+
+/* out = softmax(q k^T * scale) v for every row, on up to nthreads OpenMP threads; *need = the
+ * scratch bytes it asked for. Returns 0, or -1 when that memory is not there (nothing written). */
+int db_cpu_attention(const db_attn_args *a, int nthreads, size_t *need);
+
+#endif
