@@ -15,6 +15,7 @@
  * has, all threads). Traffic and arithmetic per forward come from the roofline model
  * (capacity.h): GB/s = bytes / time, GFLOP/s = flops / time, with their fractions of the two
  * limits, and "x 1-row" = this time / the 1-row time at the same context. */
+#include "config.h"
 #include "bench/capacity.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
