@@ -8,7 +8,9 @@
 #   tokenizer.ggml.* metadata: vocabulary-only GGUFs of the tokenizer fixtures (Qwen2 split,
 #   LLaMA-3 with ignore_merges, GPT-2 ByteLevel) and the converted target encode README.md and
 #   a multilingual / special-token text exactly like their tokenizer.json, and decode back alike;
-#   `run` on the GGUF pair (tokenizer from the target's GGUF) writes its rows;
+#   `run --target Q8_0,Q4_K --drafter Q8_0,Q4_K` (tokenizer from the first target's GGUF): one
+#   table, rows with both dtypes and the file's sha256, each speedup over the ar of the same
+#   target file, dflash2 ids == ar ids per quantized target (generate);
 #   a truncated GGUF as --target: exit 2, one stderr line naming the file.
 set -u
 . "$(dirname "$0")/tap.sh"
@@ -74,13 +76,59 @@ for f in "$T/tokenizer.json" "$T/tokenizer-llama3.json" "$T/tokenizer-gpt2.json"
     [ "$same" = 0 ] || { head -c 300 "$tmp/ids.json"; echo; head -c 300 "$tmp/ids.gguf"; } | diag
 done
 
-"$BIN" run --target "$tmp/tiny-qwen3-q8_0.gguf" --drafter "$tmp/tiny-qwen3-dflash2-b16-q8_0.gguf" --dataset math \
-    --max-samples 2 --max-new-tokens 8 --variant ar,dflash2 -c 1 -B 8 --warmup 0 --threads 1 --out "$tmp/run" -o csv \
-    >"$tmp/run.csv" 2>"$tmp/run.err"
+# quantization as a sweep axis: one run over both quantized targets and both quantized drafters
+for t in q8_0 q4_k; do # greedy ids of dflash2 == ar on the same quantized target
+    a=$(gen "$tmp/tiny-qwen3-$t.gguf" "$tmp/tiny-qwen3-dflash2-b16-$t.gguf" ar)
+    b=$(gen "$tmp/tiny-qwen3-$t.gguf" "$tmp/tiny-qwen3-dflash2-b16-$t.gguf" dflash2)
+    ok "$([ -n "$a" ] && [ "$a" = "$b" ] && echo 0 || echo 1)" "generate on the $t target: dflash2 ids == ar ids"
+done
+"$BIN" run --target "$tmp/tiny-qwen3-q8_0.gguf,$tmp/tiny-qwen3-q4_k.gguf" \
+    --drafter "$tmp/tiny-qwen3-dflash2-b16-q8_0.gguf,$tmp/tiny-qwen3-dflash2-b16-q4_k.gguf" --dataset math \
+    --max-samples 2 --max-new-tokens 12 --variant ar,dflash2 -c 1 -B 8 --warmup 0 -r 1 --threads 1 --out "$tmp/run" \
+    >"$tmp/run.md" 2>"$tmp/run.err"
 rc=$?
-rows=$(($(wc -l <"$tmp/run.csv") - 1))
-ok "$([ "$rc" = 0 ] && [ "$rows" = 2 ] && echo 0 || echo 1)" "run on the Q8_0 GGUF pair: exit $rc, $rows rows"
+ok "$rc" "run over two quantized targets x two quantized drafters in one invocation"
 [ "$rc" = 0 ] || tail -3 "$tmp/run.err" | diag
+# one table: 2 targets x (ar + 2 drafters); the dtype column names each file's main type (the
+# embedded pair's 192-wide rows fall back from Q4_K to Q4_0, convert.py)
+tq=tiny-qwen3-q8_0.gguf tk=tiny-qwen3-q4_k.gguf
+table=1
+[ "$(grep -c '^| tiny-qwen3-' "$tmp/run.md")" = 6 ] && [ "$(grep -c '^| target | dtype |' "$tmp/run.md")" = 1 ] &&
+    grep -q "^| $tq | q8_0 | math | ar |" "$tmp/run.md" && grep -q "^| $tq | q8_0 / q8_0 | math | dflash2 |" "$tmp/run.md" &&
+    grep -q "^| $tq | q8_0 / q4_0 | math | dflash2 |" "$tmp/run.md" && grep -q "^| $tk | q4_0 | math | ar |" "$tmp/run.md" &&
+    grep -q "^| $tk | q4_0 / q8_0 | math | dflash2 |" "$tmp/run.md" && table=0
+ok "$table" "one md table with the target and both dtypes per row"
+[ "$table" = 0 ] || diag <"$tmp/run.md"
+"$PY" - "$tmp/run" "$tmp/tiny-qwen3-q8_0.gguf" "$tmp/tiny-qwen3-q4_k.gguf" >"$tmp/pair.out" 2>&1 <<'PYEOF'
+# every drafter row's speedup is its throughput over the ar row of the SAME target file; rows
+# carry target / drafter dtypes and the sha256 of the file they name; greedy: a dflash2 request
+# commits as many tokens as the ar request of its target (the same ids, checked above)
+import csv, hashlib, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/summary.csv")))
+reqs = list(csv.DictReader(open(d + "/requests.csv")))
+sha = {p.rsplit("/", 1)[1]: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in sys.argv[2:]}
+bad = []
+assert len(rows) == 6, len(rows)
+for r in rows:
+    if r["schema_version"] != "6": bad.append("schema " + r["schema_version"])
+    if r["target_sha256"] != sha.get(r["target"]): bad.append("target hash " + r["target"])
+    if r["variant"] == "ar":
+        if r["drafter"] or r["drafter_dtype"]: bad.append("ar row names a drafter")
+        continue
+    ar = [a for a in rows if a["variant"] == "ar" and a["target"] == r["target"]]
+    want = float(r["throughput_tok_s"]) / float(ar[0]["throughput_tok_s"])
+    if len(ar) != 1 or abs(float(r["speedup"]) - want) > 1e-6 * want: bad.append(f"{r['point_id']}: speedup {r['speedup']} != {want}")
+    if r["drafter_dtype"] not in ("q8_0", "q4_0") or r["target_dtype"] not in ("q8_0", "q4_0"): bad.append("dtype " + r["point_id"])
+    mine = sorted((q["prompt_index"], q["output_tokens"]) for q in reqs if q["point_id"] == r["point_id"])
+    base = sorted((q["prompt_index"], q["output_tokens"]) for q in reqs if q["point_id"] == ar[0]["point_id"])
+    if not mine or mine != base: bad.append(f"{r['point_id']}: output lengths {mine} != ar {base}")
+print("\n".join(bad) if bad else "ok")
+sys.exit(1 if bad else 0)
+PYEOF
+rc=$?
+ok "$rc" "speedup paired with the ar of the same target file; dtypes, hashes, output lengths per target"
+[ "$rc" = 0 ] || diag <"$tmp/pair.out"
 
 head -c 5000 "$tmp/tiny-qwen3-q8_0.gguf" >"$tmp/cut.gguf"
 "$BIN" generate --target "$tmp/cut.gguf" --drafter "$tmp/tiny-qwen3-dflash2-b16-q8_0.gguf" \

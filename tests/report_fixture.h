@@ -26,6 +26,8 @@ static db_point_key fx_key(const char *dataset, const char *variant, int block, 
     snprintf(k.chat_template, sizeof k.chat_template, "none");
     snprintf(k.acceptance_source, sizeof k.acceptance_source, "measured");
     snprintf(k.weights, sizeof k.weights, "file");
+    snprintf(k.target, sizeof k.target, "tiny-qwen3");
+    if (strcmp(variant, "ar") != 0) snprintf(k.drafter, sizeof k.drafter, "tiny-qwen3-dflash2-b16");
     return k;
 }
 
@@ -94,11 +96,13 @@ static void fx_meta(db_run_meta *m)
 {
     db_run_meta_init(m, 0, NULL, 42, "fixture", (time_t)1795917600); /* 2026-11-29T02:00:00Z */
     db_run_meta_set_backend(m, "cpu", "Test CPU, 2 cores", "avx2", 2);
-    snprintf(m->target.name, sizeof m->target.name, "tiny-qwen3");
-    snprintf(m->target.sha256, sizeof m->target.sha256, "%064d", 0);
-    snprintf(m->drafter.name, sizeof m->drafter.name, "tiny-qwen3-dflash2-b16");
-    snprintf(m->drafter.sha256, sizeof m->drafter.sha256, "%064d", 1);
-    snprintf(m->dtype, sizeof m->dtype, "f32");
+    const char *names[] = {"tiny-qwen3", "tiny-qwen3-dflash2-b16"};
+    for (int i = 0; i < 2; i++) {
+        db_model_meta *mm = &m->models[m->n_models++];
+        snprintf(mm->name, sizeof mm->name, "%s", names[i]);
+        snprintf(mm->sha256, sizeof mm->sha256, "%064d", i);
+        snprintf(mm->dtype, sizeof mm->dtype, "f32");
+    }
 }
 
 #endif

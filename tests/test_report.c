@@ -195,7 +195,7 @@ static void tables(void)
                           "chat_template", "thinking", "acceptance_source", "weights",
                           "oracle_tau", "measured_over_predicted", "tool_version", "git_commit",
                           "device", "cpu_model", "cpu_cores", "cpu_threads", "simd", "compiler",
-                          "target", "target_sha256", "drafter", "drafter_sha256", "dtype", "seed",
+                          "target", "target_sha256", "target_dtype", "drafter", "drafter_sha256", "drafter_dtype", "seed",
                           "test_time"};
     int missing = 0;
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
@@ -258,7 +258,7 @@ static void tables(void)
     size_t len;
     db_out o;
     FILE *f = open_memstream(&text, &len);
-    db_out_begin(&o, f, "csv", err, sizeof err);
+    db_out_begin(&o, f, "csv", 0, err, sizeof err);
     for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
     db_out_end(&o, err, sizeof err);
     fclose(f);
@@ -280,7 +280,7 @@ static void tables(void)
     free(text);
 
     f = open_memstream(&text, &len);
-    db_out_begin(&o, f, "json", err, sizeof err);
+    db_out_begin(&o, f, "json", 0, err, sizeof err);
     for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
     db_out_end(&o, err, sizeof err);
     fclose(f);
@@ -296,7 +296,16 @@ static void tables(void)
     free(text);
 
     f = open_memstream(&text, &len);
-    db_out_begin(&o, f, "md", err, sizeof err);
+    db_out_begin(&o, f, "md", 1, err, sizeof err); /* with the model columns */
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    db_out_end(&o, err, sizeof err);
+    fclose(f);
+    tap_ok(strstr(text, "| target | dtype | dataset |") && strstr(text, "| tiny-qwen3 | f32 | gsm8k, hard \"x\" | ar |") &&
+               strstr(text, "| tiny-qwen3 | f32 / f32 | gsm8k, hard \"x\" | dflash2 | 8 |"),
+           "-o md over several checkpoints: target and dtype (target / drafter) columns");
+    free(text);
+    f = open_memstream(&text, &len);
+    db_out_begin(&o, f, "md", 0, err, sizeof err);
     for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
     db_out_end(&o, err, sizeof err);
     fclose(f);
@@ -309,7 +318,7 @@ static void tables(void)
            "-o md: a markdown table, speedup with its CI");
     for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
     free(text);
-    tap_ok(db_out_begin(&o, stdout, "xml", err, sizeof err) == DB_EINPUT, "unknown -o: %s", err);
+    tap_ok(db_out_begin(&o, stdout, "xml", 0, err, sizeof err) == DB_EINPUT, "unknown -o: %s", err);
     for (int i = 0; i < 3; i++) db_point_raw_free(&pts[i]);
     db_run_meta_free(&m);
 }

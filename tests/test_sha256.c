@@ -94,11 +94,13 @@ int main(void)
     db_run_meta meta;
     char *argv[] = {"dflash-bench", "run", "--dataset", "my set", "it's", "--block-size=8,16"};
     db_run_meta_init(&meta, 6, argv, 7, "lbl", (time_t)1795917600);
-    rc = db_run_meta_set_models(&meta, tu_data("qwen3-f32-sharded"), tu_data("dflash2-v16-f32"),
-                                "f32", err, sizeof err);
-    tap_ok(rc == 0 && meta.target.n_files == 2 && meta.drafter.n_files == 1 &&
-               !strcmp(meta.drafter.name, "dflash2-v16-f32"),
-           "models hashed (%s)", err);
+    rc = db_run_meta_add_model(&meta, tu_data("qwen3-f32-sharded"), "f32", err, sizeof err);
+    if (!rc) rc = db_run_meta_add_model(&meta, tu_data("dflash2-v16-f32"), "f32", err, sizeof err);
+    if (!rc) rc = db_run_meta_add_model(&meta, tu_data("qwen3-f32-sharded"), "f32", err, sizeof err);
+    tap_ok(rc == 0 && meta.n_models == 2 && db_run_meta_model(&meta, "qwen3-f32-sharded")->n_files == 2 &&
+               db_run_meta_model(&meta, "dflash2-v16-f32")->n_files == 1 &&
+               !strcmp(db_run_meta_model(&meta, "dflash2-v16-f32")->dtype, "f32"),
+           "models hashed once per path, found by name (%s)", err);
     tap_ok(meta.command_line &&
                !strcmp(meta.command_line,
                        "dflash-bench run --dataset 'my set' 'it'\\''s' --block-size=8,16"),
@@ -113,7 +115,7 @@ int main(void)
            "backends are listed once, the current one selected");
     cJSON *j = db_run_meta_json(&meta);
     cJSON *models = cJSON_GetObjectItem(j, "models");
-    cJSON *tf = cJSON_GetObjectItem(cJSON_GetObjectItem(models, "target"), "files");
+    cJSON *tf = cJSON_GetObjectItem(cJSON_GetArrayItem(models, 0), "files");
     cJSON *feat = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "build"), "features");
     tap_ok(cJSON_GetArraySize(tf) == 2 &&
                !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(tf, 0), "name")->valuestring,
@@ -125,8 +127,8 @@ int main(void)
     tap_diag("machine.cpu: %s", txt);
     free(txt);
     cJSON_Delete(j);
-    db_run_meta_set_models(&meta, tu_data("qwen3-f32-tied"), NULL, "bf16", err, sizeof err);
-    tap_ok(meta.drafter.name[0] == 0 && !strcmp(meta.dtype, "bf16"), "no drafter: empty drafter entry");
+    tap_ok(db_run_meta_model(&meta, "")->name[0] == 0 && db_run_meta_model(&meta, "qwen3-f32-tied")->sha256[0] == 0,
+           "no drafter (an ar row), or a model not listed: an empty entry");
     db_run_meta_free(&meta);
     return tap_done();
 }

@@ -1,8 +1,10 @@
 /* test_sweep.c — sweep lists and ranges (good and bad values), ini files (unknown keys named
  * with file and line), the presets, validation, the order of the enumerated points, and the
- * variant table: the sweep's variants are its rows, and README's variant table is a copy of it. */
+ * variant table: the sweep's variants are its rows, and README's variant table is a copy of it;
+ * target and drafter lists as axes (order, names, pairing with the ar of the same target). */
 #include "bench/sweep.h"
 #include "engine/variant.h"
+#include "report/report.h"
 #include "tap.h"
 #include "base/util.h"
 
@@ -248,7 +250,8 @@ static void ini(void)
     rc = db_sweep_load_ini(&s, path, err, sizeof err);
     tap_ok(rc == 0 && same_points(&s, &d) && s.max_samples == d.max_samples &&
                s.repetitions == d.repetitions && s.warmup == d.warmup &&
-               !strcmp(s.target, d.target) && !strcmp(s.drafter, d.drafter) &&
+               !memcmp(s.target, d.target, sizeof s.target) && !memcmp(s.drafter, d.drafter, sizeof s.drafter) &&
+               s.n_target == d.n_target && s.n_drafter == d.n_drafter &&
                !memcmp(s.variant_drafter, d.variant_drafter, sizeof s.variant_drafter),
            "configs/default.ini is the default sweep (%s)", err);
     snprintf(path, sizeof path, "%s/configs/paper-h200.ini", root ? root : ".");
@@ -303,29 +306,38 @@ static void drafters(void)
 {
     db_sweep s;
     db_sweep_init(&s);
-    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash"), "models/tiny-qwen3-dflash-b16") &&
-               !strcmp(db_sweep_drafter(&s, "dflash2"), "models/tiny-qwen3-dflash2-b16") &&
-               !strcmp(db_sweep_drafter(&s, "conv-off"), "models/tiny-qwen3-dflash2-b16") &&
-               !db_sweep_drafter(&s, "ar")[0],
+    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash", 0), "models/tiny-qwen3-dflash-b16") &&
+               !strcmp(db_sweep_drafter(&s, "dflash2", 0), "models/tiny-qwen3-dflash2-b16") &&
+               !strcmp(db_sweep_drafter(&s, "conv-off", 0), "models/tiny-qwen3-dflash2-b16") &&
+               !db_sweep_drafter(&s, "ar", 0)[0],
            "default: dflash on the v1 checkpoint, the DFlash 2 variants on the v2 one, ar none");
     set(&s, "drafter", "dflash=A,dflash2=B");
-    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash"), "A") && !strcmp(db_sweep_drafter(&s, "dflash2"), "B") &&
-               !strcmp(db_sweep_drafter(&s, "selector-off"), "B") &&
-               !strcmp(db_sweep_drafter(&s, "dflash2-bare"), "B"),
+    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash", 0), "A") && !strcmp(db_sweep_drafter(&s, "dflash2", 0), "B") &&
+               !strcmp(db_sweep_drafter(&s, "selector-off", 0), "B") &&
+               !strcmp(db_sweep_drafter(&s, "dflash2-bare", 0), "B"),
            "dflash=A,dflash2=B: dflash2 covers the DFlash 2 ablations");
     set(&s, "drafter", "some/dir,conv-off=C");
-    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash"), "some/dir") && !strcmp(db_sweep_drafter(&s, "conv-off"), "C") &&
-               !strcmp(db_sweep_drafter(&s, "dflash2"), "some/dir"),
+    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash", 0), "some/dir") && !strcmp(db_sweep_drafter(&s, "conv-off", 0), "C") &&
+               !strcmp(db_sweep_drafter(&s, "dflash2", 0), "some/dir"),
            "DIR,conv-off=C: C for conv-off, DIR for the rest");
     set(&s, "drafter", "b/a=c");
-    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash2"), "b/a=c"), "a path with '=' after a '/' is a path");
+    tap_ok(!strcmp(db_sweep_drafter(&s, "dflash2", 0), "b/a=c"), "a path with '=' after a '/' is a path");
     int rc = db_sweep_set(&s, "drafter", "dflsh=A", err, sizeof err);
-    tap_ok(rc == DB_EINPUT && strstr(err, "dflsh") && !strcmp(db_sweep_drafter(&s, "dflash2"), "b/a=c"),
+    tap_ok(rc == DB_EINPUT && strstr(err, "dflsh") && !strcmp(db_sweep_drafter(&s, "dflash2", 0), "b/a=c"),
            "unknown variant refused, nothing changed: %s", err);
     rc = db_sweep_set(&s, "drafter", "ar=A", err, sizeof err);
     tap_ok(rc == DB_EINPUT, "ar has no drafter: %s", err);
-    rc = db_sweep_set(&s, "drafter", "A,B", err, sizeof err);
-    tap_ok(rc == DB_EINPUT, "two unnamed drafters: %s", err);
+    rc = db_sweep_set(&s, "drafter", "x/A,y/B,dflash=C", err, sizeof err);
+    tap_ok(rc == 0 && s.n_drafter == 2 && !strcmp(db_sweep_drafter(&s, "dflash2", 1), "y/B") &&
+               !strcmp(db_sweep_drafter(&s, "dflash", 1), "C") && db_sweep_drafter_own(&s, "dflash") &&
+               !db_sweep_drafter_own(&s, "dflash2"),
+           "two unnamed drafters: an axis of the variants without their own (%s)", err);
+    rc = db_sweep_set(&s, "drafter", "x/A,y/A", err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "same name") && s.n_drafter == 2, "two drafters of one name refused: %s", err);
+    rc = db_sweep_set(&s, "target", "m/t.gguf,n/t.gguf", err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "same name") && s.n_target == 1, "two targets of one name refused: %s", err);
+    rc = db_sweep_set(&s, "target", "m/a,m/a", err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "twice"), "a target given twice refused: %s", err);
 
     /* every key's recorded text sets a fresh sweep to the same recorded text */
     db_sweep a, b;
@@ -356,6 +368,45 @@ static void drafters(void)
            "db_sweep_get text read back by db_sweep_set gives the same sweep");
 }
 
+/* target and drafter lists: target outermost, the drafter axis inside the block size, a variant
+ * with its own drafter once, every drafter point's baseline the ar of its own target */
+static void model_axes(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    set(&s, "dataset", "math");
+    set(&s, "concurrency", "1");
+    set(&s, "block_size", "8");
+    set(&s, "variant", "ar,dflash,dflash2");
+    set(&s, "target", "m/t-bf16,m/t-q8_0.gguf,m/t-q4_k.gguf");
+    int rc = set(&s, "drafter", "m/d-q8_0.gguf,m/d-q4_k.gguf,dflash=m/v1");
+    db_point_key *k = NULL;
+    int n = 0;
+    if (!rc) rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    /* per target: ar, dflash once (its own drafter), dflash2 per drafter entry */
+    tap_ok(rc == 0 && n == 3 * 4, "3 targets x (ar + dflash + 2 x dflash2): %d points (%s)", n, err);
+    int order = 1, paired = 1;
+    const char *want_t[] = {"t-bf16", "t-q8_0.gguf", "t-q4_k.gguf"};
+    const char *want_d[] = {"", "v1", "d-q8_0.gguf", "d-q4_k.gguf"};
+    for (int i = 0; rc == 0 && i < n; i++) {
+        order &= k[i].target_i == i / 4 && !strcmp(k[i].target, want_t[i / 4]) && !strcmp(k[i].drafter, want_d[i % 4]);
+        db_point_key ar;
+        db_point_baseline_key(&k[i], &ar);
+        paired &= db_point_key_equal(&ar, &k[i - i % 4]);
+        for (int j = 0; j < n; j++) /* ids tell every point apart */
+            if (j != i && db_point_key_equal(&k[i], &k[j])) paired = 0;
+    }
+    tap_ok(rc == 0 && order, "order: target, then ar, dflash on its own drafter, dflash2 per drafter entry");
+    tap_ok(rc == 0 && paired, "each point's baseline is the ar of its own target; ids are distinct");
+    char buf[4096];
+    db_sweep_get(&s, "target", buf, sizeof buf);
+    tap_ok(!strcmp(buf, "m/t-bf16,m/t-q8_0.gguf,m/t-q4_k.gguf"), "target recorded as its list: %s", buf);
+    free(k);
+    set(&s, "synthetic", "true");
+    rc = db_sweep_validate(&s, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "one checkpoint"), "synthetic weights take one target: %s", err);
+}
+
 int main(void)
 {
     ranges();
@@ -364,5 +415,6 @@ int main(void)
     ini();
     variants();
     drafters();
+    model_axes();
     return tap_done();
 }

@@ -8,7 +8,7 @@
 
 const char *db_drafter_set_path(const db_sweep *sw, const db_point_key *k)
 {
-    const char *p = db_sweep_drafter(sw, k->variant);
+    const char *p = db_sweep_drafter(sw, k->variant, k->drafter_i);
     return p[0] && sw->synthetic && sw->drafter_config[0] ? sw->drafter_config : p;
 }
 

@@ -9,6 +9,8 @@
 
 #include "engine/stats.h"
 
+#define DB_POINT_ID_MAX 1024 /* bytes of a point id (db_point_id), its terminator included */
+
 typedef struct {
     char backend[16];
     char dataset[64];
@@ -22,6 +24,10 @@ typedef struct {
     int thinking;
     char acceptance_source[128]; /* "measured" or "replay:<file>" */
     char weights[16];            /* "file" or "synthetic" */
+    char target[128];            /* the target checkpoint's name (sweep.h db_model_name) */
+    char drafter[128];           /* the drafter checkpoint's name, "" for ar */
+    int target_i, drafter_i;     /* indices into the sweep's target / plain drafter lists (not
+                                  * part of the point's id: the names are) */
 } db_point_key;
 
 typedef struct {

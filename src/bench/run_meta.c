@@ -137,7 +137,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
         if (!d) return db_fail(err, errlen, DB_EINPUT, "%s: %s", path, strerror(errno));
         struct dirent *e;
         while ((e = readdir(d))) {
-            if (!ends_with(e->d_name, ".safetensors") || e->d_name[0] == '.') continue;
+            if (!(ends_with(e->d_name, ".safetensors") || ends_with(e->d_name, ".gguf")) || e->d_name[0] == '.') continue;
             if (mm->n_files == cap) {
                 cap = cap ? 2 * cap : 8;
                 db_weight_file *nf = db_realloc(mm->files, sizeof *nf * (size_t)cap);
@@ -153,7 +153,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
         }
         closedir(d);
         if (!mm->n_files)
-            return db_fail(err, errlen, DB_EINPUT, "%s: no *.safetensors weight file", path);
+            return db_fail(err, errlen, DB_EINPUT, "%s: no *.safetensors or *.gguf weight file", path);
         qsort(mm->files, (size_t)mm->n_files, sizeof *mm->files, cmp_names);
     }
     db_sha256 all;
@@ -180,59 +180,38 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
     return DB_OK;
 }
 
-int db_run_meta_set_models(db_run_meta *m, const char *target, const char *drafter,
-                           const char *dtype, char *err, size_t errlen)
+int db_run_meta_add_model(db_run_meta *m, const char *path, const char *dtype, char *err, size_t errlen)
 {
-    int rc = db_model_meta_hash(&m->target, target, err, errlen);
-    if (rc) return rc;
-    if (drafter && drafter[0]) {
-        rc = db_model_meta_hash(&m->drafter, drafter, err, errlen);
-        if (rc) return rc;
-    } else {
-        free(m->drafter.files);
-        memset(&m->drafter, 0, sizeof m->drafter);
+    for (int i = 0; i < m->n_models; i++)
+        if (!strcmp(m->models[i].path, path)) return DB_OK;
+    if (m->n_models == DB_META_MAX_MODELS) return db_fail(err, errlen, DB_EINPUT, "more than %d checkpoints", DB_META_MAX_MODELS);
+    db_model_meta *mm = &m->models[m->n_models];
+    int rc = db_model_meta_hash(mm, path, err, errlen);
+    if (rc) {
+        free(mm->files);
+        memset(mm, 0, sizeof *mm);
+        return rc;
     }
-    snprintf(m->dtype, sizeof m->dtype, "%s", dtype ? dtype : "");
+    snprintf(mm->dtype, sizeof mm->dtype, "%s", dtype ? dtype : "");
+    m->n_models++;
     return DB_OK;
 }
 
-int db_run_meta_set_variant_drafter(db_run_meta *m, const char *variant, const char *path, char *err,
-                                    size_t errlen)
+const db_model_meta *db_run_meta_model(const db_run_meta *m, const char *name)
 {
-    if (m->n_variant_drafters == DB_META_MAX_VARIANT_DRAFTERS)
-        return db_fail(err, errlen, DB_EINPUT, "too many drafters");
-    int i = m->n_variant_drafters;
-    snprintf(m->variant_drafter[i].variant, sizeof m->variant_drafter[i].variant, "%s", variant);
-    db_model_meta *mm = &m->variant_drafter[i].model;
-    for (int j = 0; j < i; j++) /* the same checkpoint as another variant's: copy its hashes */
-        if (!strcmp(m->variant_drafter[j].model.path, path) && m->variant_drafter[j].model.n_files >= 0) {
-            *mm = m->variant_drafter[j].model;
-            mm->files = NULL, mm->n_files = 0;
-            m->n_variant_drafters++;
-            return DB_OK;
-        }
-    int rc = db_model_meta_hash(mm, path, err, errlen);
-    if (!rc) m->n_variant_drafters++;
-    return rc;
-}
-
-const db_model_meta *db_run_meta_drafter(const db_run_meta *m, const char *variant)
-{
-    for (int i = 0; i < m->n_variant_drafters; i++)
-        if (!strcmp(m->variant_drafter[i].variant, variant)) return &m->variant_drafter[i].model;
-    return &m->drafter;
+    static const db_model_meta none;
+    for (int i = 0; name && name[0] && i < m->n_models; i++)
+        if (!strcmp(m->models[i].name, name)) return &m->models[i];
+    return &none;
 }
 
 void db_run_meta_free(db_run_meta *m)
 {
-    for (int i = 0; i < m->n_variant_drafters; i++) free(m->variant_drafter[i].model.files);
-    m->n_variant_drafters = 0;
-    free(m->target.files);
-    free(m->drafter.files);
+    for (int i = 0; i < m->n_models; i++) free(m->models[i].files);
+    m->n_models = 0;
     free(m->command_line);
     cJSON_Delete(m->sweep);
     cJSON_Delete(m->points);
-    m->target.files = m->drafter.files = NULL;
     m->command_line = NULL;
     m->sweep = m->points = NULL;
 }
@@ -246,6 +225,7 @@ static cJSON *model_json(const db_model_meta *mm)
     cJSON_AddStringToObject(o, "name", mm->name);
     cJSON_AddStringToObject(o, "path", mm->path);
     cJSON_AddStringToObject(o, "sha256", mm->sha256);
+    cJSON_AddStringToObject(o, "dtype", mm->dtype);
     cJSON *fs = cJSON_AddArrayToObject(o, "files");
     for (int i = 0; i < mm->n_files; i++) {
         cJSON *f = cJSON_CreateObject();
@@ -397,15 +377,8 @@ cJSON *db_run_meta_json(const db_run_meta *m)
         cJSON_AddNumberToObject(e, "threads", m->backends[i].threads);
         cJSON_AddItemToArray(bes, e);
     }
-    cJSON *models = cJSON_AddObjectToObject(r, "models");
-    cJSON_AddItemToObject(models, "target", model_json(&m->target));
-    cJSON_AddItemToObject(models, "drafter", model_json(&m->drafter));
-    if (m->n_variant_drafters) { /* variants that ran another checkpoint */
-        cJSON *vd = cJSON_AddObjectToObject(models, "variant_drafters");
-        for (int i = 0; i < m->n_variant_drafters; i++)
-            cJSON_AddItemToObject(vd, m->variant_drafter[i].variant, model_json(&m->variant_drafter[i].model));
-    }
-    cJSON_AddStringToObject(models, "dtype", m->dtype);
+    cJSON *models = cJSON_AddArrayToObject(r, "models");
+    for (int i = 0; i < m->n_models; i++) cJSON_AddItemToArray(models, model_json(&m->models[i]));
     if (m->sweep) cJSON_AddItemToObject(r, "sweep", cJSON_Duplicate(m->sweep, 1));
     if (m->points) cJSON_AddItemToObject(r, "points", cJSON_Duplicate(m->points, 1));
     return r;

@@ -1,7 +1,7 @@
 /* run_meta.h — the description of one invocation that every result row carries (README, *Columns
  * common to every CSV file*): schema version, tool version and commit, test time, machine (CPU,
- * topology), build (compiler, type, features), backend and device, models (names + sha256 of their
- * weight files), dtype, seed; and meta.json, the full form of the same with the hwloc topology and
+ * topology), build (compiler, type, features), backend and device, models (names, sha256 of their
+ * weight files, main weight dtype), seed; and meta.json, the full form of the same with the hwloc topology and
  * the command line.
  *
  * Model hash: the sha256 of the weight file when a model has one *.safetensors file (what
@@ -19,9 +19,9 @@
 #include <time.h>
 
 /* Bump when a column of any CSV file changes meaning, is renamed, removed or moved. */
-#define DB_SCHEMA_VERSION 5
+#define DB_SCHEMA_VERSION 6
 #define DB_META_MAX_BACKENDS 4
-#define DB_META_MAX_VARIANT_DRAFTERS 8
+#define DB_META_MAX_MODELS 16
 
 typedef struct {
     char name[256];   /* file name */
@@ -33,6 +33,7 @@ typedef struct {
     char name[256];   /* last component of the path ("tiny-qwen3"); "" when absent */
     char path[1024];
     char sha256[65];  /* see the top of this file */
+    char dtype[16];   /* the weight type holding most of its matrix elements (bf16, q8_0, ...) */
     int n_files;
     db_weight_file *files; /* [n_files], malloc'd */
 } db_model_meta;
@@ -52,14 +53,10 @@ typedef struct {
     /* backends met so far; `cur` is the one the current rows ran on */
     db_backend_meta backends[DB_META_MAX_BACKENDS];
     int n_backends, cur;
-    db_model_meta target, drafter;
-    /* variants that ran another drafter than `drafter` (a DFlash 1 baseline next to DFlash 2) */
-    struct {
-        char variant[16];
-        db_model_meta model;
-    } variant_drafter[DB_META_MAX_VARIANT_DRAFTERS];
-    int n_variant_drafters;
-    char dtype[16];         /* weight storage dtype, e.g. bf16 */
+    /* every checkpoint a row ran (targets, drafters), each hashed once; rows find theirs by
+     * name (the point key's target / drafter) */
+    db_model_meta models[DB_META_MAX_MODELS];
+    int n_models;
     uint64_t seed;
     char *command_line;     /* argv joined with spaces (shell-quoted where needed), malloc'd */
     int out_of_memory;      /* init could not allocate the command line: db_run_meta_json fails */
@@ -76,14 +73,11 @@ void db_run_meta_set_backend(db_run_meta *m, const char *backend, const char *de
                              const char *simd, int threads);
 /* name and hashes of a model directory (every *.safetensors in it) or of one file */
 int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t errlen);
-/* target and drafter (drafter may be NULL or "": no drafter) plus their dtype */
-int db_run_meta_set_models(db_run_meta *m, const char *target, const char *drafter,
-                           const char *dtype, char *err, size_t errlen);
-/* variant ran the drafter at path (not the one of set_models); hashed once per path */
-int db_run_meta_set_variant_drafter(db_run_meta *m, const char *variant, const char *path, char *err,
-                                    size_t errlen);
-/* the drafter variant ran: its own (set_variant_drafter) or `drafter` */
-const db_model_meta *db_run_meta_drafter(const db_run_meta *m, const char *variant);
+/* the checkpoint at path (a directory, a file, or with synthetic weights the config standing
+ * for it), with its main weight dtype, unless a model of that path is listed already */
+int db_run_meta_add_model(db_run_meta *m, const char *path, const char *dtype, char *err, size_t errlen);
+/* the listed model named name (db_model_name of its path); an empty entry when none */
+const db_model_meta *db_run_meta_model(const db_run_meta *m, const char *name);
 /* the meta.json document (caller cJSON_Delete()s); NULL when out of memory */
 cJSON *db_run_meta_json(const db_run_meta *m);
 void db_run_meta_free(db_run_meta *m);

@@ -64,8 +64,10 @@ void db_sweep_init(db_sweep *s)
     s->seed = 0;
     s->repetitions = 3;
     s->warmup = 1;
-    strcpy(s->target, "models/tiny-qwen3");
-    strcpy(s->drafter, "models/tiny-qwen3-dflash2-b16");
+    strcpy(s->target[0], "models/tiny-qwen3");
+    s->n_target = 1;
+    strcpy(s->drafter[0], "models/tiny-qwen3-dflash2-b16");
+    s->n_drafter = 1;
     strcpy(s->variant_drafter[DB_VAR_DFLASH], "models/tiny-qwen3-dflash-b16");
     strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
@@ -125,47 +127,129 @@ static int set_profile(db_sweep *s, const char *k, const char *v, char *err, siz
 
 _Static_assert(DB_VAR_COUNT <= DB_SWEEP_VARIANTS, "db_sweep.variant_drafter is too small");
 
-/* "DIR", "NAME=DIR" or a comma list of both (one DIR without a name at most); NAME a drafter
- * variant. A part is NAME=DIR when what precedes its first '=' has no '/'. */
-static int set_drafter(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+/* the last non-empty component of a path */
+void db_model_name(const char *path, char *buf, size_t n)
 {
-    char def[512] = "", per[DB_SWEEP_VARIANTS][512] = {{0}}, part[600];
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--;
+    size_t b = len;
+    while (b > 0 && path[b - 1] != '/') b--;
+    snprintf(buf, n, "%.*s", (int)(len - b), path + b);
+}
+
+/* two entries of a model list with the same name: the point ids could not tell them apart */
+static int unique_names(const char *k, char (*list)[512], int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            char a[256], b[256];
+            db_model_name(list[i], a, sizeof a);
+            db_model_name(list[j], b, sizeof b);
+            if (!strcmp(a, b))
+                return db_fail(err, errlen, DB_EINPUT, "%s: '%s' and '%s' have the same name '%s' (the rows "
+                               "name checkpoints by their last path component)", k, list[j], list[i], a);
+        }
+    return DB_OK;
+}
+
+/* the comma-separated parts of v, trimmed and non-empty, to fn(part) */
+static int each_part(const char *k, const char *v, int (*fn)(void *, char *, char *, size_t), void *ctx,
+                     char *err, size_t errlen)
+{
+    char part[600];
     const char *p = v ? v : "";
     for (;;) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (db_trim(p, len, part, sizeof part) < 0)
+        if (db_trim(p, len, part, sizeof part) < 0 || strlen(part) >= 512)
             return db_fail(err, errlen, DB_EINPUT, "%s: a path is too long", k);
-        char *eq = strchr(part, '='), *dir = part;
-        db_variant var = DB_VAR_AR;
-        if (eq && !memchr(part, '/', (size_t)(eq - part))) {
-            *eq = 0;
-            dir = eq + 1;
-            if (db_variant_parse(part, &var) != 0 || !db_variant_uses_drafter(var))
-                return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not a drafter variant", k, part);
-        }
-        char *slot = var == DB_VAR_AR ? def : per[var];
-        if (!dir[0] || strlen(dir) >= sizeof def)
-            return db_fail(err, errlen, DB_EINPUT, "%s: '%s': empty or too long a path", k, v ? v : "");
-        if (slot[0])
-            return db_fail(err, errlen, DB_EINPUT, "%s: two drafters for %s", k, var == DB_VAR_AR ? "the variants not named" : part);
-        strcpy(slot, dir);
-        if (!e) break;
+        int rc = fn(ctx, part, err, errlen);
+        if (rc) return rc;
+        if (!e) return DB_OK;
         p = e + 1;
     }
-    memcpy(s->drafter, def, sizeof def);
-    memcpy(s->variant_drafter, per, sizeof per);
+}
+
+typedef struct {
+    const char *k;
+    int named; /* VARIANT=DIR parts allowed (drafter) */
+    char def[DB_SWEEP_MODELS][512], per[DB_SWEEP_VARIANTS][512];
+    int n;
+} path_list;
+
+static int add_path(path_list *l, const char *dir, char *err, size_t errlen)
+{
+    if (!dir[0]) return db_fail(err, errlen, DB_EINPUT, "%s: an empty path", l->k);
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->def[i], dir)) return db_fail(err, errlen, DB_EINPUT, "%s: '%s' given twice", l->k, dir);
+    if (l->n == DB_SWEEP_MODELS)
+        return db_fail(err, errlen, DB_EINPUT, "%s: more than %d checkpoints", l->k, DB_SWEEP_MODELS);
+    strcpy(l->def[l->n++], dir);
     return DB_OK;
 }
 
-const char *db_sweep_drafter(const db_sweep *s, const char *variant)
+/* a part of a model list: with `named` (drafter), NAME=DIR when what precedes its first '='
+ * has no '/'; otherwise DIR */
+static int model_part(void *ctx, char *part, char *err, size_t errlen)
+{
+    path_list *l = ctx;
+    char *eq = strchr(part, '=');
+    if (!l->named || !eq || memchr(part, '/', (size_t)(eq - part))) return add_path(l, part, err, errlen);
+    *eq = 0;
+    db_variant var;
+    if (db_variant_parse(part, &var) != 0 || !db_variant_uses_drafter(var))
+        return db_fail(err, errlen, DB_EINPUT, "%s: '%s' is not a drafter variant", l->k, part);
+    if (!eq[1]) return db_fail(err, errlen, DB_EINPUT, "%s: %s: an empty path", l->k, part);
+    if (l->per[var][0]) return db_fail(err, errlen, DB_EINPUT, "%s: two drafters for %s", l->k, part);
+    strcpy(l->per[var], eq + 1);
+    return DB_OK;
+}
+
+static int parse_models(path_list *l, const char *v, char *err, size_t errlen)
+{
+    int rc = each_part(l->k, v, model_part, l, err, errlen);
+    return rc ? rc : unique_names(l->k, l->def, l->n, err, errlen);
+}
+
+static int set_target(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    path_list l = {.k = k};
+    int rc = parse_models(&l, v, err, errlen);
+    if (rc) return rc;
+    memcpy(s->target, l.def, sizeof l.def);
+    s->n_target = l.n;
+    return DB_OK;
+}
+
+/* "DIR", "NAME=DIR" or a comma list of both; NAME a drafter variant. The plain DIRs are the
+ * drafter axis of the variants not named. */
+static int set_drafter(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    path_list l = {.k = k, .named = 1};
+    int rc = parse_models(&l, v, err, errlen);
+    if (rc) return rc;
+    memcpy(s->drafter, l.def, sizeof l.def);
+    s->n_drafter = l.n;
+    memcpy(s->variant_drafter, l.per, sizeof l.per);
+    return DB_OK;
+}
+
+int db_sweep_drafter_own(const db_sweep *s, const char *variant)
+{
+    db_variant v;
+    if (db_variant_parse(variant, &v) != 0 || !db_variant_uses_drafter(v)) return 0;
+    return s->variant_drafter[v][0] ||
+           (db_variant_table[v].needs == DB_NEEDS_DFLASH2 && s->variant_drafter[DB_VAR_DFLASH2][0]);
+}
+
+const char *db_sweep_drafter(const db_sweep *s, const char *variant, int di)
 {
     db_variant v;
     if (db_variant_parse(variant, &v) != 0 || !db_variant_uses_drafter(v)) return "";
     if (s->variant_drafter[v][0]) return s->variant_drafter[v];
     if (db_variant_table[v].needs == DB_NEEDS_DFLASH2 && s->variant_drafter[DB_VAR_DFLASH2][0])
         return s->variant_drafter[DB_VAR_DFLASH2];
-    return s->drafter;
+    return di >= 0 && di < s->n_drafter ? s->drafter[di] : "";
 }
 
 static int set_concurrency(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
@@ -261,7 +345,7 @@ static const sweep_key keys[] = {
     FN("seed", set_seed),
     INT("repetitions", repetitions, 1, 1000000),
     INT("warmup", warmup, 0, 1000000),
-    STR("target", target),
+    FN("target", set_target),
     FN("drafter", set_drafter),
     CHOICE("chat_template", chat_template, templates),
     BOOL("thinking", thinking),
@@ -377,7 +461,7 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
                                "least one drafted token)",
                                s->block_size[i], DB_MAX_BLOCK);
         for (int i = 0; i < s->n_variant; i++)
-            if (drafts(s->variant[i]) && !db_sweep_drafter(s, s->variant[i])[0])
+            if (drafts(s->variant[i]) && !db_sweep_drafter(s, s->variant[i], 0)[0])
                 return db_fail(err, errlen, DB_EINPUT, "drafter: variant %s has no drafter (--drafter DIR or %s=DIR)",
                                s->variant[i], s->variant[i]);
     }
@@ -395,7 +479,10 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT,
                        "top_k >= 0, max_new_tokens >= 1, max_samples >= 1, repetitions >= 1, "
                        "warmup >= 0 and threads >= 0 are required");
-    if (!s->target[0]) return db_fail(err, errlen, DB_EINPUT, "target: no target model given");
+    if (!s->n_target || !s->target[0][0]) return db_fail(err, errlen, DB_EINPUT, "target: no target model given");
+    if (s->synthetic && (s->n_target > 1 || s->n_drafter > 1))
+        return db_fail(err, errlen, DB_EINPUT, "%s: one checkpoint with --synthetic (its config gives the shapes)",
+                       s->n_target > 1 ? "target" : "drafter");
     if (!s->synthetic) {
         if (s->target_config[0] || s->drafter_config[0])
             return db_fail(err, errlen, DB_EINPUT,
@@ -417,6 +504,16 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT,
                        "nothing to run: only the 'ar' variant was asked for, with no_baseline");
     return DB_OK;
+}
+
+/* the point's models: target ti, and the drafter variant runs with plain entry di (with
+ * synthetic weights run.c names them after the configs that stand for them) */
+static void key_models(db_point_key *k, const db_sweep *s, int ti, int di)
+{
+    db_model_name(s->target[ti], k->target, sizeof k->target);
+    db_model_name(db_sweep_drafter(s, k->variant, di), k->drafter, sizeof k->drafter);
+    k->target_i = ti;
+    k->drafter_i = di;
 }
 
 static void key_fill(db_point_key *k, const db_sweep *s, int b, int d, int t, int c,
@@ -459,23 +556,34 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
     int nprof = s->n_profile > 0 ? s->n_profile : 1;
     int ndata = s->synthetic && !s->dataset_set ? 1 : s->n_dataset;
     size_t per = (size_t)run_ar + (size_t)nprof * (size_t)ndraft * (size_t)s->n_block_size;
-    size_t total = (size_t)s->n_backend * (size_t)ndata * (size_t)s->n_temperature *
+    int ndf = s->n_drafter > 1 ? s->n_drafter : 1;
+    per = (size_t)run_ar + (size_t)nprof * (size_t)ndraft * (size_t)s->n_block_size * (size_t)ndf;
+    size_t total = (size_t)s->n_target * (size_t)s->n_backend * (size_t)ndata * (size_t)s->n_temperature *
                    (size_t)s->n_concurrency * per;
     db_point_key *k = calloc(total ? total : 1, sizeof *k);
     if (!k) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for %zu sweep points", total);
     size_t m = 0;
-    for (int b = 0; b < s->n_backend; b++)
-        for (int d = 0; d < ndata; d++)
-            for (int t = 0; t < s->n_temperature; t++)
-                for (int c = 0; c < s->n_concurrency; c++) {
-                    if (run_ar) key_fill(&k[m++], s, b, d, t, c, "ar", 1, -1);
-                    for (int pr = 0; pr < nprof; pr++)
-                        for (int bs = 0; bs < s->n_block_size && ndraft; bs++)
-                            for (int v = 0; v < s->n_variant; v++)
-                                if (drafts(s->variant[v]))
-                                    key_fill(&k[m++], s, b, d, t, c, s->variant[v], s->block_size[bs],
-                                             s->n_profile > 0 ? pr : -1);
-                }
+    for (int ti = 0; ti < s->n_target; ti++)
+        for (int b = 0; b < s->n_backend; b++)
+            for (int d = 0; d < ndata; d++)
+                for (int t = 0; t < s->n_temperature; t++)
+                    for (int c = 0; c < s->n_concurrency; c++) {
+                        if (run_ar) {
+                            key_fill(&k[m], s, b, d, t, c, "ar", 1, -1);
+                            key_models(&k[m++], s, ti, 0);
+                        }
+                        for (int pr = 0; pr < nprof; pr++)
+                            for (int bs = 0; bs < s->n_block_size && ndraft; bs++)
+                                for (int di = 0; di < ndf; di++)
+                                    for (int v = 0; v < s->n_variant; v++) {
+                                        /* a variant with its own drafter runs once, not per entry */
+                                        if (!drafts(s->variant[v]) || (di > 0 && db_sweep_drafter_own(s, s->variant[v])))
+                                            continue;
+                                        key_fill(&k[m], s, b, d, t, c, s->variant[v], s->block_size[bs],
+                                                 s->n_profile > 0 ? pr : -1);
+                                        key_models(&k[m++], s, ti, di);
+                                    }
+                    }
     *out = k;
     *n = (int)m;
     return DB_OK;
@@ -518,8 +626,10 @@ static int get_fn(const db_sweep *s, const char *k, char *buf, size_t n)
     else if (!strcmp(k, "top_p")) snprintf(buf, n, "%.9g", (double)s->top_p);
     else if (!strcmp(k, "seed")) snprintf(buf, n, "%llu", (unsigned long long)s->seed);
     else if (!strcmp(k, "label")) snprintf(buf, n, "%s", s->label);
+    else if (!strcmp(k, "target")) put_names(s->target[0], sizeof s->target[0], s->n_target, buf, n);
     else if (!strcmp(k, "drafter")) {
-        o = (size_t)snprintf(buf, n, "%s", s->drafter);
+        put_names(s->drafter[0], sizeof s->drafter[0], s->n_drafter, buf, n);
+        o = strlen(buf);
         for (int i = 0; i < DB_VAR_COUNT && o < n; i++)
             if (s->variant_drafter[i][0])
                 o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", o ? "," : "", db_variant_table[i].name, s->variant_drafter[i]);

@@ -8,9 +8,13 @@
  * ini files (block_size = 8,16); "-" and "_" are interchangeable in key names. Settings apply in
  * the order given, so an ini file loaded first is overridden by later flags.
  *
- * Point order (stable, what points.done and the output tables follow): backend, dataset,
+ * Point order (stable, what points.done and the output tables follow): target, backend, dataset,
  * temperature, concurrency, then the `ar` baseline once (block_size 1), then acceptance profile
- * (when profiles are replayed), then block size, then the drafter variants in the order listed.
+ * (when profiles are replayed), then block size, then the drafter file (the plain entries of
+ * `drafter`, for the variants not given a drafter of their own), then the drafter variants in
+ * the order listed. `target` and the plain entries of `drafter` are comma lists of checkpoints
+ * (the same model at several weight types, say): every target runs every point, its `ar` is
+ * the baseline of its own drafter points only.
  * Replayed drafter points carry acceptance_source "replay:<profile>"; `ar` stays "measured"
  * (it accepts nothing). Synthetic weights mark every point weights = "synthetic" and, unless a
  * dataset is given, replace the dataset axis by "synthetic-<prompt_tokens>". The baseline therefore always precedes the points
@@ -28,6 +32,7 @@
 
 #define DB_SWEEP_MAX DB_LIST_MAX /* values per axis */
 #define DB_SWEEP_VARIANTS 8      /* >= DB_VAR_COUNT (variant.h), checked in sweep.c */
+#define DB_SWEEP_MODELS 8        /* targets, and plain drafter entries, per sweep */
 
 typedef struct {
     /* axes */
@@ -51,7 +56,11 @@ typedef struct {
     uint64_t seed;
     int repetitions;        /* timed repetitions of every point */
     int warmup;             /* untimed warm-up runs before the first repetition */
-    char target[512], drafter[512]; /* drafter: of every drafter variant not named below */
+    char target[DB_SWEEP_MODELS][512]; /* target checkpoints (an axis) */
+    int n_target;
+    char drafter[DB_SWEEP_MODELS][512]; /* drafters of every drafter variant not named below
+                                         * (an axis); n_drafter 0 = none */
+    int n_drafter;
     /* drafter of one variant, by variant.h index ("" = the one above): the key
      * `drafter = DIR,dflash=DIR1,dflash2=DIR2` sets drafter to DIR and these; dflash2=DIR also
      * covers the DFlash 2 ablations (selector-off, conv-off, dflash2-bare) not named themselves.
@@ -94,8 +103,14 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen);
 /* the points in the order above (validates first); *out is malloc'd, free() it */
 int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, size_t errlen);
 
-/* the drafter directory variant runs (the rules above); "" for none or `ar` */
-const char *db_sweep_drafter(const db_sweep *s, const char *variant);
+/* the drafter checkpoint variant runs with plain drafter entry di (the rules above); "" for
+ * none or `ar` */
+const char *db_sweep_drafter(const db_sweep *s, const char *variant, int di);
+/* the variant has a drafter of its own (VARIANT=DIR, or dflash2=DIR for an ablation): the
+ * plain drafter entries are not an axis of its points */
+int db_sweep_drafter_own(const db_sweep *s, const char *variant);
+/* the last non-empty component of path ("models/tiny-qwen3/" -> "tiny-qwen3") into buf */
+void db_model_name(const char *path, char *buf, size_t n);
 
 /* "synthetic-<N>" (N >= 1 prompt tokens): the dataset of N random token ids per prompt; *n = N */
 int db_dataset_is_synthetic(const char *name, int *n);

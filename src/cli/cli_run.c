@@ -58,7 +58,8 @@ typedef struct {
     int session_open;
     db_session_opts so;
     db_synth_opts syn;
-    const char *tpath;    /* target checkpoint directory, or (synthetic) its config */
+    const char *tpath;    /* the target being measured: its checkpoint, or (synthetic) its config */
+    int cur_target;       /* its index in the sweep's target list, -1 before the first */
     db_drafter_set ds;    /* the drafters the variants run, one per checkpoint */
     int dslot;            /* the slot of the point being measured, -1 for none */
     double t_origin;      /* db_now() at the first timed pass: requests.csv's start_s origin */
@@ -105,8 +106,8 @@ static db_cmd_opts run_options(run_ctx *c)
         {"seed", 's', "N", "seed of sampling, prompt order and bootstrap (default 0)", "seed", DB_OPT_SWEEP, NULL},
         {"repetitions", 'r', "N", "timed rounds: each runs ar and every variant of a dataset/concurrency group back to back, rotated (default 3)", "repetitions", DB_OPT_SWEEP, NULL},
         {"warmup", 0, "N", "untimed passes before them (default 1)", "warmup", DB_OPT_SWEEP, NULL},
-        {"target", 't', "DIR", "target checkpoint directory (default models/tiny-qwen3)", "target", DB_OPT_SWEEP, NULL},
-        {"drafter", 'd', "LIST", "drafter checkpoint: DIR for every variant, or VARIANT=DIR per variant (dflash2=DIR covers its ablations); default dflash=models/tiny-qwen3-dflash-b16, the rest models/tiny-qwen3-dflash2-b16", "drafter", DB_OPT_SWEEP, NULL},
+        {"target", 't', "LIST", "target checkpoints (directory, .gguf), an axis: the same model at several weight types side by side, each drafter row paired with the ar of its own target (default models/tiny-qwen3)", "target", DB_OPT_SWEEP, NULL},
+        {"drafter", 'd', "LIST", "drafter checkpoints: DIR for every variant (several DIRs: an axis), or VARIANT=DIR per variant (dflash2=DIR covers its ablations); default dflash=models/tiny-qwen3-dflash-b16, the rest models/tiny-qwen3-dflash2-b16", "drafter", DB_OPT_SWEEP, NULL},
         {"chat-template", 0, "NAME", "auto (default), none, chatml, llama3", "chat_template", DB_OPT_SWEEP, NULL},
         {"thinking", 0, NULL, "Qwen3 thinking on (chatml: no empty think block)", "thinking", DB_OPT_SWEEP, NULL},
         {"no-baseline", 0, NULL, "no ar baseline (rows get no speedup)", "no_baseline", DB_OPT_SWEEP, NULL},
@@ -214,18 +215,21 @@ static int synthetic_set(prompt_set *ps, int n_tokens, int n, int vocab, uint64_
  * and its loader names it */
 static void find_models(db_sweep *sw)
 {
-    struct {
+    typedef struct {
         char *p;
         size_t n;
-    } f[] = {{sw->target, sizeof sw->target}, {sw->drafter, sizeof sw->drafter},
-             {sw->target_config, sizeof sw->target_config}, {sw->drafter_config, sizeof sw->drafter_config}};
+    } field;
+    field f[2 + 2 * DB_SWEEP_MODELS] = {{sw->target_config, sizeof sw->target_config},
+                                        {sw->drafter_config, sizeof sw->drafter_config}};
+    for (int i = 0; i < sw->n_target; i++) f[2 + i] = (field){sw->target[i], sizeof sw->target[i]};
+    for (int i = 0; i < sw->n_drafter; i++) f[2 + DB_SWEEP_MODELS + i] = (field){sw->drafter[i], sizeof sw->drafter[i]};
     char buf[1024];
     for (int v = 0; v < DB_SWEEP_VARIANTS; v++)
         if (sw->variant_drafter[v][0] && db_data_find(sw->variant_drafter[v], buf, sizeof buf) == buf &&
             strlen(buf) < sizeof sw->variant_drafter[v])
             memcpy(sw->variant_drafter[v], buf, strlen(buf) + 1);
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        if (f[i].p[0] && db_data_find(f[i].p, buf, sizeof buf) == buf && strlen(buf) < f[i].n)
+        if (f[i].p && f[i].p[0] && db_data_find(f[i].p, buf, sizeof buf) == buf && strlen(buf) < f[i].n)
             memcpy(f[i].p, buf, strlen(buf) + 1);
 }
 
@@ -489,22 +493,60 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
     return db_results_check_writable(c->out_dir, c->resume != NULL, err, errlen);
 }
 
-/* 2. the model configs (the checkpoints', or the configs alone for synthetic weights), checked
- *    against the sweep before any weight loads */
+/* the checkpoint of target entry ti, or (synthetic) the config that stands for it */
+static const char *target_path(const run_ctx *c, int ti)
+{
+    return c->sw.synthetic && c->sw.target_config[0] ? c->sw.target_config : c->sw.target[ti];
+}
+
+/* the points of target entry ti: keys[*i0, *i0 + *n) (the target is the outermost axis) */
+static void target_keys(const run_ctx *c, int ti, int *i0, int *n)
+{
+    *i0 = 0;
+    while (*i0 < c->nkeys && c->keys[*i0].target_i != ti) ++*i0;
+    *n = 0;
+    while (*i0 + *n < c->nkeys && c->keys[*i0 + *n].target_i == ti) ++*n;
+}
+
+/* target entry ti's config, and the drafters of its points checked against it */
+static int target_configs(run_ctx *c, int ti, char *err, size_t errlen)
+{
+    int i0, n;
+    target_keys(c, ti, &i0, &n);
+    c->tpath = target_path(c, ti);
+    int rc = db_model_config_load(&c->tcfg, c->tpath, err, errlen);
+    return rc ? rc : db_drafter_set_plan(&c->ds, &c->sw, c->keys + i0, n, c->tcfg.n_layers, err, errlen);
+}
+
+/* 2. the model configs (the checkpoints', or the configs alone for synthetic weights) of every
+ *    target, checked against the sweep before any weight loads; the targets of one sweep share
+ *    a vocabulary (the prompts are tokenized once). Leaves target 0's config in c->tcfg. */
 static int load_configs(run_ctx *c, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
     c->maxb = 1;
+    c->cur_target = -1;
     for (int i = 0; i < c->nkeys; i++)
         if (key_drafts(&c->keys[i])) {
             c->need_drafter = 1;
             if (c->keys[i].block_size > c->maxb) c->maxb = c->keys[i].block_size;
         }
-    c->tpath = sw->synthetic && sw->target_config[0] ? sw->target_config : sw->target;
     c->syn = (db_synth_opts){.seed = sw->seed, .dtype = DB_BF16};
     if (sw->synthetic) db_dtype_parse(sw->dtype, &c->syn.dtype);
-    int rc = db_model_config_load(&c->tcfg, c->tpath, err, errlen);
-    if (!rc) rc = db_drafter_set_plan(&c->ds, sw, c->keys, c->nkeys, c->tcfg.n_layers, err, errlen);
+    int rc = DB_OK, vocab = 0;
+    for (int ti = sw->n_target - 1; ti >= 0 && !rc; ti--) {
+        rc = target_configs(c, ti, err, errlen);
+        if (!rc && ti < sw->n_target - 1 && c->tcfg.vocab != vocab)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: vocabulary of %d tokens, %s has %d: the targets of one sweep "
+                         "are one model (at several weight types)", c->tpath, c->tcfg.vocab, target_path(c, ti + 1), vocab);
+        vocab = c->tcfg.vocab;
+    }
+    for (int i = 0; i < c->nkeys && !rc && sw->synthetic; i++) { /* the configs stand for the models */
+        db_point_key *k = &c->keys[i];
+        int ds = db_drafter_set_of(&c->ds, sw, k);
+        db_model_name(c->tcfg.path, k->target, sizeof k->target);
+        db_model_name(ds >= 0 ? c->ds.slot[ds].cfg.base.path : "", k->drafter, sizeof k->drafter);
+    }
     for (int i = 0; i < sw->n_profile && !rc; i++)
         if (strcmp(sw->profile[i], "none") != 0 && c->profiles[i].n < c->maxb - 1)
             rc = db_fail(err, errlen, DB_EINPUT, "%s: %d positions, but block size %d drafts %d",
@@ -520,7 +562,7 @@ static int prepare_prompts(run_ctx *c, char *err, size_t errlen)
     for (int d = 0; d < sw->n_dataset && !synth_only(c); d++)
         need_tok |= !db_dataset_is_synthetic(sw->dataset[d], NULL);
     c->tmpl = DB_CHAT_NONE;
-    if (need_tok) rc = db_cli_tokenizer_load(&c->tok, sw->target, err, errlen);
+    if (need_tok) rc = db_cli_tokenizer_load(&c->tok, sw->target[0], err, errlen);
     if (!rc && need_tok) {
         if (strcmp(sw->chat_template, "auto") == 0)
             c->tmpl = db_chat_template_detect(&c->tok, c->tcfg.model_type);
@@ -535,13 +577,15 @@ static int prepare_prompts(run_ctx *c, char *err, size_t errlen)
     return rc ? rc : load_sets(c, err, errlen);
 }
 
-/* memory: refuse what cannot fit before allocating anything */
+/* memory: refuse what the current target's points cannot fit before allocating anything */
 static int check_memory(run_ctx *c, char *err, size_t errlen)
 {
+    int i0, nk;
+    target_keys(c, c->cur_target, &i0, &nk);
     db_mem_need need = {db_weights_bytes(&c->tcfg, NULL, c->wdtype), 0, 0};
     for (int s = 0; s < c->ds.n; s++) /* each drafter's own weights */
         need.weights += db_weights_bytes(&c->tcfg, &c->ds.slot[s].cfg, c->wdtype) - db_weights_bytes(&c->tcfg, NULL, c->wdtype);
-    for (int i = 0; i < c->nkeys; i++) {
+    for (int i = i0; i < i0 + nk; i++) {
         const db_point_key *k = &c->keys[i];
         prompt_set *ps = find_set(c, k->dataset);
         int maxp = 1, turns = 1;
@@ -564,69 +608,89 @@ static int check_memory(run_ctx *c, char *err, size_t errlen)
     return db_mem_check(&need, db_mem_available(c->s.be), what, err, errlen);
 }
 
-/* 4. the backend, and what must hold before the models take memory: the weights' storage dtype
- *    (chosen, or the checkpoint embedding's), the memory check, the roofline's device figures */
+/* the main weight dtype of a checkpoint (safetensors.h db_st_main_dtype); synthetic: the chosen */
+static int main_dtype(const run_ctx *c, const char *path, db_dtype *dt, char *err, size_t errlen)
+{
+    *dt = c->syn.dtype;
+    if (c->sw.synthetic) return DB_OK;
+    db_st_set st;
+    int rc = db_st_open_dir(&st, path, err, errlen);
+    if (rc) return rc;
+    *dt = db_st_main_dtype(&st);
+    db_st_close(&st);
+    return DB_OK;
+}
+
+/* 4. the backend, and the roofline's device figures, measured before any model takes memory
+ *    (with the first target's weight dtype; a GEMV over bf16 stands for a quantized one) */
 static int open_backend(run_ctx *c, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
-    c->so = (db_session_opts){sw->backend[0], c->tpath, NULL, sw->threads,
+    c->so = (db_session_opts){sw->backend[0], target_path(c, 0), NULL, sw->threads,
                               sw->deterministic, sw->synthetic ? &c->syn : NULL};
     int rc = db_session_open_backend(&c->s, &c->so, err, errlen);
     if (rc) return rc;
     c->session_open = 1;
-    c->wdtype = c->syn.dtype;
-    if (!sw->synthetic) {
-        db_st_set st;
-        if ((rc = db_st_open_dir(&st, c->tpath, err, errlen))) return rc;
-        const db_st_tensor *e = db_st_find(&st, "model.embed_tokens.weight");
-        if (e) c->wdtype = e->dtype;
-        db_st_close(&st);
-    }
-    rc = check_memory(c, err, errlen);
-    if (rc || !sw->predict) return rc;
-    /* device figures for the roofline, measured before the models take the memory */
-    if ((rc = db_hw_figures(c->s.be, c->wdtype, sw->bandwidth_gbs, sw->gflops, &c->hw, err, errlen))) return rc;
+    if (!sw->predict) return DB_OK;
+    db_dtype dt;
+    if ((rc = main_dtype(c, target_path(c, 0), &dt, err, errlen))) return rc;
+    if (db_dtype_is_quant(dt)) dt = DB_BF16;
+    if ((rc = db_hw_figures(c->s.be, dt, sw->bandwidth_gbs, sw->gflops, &c->hw, err, errlen))) return rc;
     fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c->hw.bw / 1e9, c->hw.bw_source,
             c->hw.flops / 1e9, c->hw.flops_source);
     return DB_OK;
 }
 
-/* 5. the weights, and whether the drafter runs every variant and block size of the sweep */
-static int load_models(run_ctx *c, char *err, size_t errlen)
+/* 5. before the points of target entry ti: its config and drafters, the memory check, the
+ *    weights, and whether the drafters run every variant and block size of its points */
+static int target_begin(run_ctx *c, int ti, char *err, size_t errlen)
 {
-    int rc = db_session_load_models(&c->s, &c->so, err, errlen);
-    if (rc) {
+    int i0, n, rc = target_configs(c, ti, err, errlen);
+    c->cur_target = ti;
+    target_keys(c, ti, &i0, &n);
+    if (!rc) rc = main_dtype(c, c->tpath, &c->wdtype, err, errlen);
+    if (!rc) rc = check_memory(c, err, errlen);
+    if (rc) return rc;
+    c->so.target = c->tpath;
+    if ((rc = db_session_load_models(&c->s, &c->so, err, errlen))) {
         c->session_open = 0; /* closed by the failed load */
         return rc;
     }
-    return db_drafter_set_load(&c->ds, &c->sw, c->keys, c->nkeys, c->s.be, &c->s.target,
+    return db_drafter_set_load(&c->ds, &c->sw, c->keys + i0, n, c->s.be, &c->s.target,
                                c->sw.synthetic ? &c->syn : NULL, err, errlen);
 }
 
-/* 6. meta.json, the results directory and the stdout table */
+/* after them: the drafters and the target leave the device */
+static void target_end(run_ctx *c)
+{
+    db_drafter_set_free(&c->ds);
+    db_target_free(&c->s.target);
+}
+
+/* 6. meta.json (every checkpoint of the sweep, hashed, with its main dtype), the results
+ *    directory and the stdout table */
 static int open_results(run_ctx *c, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
     db_run_meta_set_backend(&c->meta, sw->backend[0], c->s.be->device_name, c->s.be->simd, c->s.be->threads);
-    /* synthetic: the config files stand for the models (name and sha256 are theirs). The
-     * row's drafter: the sweep's `drafter`, or the variant's own checkpoint. */
-    int def = c->ds.n ? 0 : -1;
-    for (int s = 0; s < c->ds.n; s++)
-        if (!strcmp(c->ds.slot[s].path, sw->synthetic && sw->drafter_config[0] ? sw->drafter_config : sw->drafter)) def = s;
-    const char *dname = def < 0 ? NULL : sw->synthetic ? c->ds.slot[def].cfg.base.path : c->ds.slot[def].path;
-    int rc = db_run_meta_set_models(&c->meta, sw->synthetic ? c->tcfg.path : c->tpath, dname,
-                                    db_dtype_name(c->s.target.embed.dtype), err, errlen);
-    for (int v = 0; v < c->sw.n_variant && !rc; v++) {
-        db_point_key k = {0};
-        snprintf(k.variant, sizeof k.variant, "%s", sw->variant[v]);
-        int s = db_drafter_set_of(&c->ds, sw, &k);
-        if (s >= 0 && s != def)
-            rc = db_run_meta_set_variant_drafter(&c->meta, k.variant,
-                                                 sw->synthetic ? c->ds.slot[s].cfg.base.path : c->ds.slot[s].path, err, errlen);
+    int rc = DB_OK;
+    for (int ti = 0; ti < sw->n_target && !rc; ti++) {
+        db_dtype dt;
+        const char *tp = sw->synthetic ? c->tcfg.path : target_path(c, ti);
+        rc = main_dtype(c, target_path(c, ti), &dt, err, errlen);
+        if (!rc) rc = db_run_meta_add_model(&c->meta, tp, db_dtype_name(dt), err, errlen);
+    }
+    for (int i = 0; i < c->nkeys && !rc; i++) { /* the drafters, by the slots of the last plan */
+        int s = db_drafter_set_of(&c->ds, sw, &c->keys[i]);
+        if (s < 0) continue;
+        db_dtype dt;
+        const char *dp = sw->synthetic ? c->ds.slot[s].cfg.base.path : c->ds.slot[s].path;
+        rc = main_dtype(c, c->ds.slot[s].path, &dt, err, errlen);
+        if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), err, errlen);
     }
     if (!rc) c->res_open = (rc = db_results_open(&c->res, c->out_dir, c->resume != NULL, err, errlen)) == DB_OK;
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
-    if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, err, errlen);
+    if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);
     return rc;
 }
 
@@ -696,7 +760,7 @@ static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load
                 other, raw[0].key.dataset, raw[0].key.concurrency);
     if (!c->meta.points && !(c->meta.points = cJSON_CreateArray())) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     for (int j = 0; j < P; j++) {
-        char id[512];
+        char id[DB_POINT_ID_MAX];
         db_point_id(&raw[j].key, id, sizeof id);
         cJSON *o = cJSON_CreateObject();
         if (!o || !cJSON_AddItemToArray(c->meta.points, o)) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
@@ -710,12 +774,13 @@ static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load
     return DB_OK;
 }
 
-/* the points keys[i0, i1) share backend, dataset, temperature and concurrency: a group */
+/* the points keys[i0, i1) share target, backend, dataset, temperature and concurrency: a group */
 static int group_end(const run_ctx *c, int i0)
 {
     int i = i0 + 1;
     const db_point_key *a = &c->keys[i0];
-    while (i < c->nkeys && !strcmp(c->keys[i].backend, a->backend) && !strcmp(c->keys[i].dataset, a->dataset) &&
+    while (i < c->nkeys && c->keys[i].target_i == a->target_i && !strcmp(c->keys[i].backend, a->backend) &&
+           !strcmp(c->keys[i].dataset, a->dataset) &&
            c->keys[i].temperature == a->temperature && c->keys[i].concurrency == a->concurrency)
         i++;
     return i;
@@ -747,7 +812,8 @@ static int measure_group(run_ctx *c, int i0, int i1, char *err, size_t errlen)
 }
 
 /* 7. every group with a point not done yet (--resume keeps complete groups and runs a partly
- *    written one again), with progress on stderr */
+ *    written one again), with progress on stderr; each target's weights are on the device
+ *    while its groups run (target_begin / target_end), one target at a time */
 static int measure_all(run_ctx *c, char *err, size_t errlen)
 {
     c->done = calloc((size_t)c->nkeys, sizeof *c->done);
@@ -773,9 +839,13 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
         i1 = group_end(c, i0);
         if (db_results_is_done(&c->res, &c->keys[i0])) continue;
         const db_point_key *k = &c->keys[i0];
-        char what[160];
-        snprintf(what, sizeof what, "%s c%d T%g: %d points x %d rounds", k->dataset, k->concurrency, k->temperature,
-                 i1 - i0, c->sw.repetitions);
+        if (k->target_i != c->cur_target) {
+            if (c->cur_target >= 0) target_end(c);
+            if ((rc = target_begin(c, k->target_i, err, errlen))) break;
+        }
+        char what[300];
+        snprintf(what, sizeof what, "%s%s%s c%d T%g: %d points x %d rounds", c->sw.n_target > 1 ? k->target : "",
+                 c->sw.n_target > 1 ? " " : "", k->dataset, k->concurrency, k->temperature, i1 - i0, c->sw.repetitions);
         db_progress_start(&prog, what);
         double tp = db_now();
         rc = measure_group(c, i0, i1, err, errlen);
@@ -819,7 +889,6 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     if (!rc && !stop) rc = prepare_prompts(c, err, errlen); /* completes the keys */
     if (!rc && !stop) rc = nothing_left(c, &stop, err, errlen);
     if (!rc && !stop) rc = open_backend(c, err, errlen);
-    if (!rc && !stop) rc = load_models(c, err, errlen);
     if (!rc && !stop) rc = open_results(c, err, errlen);
     if (!rc && !stop) rc = measure_all(c, err, errlen);
     if (!rc && !stop) rc = db_out_end(&c->out, err, errlen);

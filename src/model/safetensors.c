@@ -432,3 +432,19 @@ int db_st_expect(const db_st_set *s, const char *name, int ndim, const int64_t *
     *out = t;
     return DB_OK;
 }
+
+db_dtype db_st_main_dtype(const db_st_set *s)
+{
+    if (s->synthetic) return s->dtype;
+    double n[DB_NUM_DTYPES] = {0};
+    for (int i = 0; i < s->ntensors; i++) {
+        const db_st_tensor *t = &s->tensors[i];
+        double e = 1;
+        for (int d = 0; d < t->ndim; d++) e *= (double)t->shape[d];
+        if (t->ndim >= 2 && (unsigned)t->dtype < DB_NUM_DTYPES) n[t->dtype] += e;
+    }
+    int best = DB_F32;
+    for (int d = 0; d < DB_NUM_DTYPES; d++)
+        if (n[d] > n[best]) best = d;
+    return (db_dtype)best;
+}

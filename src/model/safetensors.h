@@ -56,6 +56,9 @@ void db_st_close(db_st_set *s);
 void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dtype dtype);
 
 const db_st_tensor *db_st_find(const db_st_set *s, const char *name);
+/* the dtype holding most elements of the set's matrices (tensors of 2 dims or more; ties to the
+ * lower dtype number), what the rows call the checkpoint's dtype; a synthetic set's own dtype */
+db_dtype db_st_main_dtype(const db_st_set *s);
 const char *db_st_file_of(const db_st_set *s, const db_st_tensor *t);
 
 /* Find `name` and check its shape is exactly dims[0..ndim). The message names file, tensor,

@@ -68,7 +68,7 @@ static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
 static void common(row *r, const db_run_meta *m, const db_point_key *k)
 {
     const db_backend_meta *be = db_run_meta_backend(m);
-    char id[512], seed[32];
+    char id[DB_POINT_ID_MAX], seed[32];
     db_point_id(k, id, sizeof id);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
     put_int(r, "schema_version", m->schema_version);
@@ -86,11 +86,13 @@ static void common(row *r, const db_run_meta *m, const db_point_key *k)
     put_int(r, "cpu_threads", m->cpu.pus);
     put_str(r, "compiler", m->compiler);
     put_str(r, "build_type", m->build_type);
-    put_str(r, "target", m->target.name);
-    put_str(r, "target_sha256", m->target.sha256);
-    put_str(r, "drafter", strcmp(k->variant, "ar") ? db_run_meta_drafter(m, k->variant)->name : "");
-    put_str(r, "drafter_sha256", strcmp(k->variant, "ar") ? db_run_meta_drafter(m, k->variant)->sha256 : "");
-    put_str(r, "dtype", m->dtype);
+    const db_model_meta *t = db_run_meta_model(m, k->target), *d = db_run_meta_model(m, k->drafter);
+    put_str(r, "target", k->target);
+    put_str(r, "target_sha256", t->sha256);
+    put_str(r, "target_dtype", t->dtype);
+    put_str(r, "drafter", k->drafter);
+    put_str(r, "drafter_sha256", d->sha256);
+    put_str(r, "drafter_dtype", d->dtype);
     put_str(r, "seed", seed); /* text: a 64-bit seed does not survive a JSON double */
     put_str(r, "dataset", k->dataset);
     put_str(r, "variant", k->variant);

@@ -8,19 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int db_out_begin(db_out *o, FILE *f, const char *format, char *err, size_t errlen)
+int db_out_begin(db_out *o, FILE *f, const char *format, int models, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
     o->f = f;
+    o->models = models;
     if (!strcmp(format, "md")) o->fmt = DB_OUT_MD;
     else if (!strcmp(format, "csv")) o->fmt = DB_OUT_CSV;
     else if (!strcmp(format, "json")) o->fmt = DB_OUT_JSON;
     else return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", format);
     int rc = 0;
     if (o->fmt == DB_OUT_MD)
-        rc = fprintf(f, "| dataset | variant | B | conc | T | tok/s | speedup [95%% CI] | tau | "
+        rc = fprintf(f, "|%s dataset | variant | B | conc | T | tok/s | speedup [95%% CI] | tau | "
                         "TTFT p50 ms | TPOT p50 ms |\n"
-                        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n") < 0;
+                        "|%s---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+                     models ? " target | dtype |" : "", models ? "---|---|" : "") < 0;
     else if (o->fmt == DB_OUT_CSV)
         rc = db_table_header(DB_TABLE_SUMMARY, f);
     else
@@ -47,6 +49,15 @@ static const char *md_cell(char *b, size_t n, const char *s)
     }
     b[k] = 0;
     return b;
+}
+
+/* the target and dtype cells: "name | q8_0" (ar) or "name | q8_0 / q4_0" (target / drafter) */
+static int md_models(FILE *f, const db_run_meta *m, const db_point_key *k)
+{
+    char nb[300], db[40] = "";
+    const char *tdt = db_run_meta_model(m, k->target)->dtype;
+    if (k->drafter[0]) snprintf(db, sizeof db, " / %s", db_run_meta_model(m, k->drafter)->dtype);
+    return fprintf(f, "| %s | %s%s ", md_cell(nb, sizeof nb, k->target), tdt, db) < 0;
 }
 
 static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
@@ -84,7 +95,8 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
 {
     int rc = 0;
     if (o->fmt == DB_OUT_MD) {
-        rc = md_row(o->f, raw, s);
+        rc = o->models && md_models(o->f, m, &raw->key);
+        rc = rc || md_row(o->f, raw, s);
     } else if (o->fmt == DB_OUT_CSV) {
         rc = db_table_rows(DB_TABLE_SUMMARY, m, raw, s, o->f);
     } else {
@@ -101,7 +113,8 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         o->tau_sum += s->tau;
         snprintf(o->backend, sizeof o->backend, "%s", raw->key.backend);
         o->weights_bytes = 0;
-        for (int i = 0; i < m->target.n_files; i++) o->weights_bytes += (double)m->target.files[i].bytes;
+        const db_model_meta *t = db_run_meta_model(m, raw->key.target);
+        for (int i = 0; i < t->n_files; i++) o->weights_bytes += (double)t->files[i].bytes;
         o->llc_bytes = (double)(m->cpu.l3 ? m->cpu.l3 : m->cpu.l2);
     }
     fflush(o->f);

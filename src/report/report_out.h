@@ -1,5 +1,6 @@
 /* report_out.h — what `dflash-bench run` prints on stdout, one point at a time as points finish:
- *   md    (default) a compact markdown table of the figures a reader needs;
+ *   md    (default) a compact markdown table of the figures a reader needs (with `models`, two
+ *         more columns: the target's name and the weight dtypes, target / drafter);
  *   csv   exactly the rows of summary.csv with its header, nothing else (pipe it to a file);
  *   json  one array of summary objects (the summary.csv columns, absent values null).
  * Logs and progress never go to stdout (see progress.h). */
@@ -18,6 +19,7 @@ typedef struct {
     FILE *f;
     db_out_format fmt;
     int n; /* points written */
+    int models; /* md: the target and dtype columns (a sweep over several checkpoints) */
     /* the md reading note: the drafter rows below speedup 1, their verify cost and tau */
     int slow;
     double cost_sum, tau_sum;
@@ -26,7 +28,7 @@ typedef struct {
 } db_out;
 
 /* format "md", "csv" or "json"; writes the table header / opening bracket */
-int db_out_begin(db_out *o, FILE *f, const char *format, char *err, size_t errlen);
+int db_out_begin(db_out *o, FILE *f, const char *format, int models, char *err, size_t errlen);
 int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
                  const db_point_summary *s, char *err, size_t errlen);
 /* md: under the table, when drafter rows ran below speedup 1, a reading note: their mean

@@ -181,7 +181,7 @@ static int id_done(const db_results *r, const char *id)
 
 int db_results_is_done(const db_results *r, const db_point_key *k)
 {
-    char id[512];
+    char id[DB_POINT_ID_MAX];
     db_point_id(k, id, sizeof id);
     return id_done(r, id);
 }
@@ -364,7 +364,7 @@ static int append_file(const char *dir, const char *name, int create, const char
 int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *raw,
                       const db_point_summary *s, char *err, size_t errlen)
 {
-    char id[512];
+    char id[DB_POINT_ID_MAX];
     db_point_id(&raw->key, id, sizeof id);
     if (id_done(r, id))
         return db_fail(err, errlen, DB_EINPUT, "point %s is already in %s/" DONE_FILE, id, r->dir);
@@ -418,7 +418,7 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
 {
     memset(out, 0, sizeof *out);
     out->key = *k;
-    char path[1200], id[512];
+    char path[1200], id[DB_POINT_ID_MAX];
     db_point_id(k, id, sizeof id);
     if (db_path_join(path, sizeof path, r->dir, db_table_file[DB_TABLE_REQUESTS]) != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
@@ -495,7 +495,7 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
 
 int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen)
 {
-    char id[512];
+    char id[DB_POINT_ID_MAX];
     for (int i = 0; i < n; i++) {
         db_point_id(&keys[i], id, sizeof id);
         for (int j = 0; j < r->n_done; j++)
