@@ -11,6 +11,7 @@
 #   `run --target Q8_0,Q4_K --drafter Q8_0,Q4_K` (tokenizer from the first target's GGUF): one
 #   table, rows with both dtypes and the file's sha256, each speedup over the ar of the same
 #   target file, dflash2 ids == ar ids per quantized target (generate);
+#   `plan` on the Q8_0 target: its dtype from the file, the weights' bytes as computed by hand;
 #   a truncated GGUF as --target: exit 2, one stderr line naming the file.
 set -u
 . "$(dirname "$0")/tap.sh"
@@ -129,6 +130,17 @@ PYEOF
 rc=$?
 ok "$rc" "speedup paired with the ar of the same target file; dtypes, hashes, output lengths per target"
 [ "$rc" = 0 ] || diag <"$tmp/pair.out"
+
+# plan reads the dtype from a GGUF target: the embedded target at Q8_0 by hand, per layer q and o
+# 192x192, k and v 64x192, gate / up / down 512x192 (393216 weights) x 4 layers + the tied
+# embedding 2048x192 = 1966080 weights at 34/32 bytes, + f32 norms 4 x (192 + 4 x (2x192 + 2x32))
+"$BIN" plan --target-config "$tmp/tiny-qwen3-q8_0.gguf" -c 1 --no-measure --bandwidth-gbs 10 --gflops 10 -o json \
+    >"$tmp/plan.json" 2>"$tmp/plan.err"
+rc=$?
+want=$((1966080 * 34 / 32 + 4 * (192 + 4 * (2 * 192 + 2 * 32))))
+got=$(sed -n 's/.*"weights_bytes":[^0-9]*\([0-9]*\).*/\1/p' "$tmp/plan.json" | head -1)
+ok "$([ "$rc" = 0 ] && grep -q '"dtype":[^"]*"q8_0"' "$tmp/plan.json" && [ "$got" = "$want" ]; echo $?)" \
+    "plan on the Q8_0 GGUF: dtype q8_0 from the file, weights $got bytes == $want by hand"
 
 head -c 5000 "$tmp/tiny-qwen3-q8_0.gguf" >"$tmp/cut.gguf"
 "$BIN" generate --target "$tmp/cut.gguf" --drafter "$tmp/tiny-qwen3-dflash2-b16-q8_0.gguf" \

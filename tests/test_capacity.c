@@ -415,6 +415,46 @@ static void test_profiles(void)
            "preset name dflash2-gsm8k-t0 resolves (tau %.3f at block 8)", db_profile_tau(&pr, 8));
 }
 
+/* ---- quantized weights: bytes per weight with the block scales ---- */
+
+static void test_quant_bytes(void)
+{
+    const db_dtype t[] = {DB_F32, DB_BF16, DB_F16, DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K};
+    const double want[] = {4, 2, 2, 34.0 / 32, 18.0 / 32, 144.0 / 256, 176.0 / 256, 210.0 / 256};
+    int same = 1;
+    for (int i = 0; i < 8; i++) same &= db_dtype_weight_bytes(t[i]) == want[i];
+    tap_ok(same, "bytes per weight: f32 4, bf16/f16 2, Q8_0 34/32, Q4_0 18/32, Q4_K 144/256, Q5_K 176/256, Q6_K 210/256");
+    /* Qwen3-8B (configs/models/qwen3-8b.json) by hand: per layer q 4096x4096, k and v 1024x4096,
+     * o 4096x4096, gate / up / down 12288x4096 = 192937984 weights; 36 layers; untied embedding
+     * and head 2 x 151936 x 4096; f32 norms: the final one (4096) and per layer two of 4096 and
+     * the q / k norms of 128 */
+    const char *root = getenv("DB_SOURCE_ROOT");
+    char path[1024], err[256];
+    snprintf(path, sizeof path, "%s/configs/models/qwen3-8b.json", root ? root : ".");
+    db_model_config c;
+    if (db_model_config_load(&c, path, err, sizeof err)) {
+        tap_ok(0, "%s", err);
+        return;
+    }
+    double weights = 36.0 * 192937984 + 2.0 * 151936 * 4096, norms = 4.0 * (4096 + 36 * (2 * 4096 + 2 * 128));
+    for (int i = 3; i < 8; i++) {
+        double got = db_weights_bytes(&c, NULL, t[i]), hand = weights * want[i] + norms;
+        tap_ok(got == hand, "Qwen3-8B at %s: %.0f bytes == %.0f by hand (%.3f GiB)", db_dtype_name(t[i]), got, hand,
+               hand / DB_GIB);
+    }
+    tap_ok(db_weights_bytes(&c, NULL, DB_Q4_K) == 4608348160.0, "Qwen3-8B at Q4_K: 4608348160 bytes (4.29 GiB)");
+    /* the roofline reads them: a memory-bound ar step at Q4_K moves the bf16 step's bytes less
+     * the weights' difference */
+    db_hw hw = {.bw = 1e9, .flops = 1e18};
+    db_step_shape s = {.concurrency = 1, .block = 1, .ctx = 100, .tau = 1};
+    db_step_cost a, b;
+    db_roofline_step(&c, NULL, DB_BF16, &hw, &s, &a);
+    db_roofline_step(&c, NULL, DB_Q4_K, &hw, &s, &b);
+    double saved = (36.0 * 192937984 + 151936.0 * 4096 + 4096) * (2 - 144.0 / 256); /* layers, head, the row's embedding */
+    tap_ok(fabs(a.verify.bytes - b.verify.bytes - saved) < 1, "roofline at Q4_K: %.0f bytes fewer per ar step (by hand %.0f)",
+           a.verify.bytes - b.verify.bytes, saved);
+}
+
 /* ---- roofline ---- */
 
 static void test_roofline(void)
@@ -532,6 +572,7 @@ int main(void)
     test_replay();
     test_profiles();
     test_roofline();
+    test_quant_bytes();
     test_cli();
     cleanup();
     return tap_done();

@@ -12,6 +12,14 @@
 
 /* ---- memory ---- */
 
+/* bytes per weight of a matrix in dt, block scales included: f32 4, bf16 / f16 2, Q8_0 34/32,
+ * Q4_0 18/32, Q4_K 144/256, Q5_K 176/256, Q6_K 210/256 (backend.h: block bytes / block) */
+double db_dtype_weight_bytes(db_dtype dt) { return (double)db_dtype_size(dt) / db_dtype_block(dt); }
+
+/* the selector codebooks: f16 in a quantized checkpoint (scripts/gguf/convert.py keeps them
+ * so), else the matrices' dtype */
+static double codebook_bytes(db_dtype dt) { return db_dtype_is_quant(dt) ? 2.0 : db_dtype_weight_bytes(dt); }
+
 /* one decoder layer: matrices in dt, norm vectors in f32 */
 static double layer_bytes(const db_model_config *c, double es)
 {
@@ -36,7 +44,7 @@ static int conv_groups(const db_drafter_config *d)
 
 double db_weights_bytes(const db_model_config *t, const db_drafter_config *d, db_dtype dt)
 {
-    double es = (double)db_dtype_size(dt), H = t->hidden, V = t->vocab;
+    double es = db_dtype_weight_bytes(dt), H = t->hidden, V = t->vocab;
     double b = V * H * es * (t->tied ? 1 : 2) + H * 4;
     b += t->n_layers * layer_bytes(t, es);
     if (d) {
@@ -47,7 +55,7 @@ double db_weights_bytes(const db_model_config *t, const db_drafter_config *d, db
         if (d->kind == DB_DRAFTER_V2) {
             double K = d->conv_kernel, G = conv_groups(d), r = d->selector_rank;
             b += m->n_layers * 2 * (2 * K * Hd * 4 + 2 * K * G * Hd * es);
-            b += r * Hd * es + 2 * (double)m->vocab * r * es;
+            b += r * Hd * es + 2 * (double)m->vocab * r * codebook_bytes(dt);
         }
     }
     return b;
@@ -106,6 +114,7 @@ static double time_matmul(db_backend *be, float *y, const float *x, const db_wei
 int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *err, size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
+    if (db_dtype_is_quant(dt)) dt = DB_BF16; /* random weights are not made quantized */
     size_t avail = db_mem_available(be);
     if (bytes == 0) {
         bytes = (size_t)512 << 20;
@@ -230,7 +239,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
                       const db_hw *hw, const db_step_shape *s, db_step_cost *out)
 {
     memset(out, 0, sizeof *out);
-    double es = (double)db_dtype_size(dt), N = s->concurrency, B = s->block, V = t->vocab,
+    double es = db_dtype_weight_bytes(dt), N = s->concurrency, B = s->block, V = t->vocab,
            H = t->hidden, ctx = s->ctx;
     if (s->block <= 1 || !d) {
         out->verify = stack_cost(t, es, hw, N, N * ctx, ctx + 1, N, V, H);
@@ -253,7 +262,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     if (s->use_sel) {
         double r = d->selector_rank, k = d->selector_top_k;
         add(&out->draft, cost(hw, r * Hd * es, 2.0 * N * (B - 1) * r * Hd));
-        out->select = cost(hw, N * (B - 1) * 2 * k * r * es, N * (B - 1) * k * (2.0 * k * r + r));
+        out->select = cost(hw, N * (B - 1) * 2 * k * r * codebook_bytes(dt), N * (B - 1) * k * (2.0 * k * r + r));
     }
     /* context: N * tau accepted rows through fc and every layer's k / v projection */
     double n = N * (s->tau > 1 ? s->tau : 1), T = d->n_taps;
@@ -269,7 +278,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
 db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                             const db_hw *hw, int reqs, double prompt, int max_rows)
 {
-    double es = (double)db_dtype_size(dt), rows = reqs * prompt;
+    double es = db_dtype_weight_bytes(dt), rows = reqs * prompt;
     int chunks = (int)ceil(rows / (max_rows > 0 ? max_rows : 128));
     if (chunks < 1) chunks = 1;
     double per = rows / chunks;

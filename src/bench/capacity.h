@@ -2,8 +2,12 @@
  * roofline model of one `ar` step and one DFlash cycle, from the config shapes alone.
  *
  * Memory (bytes, exactly what the loaders and the engine allocate on the backend):
- *   weights      every matrix in its storage dtype, norm vectors and conv base kernels in f32;
- *                the drafter's convolutions and selector when its config is DFlash 2
+ *   weights      every matrix in its storage dtype at db_dtype_weight_bytes per weight (a
+ *                quantized type's block scales included), norm vectors and conv base kernels
+ *                in f32; the drafter's convolutions and selector when its config is DFlash 2
+ *                (at a quantized type its codebooks f16, as scripts/gguf/convert.py writes
+ *                them). A GGUF whose matrices fall back to another type (rows not a multiple
+ *                of 256 for the K types) differs by that.
  *   KV           target L x 2 x N x S x nkv*hd f32, drafter likewise (engine.c sizing:
  *                S = max_prompt + max_new_tokens + B + 1)
  *   activations  the target's and drafter's state for max(N*B, 128) rows, the engine's context
@@ -40,6 +44,8 @@ typedef struct {
     double weights, kv, act; /* bytes */
 } db_mem_need;
 
+/* bytes per weight of a matrix stored in dt, scales included (Q8_0: 34/32, Q4_K: 144/256) */
+double db_dtype_weight_bytes(db_dtype dt);
 /* weights the loaders keep on the device; d NULL: the target alone */
 double db_weights_bytes(const db_model_config *t, const db_drafter_config *d, db_dtype dt);
 /* KV caches and activations of one engine (d NULL or block 1: ar, no drafter state) */
@@ -56,7 +62,9 @@ typedef struct {
     char bw_source[200], flops_source[200];
 } db_hw;
 
-/* bandwidth: a GEMV (1 row) over a `bytes`-sized weight of dtype dt (every byte read once);
+/* bandwidth: a GEMV (1 row) over a `bytes`-sized weight of dtype dt (every byte read once; a
+ * quantized dt measures bf16: the device's bandwidth, which the roofline divides the
+ * quantized bytes by);
  * matmul rate: 512 rows x [4096, 4096] weights; both through the backend's matmul, best of
  * several timed calls, weights made with fill_random. bytes 0 = 512 MiB (less when the device
  * has little memory free). */

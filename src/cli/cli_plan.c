@@ -16,13 +16,18 @@
  * (configs/profiles/README.md): the per-position Recall@1 of a 5-layer Qwen3-4B-class DFlash
  * drafter on GSM8K at T = 0 (tau 4.27 at block 8).
  * Decode tok/s = concurrency x tau / cycle time; prefill is not part of it (`run --predict`
- * predicts whole runs). */
+ * predicts whole runs).
+ * Weight dtype: --dtype (an element type or a quantized one: q8_0, q4_0, q4_k, q5_k, q6_k, at
+ * their bytes per weight with the block scales, capacity.h), by default the main dtype of the
+ * target's weights when --target-config is a checkpoint (a .gguf file, a directory), else bf16.
+ * Synthetic weights are not made quantized: at a quantized dtype nothing is measured. */
 #include "bench/capacity.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/engine.h"
 #include "bench/profile.h"
 #include "engine/session.h"
+#include "model/safetensors.h"
 #include "model/synthetic.h"
 #include "base/parse.h"
 #include "base/paths.h"
@@ -272,7 +277,7 @@ typedef struct {
 
 static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2", .dtype_s = "bf16",
+    *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2",
                     .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1};
     char names[200], vhelp[300];
     snprintf(vhelp, sizeof vhelp, "drafter variant: %s (default dflash2)", db_variant_names(names, sizeof names, 1));
@@ -287,7 +292,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"context", 0, "N", "context of the predicted step (default prompt + n/2)", NULL, DB_OPT_INT, &p->context},
         {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &p->profile_s},
         {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &p->tau_arg},
-        {"dtype", 0, "TYPE", "weight dtype: bf16 (default), f16, f32", NULL, DB_OPT_STR, &p->dtype_s},
+        {"dtype", 0, "TYPE", "weight dtype: bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k (default: the target checkpoint's main dtype, else bf16; quantized: predicted only)", NULL, DB_OPT_STR, &p->dtype_s},
         {"bandwidth-gbs", 0, "X", "device memory bandwidth, GB/s (default: measured)", NULL, DB_OPT_FLOAT, &p->bw_arg},
         {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &p->gf_arg},
         {"no-measure", 0, NULL, "predict only (no synthetic run)", NULL, DB_OPT_FLAG, &p->no_measure},
@@ -305,14 +310,26 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
     return db_opts_parse(&cmd, argc, argv, help, err, errlen);
 }
 
+/* an element type (synthetic.h names) or a quantized one by its backend.h name */
+static int parse_dtype(const char *s, db_dtype *dt)
+{
+    if (db_dtype_parse(s, dt) == 0) return 0;
+    for (int t = 0; t < DB_NUM_DTYPES; t++)
+        if (db_dtype_is_quant((db_dtype)t) && !strcmp(s, db_dtype_name((db_dtype)t))) {
+            *dt = (db_dtype)t;
+            return 0;
+        }
+    return -1;
+}
+
 static int check_options(plan_ctx *p, char *err, size_t errlen)
 {
     char names[200];
     if (!p->target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
     if (strcmp(p->output, "md") && strcmp(p->output, "json"))
         return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", p->output);
-    if (db_dtype_parse(p->dtype_s, &p->dt) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", p->dtype_s);
+    if (p->dtype_s && parse_dtype(p->dtype_s, &p->dt) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16, f32, q8_0, q4_0, q4_k, q5_k or q6_k", p->dtype_s);
     if (db_variant_parse(p->variant_s, &p->variant) != 0 || !db_variant_uses_drafter(p->variant))
         return db_fail(err, errlen, DB_EINPUT, "--variant %s: one of %s", p->variant_s,
                        db_variant_names(names, sizeof names, 1));
@@ -360,6 +377,15 @@ static int load_inputs(plan_ctx *p, char *err, size_t errlen)
     int rc = db_model_config_load(&p->tc, p->target, err, errlen);
     if (!rc && p->drafter) rc = db_drafter_config_load(&p->dc, p->drafter, p->tc.n_layers, err, errlen);
     if (rc) return rc;
+    db_st_set st;
+    char e2[256];
+    if (!p->dtype_s) { /* the checkpoint's own weights, when there are any */
+        p->dt = DB_BF16;
+        if (db_st_open_dir(&st, p->target, e2, sizeof e2) == DB_OK) {
+            p->dt = db_st_main_dtype(&st);
+            db_st_close(&st);
+        }
+    }
     p->d = p->drafter ? &p->dc : NULL;
     if (p->d && p->block > p->dc.block_size)
         return db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)", p->block,
@@ -465,7 +491,10 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
     p->avail = db_mem_available(p->s.be);
     rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, &p->hw, err, errlen);
     if (!rc) predict(p);
-    if (!rc && !p->no_measure) rc = measure_all(p, err, errlen);
+    if (!rc && !p->no_measure && db_dtype_is_quant(p->dt))
+        fprintf(stderr, "plan: not measured: synthetic weights are not made at %s (predicted only)\n", db_dtype_name(p->dt));
+    else if (!rc && !p->no_measure)
+        rc = measure_all(p, err, errlen);
     if (!rc) {
         char device[200];
         snprintf(device, sizeof device, "%s (%s)", p->backend, p->s.be ? p->s.be->device_name : "?");

@@ -622,7 +622,7 @@ static int main_dtype(const run_ctx *c, const char *path, db_dtype *dt, char *er
 }
 
 /* 4. the backend, and the roofline's device figures, measured before any model takes memory
- *    (with the first target's weight dtype; a GEMV over bf16 stands for a quantized one) */
+ *    (with the first target's weight dtype) */
 static int open_backend(run_ctx *c, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
@@ -634,7 +634,6 @@ static int open_backend(run_ctx *c, char *err, size_t errlen)
     if (!sw->predict) return DB_OK;
     db_dtype dt;
     if ((rc = main_dtype(c, target_path(c, 0), &dt, err, errlen))) return rc;
-    if (db_dtype_is_quant(dt)) dt = DB_BF16;
     if ((rc = db_hw_figures(c->s.be, dt, sw->bandwidth_gbs, sw->gflops, &c->hw, err, errlen))) return rc;
     fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c->hw.bw / 1e9, c->hw.bw_source,
             c->hw.flops / 1e9, c->hw.flops_source);
