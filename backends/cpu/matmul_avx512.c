@@ -36,6 +36,8 @@
 #endif
 #define SUPER 16
 #define KC 256
+/* weight prefetch distance in elements (1 KB of f16 ahead of the loads); see tile() */
+#define PD 512
 
 static inline __m512 load16(const void *w, db_dtype dt, size_t i)
 {
@@ -55,8 +57,14 @@ static inline __m512 load16_mask(const void *w, db_dtype dt, size_t i, __mmask16
 
 /* one tile over `len` reduction steps: wr[j] the 6 weight rows (dtype wdt) and xr[r] the RN
  * activation rows, both at the block's first k; acc[r * RO + j] in/out. len is a multiple of
- * 16 except in the last block of a row, whose tail is masked. */
-static inline __attribute__((always_inline)) void tile(int R, __m512 *acc,
+ * 16 except in the last block of a row, whose tail is masked.
+ *
+ * pf: the first tile of a row group prefetches its weight rows PD elements ahead, one cache
+ * line per row each 64 bytes of progress (it may run past the block into the next one, or past
+ * the matrix: prefetches never fault). The hardware prefetchers alone left the 16- and 32-row
+ * forwards waiting on DRAM: measured single-threaded on a 2816 x 1024 f16 matrix streamed from
+ * memory, 8 / 16 / 32 rows went from 76 / 81 / 105 to 98 / 109 / 124 GFLOP/s, 1 row unchanged. */
+static inline __attribute__((always_inline)) void tile(int R, int pf, __m512 *acc,
                                                        const void *const *wr, db_dtype wdt,
                                                        const float *const *xr, int len)
 {
@@ -66,6 +74,11 @@ static inline __attribute__((always_inline)) void tile(int R, __m512 *acc,
     for (; k + 16 <= k1; k += 16) {
         __m512 wv[RO];
         _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++) wv[j] = load16(wr[j], wdt, (size_t)k);
+        if (pf && (wdt == DB_F32 || (k & 31) == 0)) {
+            size_t off = (size_t)(k + PD) * (wdt == DB_F32 ? 4 : 2);
+            _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++)
+                _mm_prefetch((const char *)wr[j] + off, _MM_HINT_T0);
+        }
         _Pragma("GCC unroll 32") for (int r = 0; r < R; r++) {
             __m512 xv = _mm512_loadu_ps(xr[r] + k);
             _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++) a[r * RO + j] = _mm512_fmadd_ps(wv[j], xv, a[r * RO + j]);
@@ -83,15 +96,20 @@ static inline __attribute__((always_inline)) void tile(int R, __m512 *acc,
     _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) acc[i] = a[i];
 }
 
-static void tile_n(int rn, __m512 *acc, const void *const *wr, db_dtype wdt,
+static void tile_n(int rn, int pf, __m512 *acc, const void *const *wr, db_dtype wdt,
                    const float *const *xr, int len)
 {
     /* dtype and row count as compile-time constants: no branch in the inner loop */
+#define TILE_PF(R, PF)                                                                          \
+    do {                                                                                         \
+        if (wdt == DB_F32) tile(R, PF, acc, wr, DB_F32, xr, len);                              \
+        else if (wdt == DB_F16) tile(R, PF, acc, wr, DB_F16, xr, len);                         \
+        else tile(R, PF, acc, wr, DB_BF16, xr, len);                                           \
+    } while (0)
 #define TILE_DT(R)                                                                              \
     do {                                                                                         \
-        if (wdt == DB_F32) tile(R, acc, wr, DB_F32, xr, len);                                  \
-        else if (wdt == DB_F16) tile(R, acc, wr, DB_F16, xr, len);                             \
-        else tile(R, acc, wr, DB_BF16, xr, len);                                               \
+        if (pf) TILE_PF(R, 1);                                                                   \
+        else TILE_PF(R, 0);                                                                      \
     } while (0)
     switch (rn) {
 #if RN > 4
@@ -104,6 +122,7 @@ static void tile_n(int rn, __m512 *acc, const void *const *wr, db_dtype wdt,
     default: TILE_DT(1); break;
     }
 #undef TILE_DT
+#undef TILE_PF
 }
 
 /* weight rows [o, o + 6) (the last ones clamped to o_last) x activation rows [r0, r0 + nr) */
@@ -126,7 +145,7 @@ static void block(float *y, const float *x, const void *w, db_dtype dt, int O, i
             int rn = nr - r < RN ? nr - r : RN;
             const float *xr[RN];
             for (int i = 0; i < rn; i++) xr[i] = x + (size_t)(r0 + r + i) * I + k0;
-            tile_n(rn, abuf + r * RO, wr, dt, xr, len);
+            tile_n(rn, r == 0, abuf + r * RO, wr, dt, xr, len);
         }
     }
     for (int r = 0; r < nr; r++) {
