@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_bench.sh — `dflash-bench bench` end to end on the embedded pair (TAP): the CSV has one
-# row per (model, rows, context) with positive times, GB/s and GFLOP/s that equal the roofline
+# row per (model, rows, context) with positive times (and the target's matmuls alone, whose
+# flops are checked against the config), GB/s and GFLOP/s that equal the roofline
 # bytes / flops over the median time (checked against the JSON), the 1-row point's ratio is 1,
 # the drafter's rows are requests x block; bad options exit 2 with nothing on stdout.
 set -u
@@ -28,11 +29,27 @@ ok $? "bench -o csv exits 0"
 "$PY" - "$tmp/b.csv" <<'PYEOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-assert len(rows) == 8, len(rows)
+assert len(rows) == 10, len(rows)
 seen = {(r["model"], int(r["rows"]), int(r["requests"]), int(r["ctx"])) for r in rows}
 want = {(m, r * (4 if m == "drafter" else 1), r, c) for m in ("target", "drafter")
         for r in (1, 3) for c in (0, 40)}
+want |= {("matmuls", r, r, 0) for r in (1, 3)}  # the matmuls alone: once, at the first context
 assert seen == want, seen
+# the matmuls alone: 2 flops per weight and row (wq wk wv wo gate up down per layer, the head
+# over every row in batch mode), from the model's config; they cannot take longer than the forward
+import json, os
+cfg = json.load(open(os.path.join(os.environ["DB_SOURCE_ROOT"], "models/tiny-qwen3/config.json")))
+H, I, L, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+hd = cfg.get("head_dim", H // cfg["num_attention_heads"])
+per_layer = H * hd * (2 * cfg["num_attention_heads"] + 2 * cfg["num_key_value_heads"]) + 3 * H * I
+for r in rows:
+    if r["model"] == "matmuls":
+        n = int(r["rows"])
+        flops = 2 * n * (L * per_layer + V * H)
+        got = float(r["gflop_s"]) * 1e9 * float(r["ms_median"]) / 1e3
+        assert abs(got - flops) < 1e-3 * flops, (got, flops)
+        fwd = [t for t in rows if t["model"] == "target" and t["rows"] == r["rows"] and t["ctx"] == "0"][0]
+        assert float(r["ms_best"]) <= float(fwd["ms_median"]), (r, fwd)
 for r in rows:
     assert float(r["ms_best"]) > 0 and float(r["ms_median"]) >= float(r["ms_best"]), r
     assert float(r["gb_s"]) > 0 and float(r["gflop_s"]) > 0, r
@@ -48,8 +65,10 @@ ok $? "bench --mode prefill -o json exits 0"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["mode"] == "prefill" and d["copy_gb_s"] > 0 and d["fma_peak_gflop_s"] > 0, d
-(r,) = d["rows"]
+(r,) = [x for x in d["rows"] if x["model"] == "target"]
 assert r["requests"] == 1 and r["rows"] == 2 and r["ctx"] == 16, r
+(m,) = [x for x in d["rows"] if x["model"] == "matmuls"]  # prefill: the head over 1 row
+assert m["rows"] == 2 and m["flops"] < r["flops"], (m, r)
 assert abs(r["gflop_s"] - r["flops"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r["gflop_s"], r
 assert abs(r["gb_s"] - r["bytes"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r["gb_s"], r
 PYEOF

@@ -32,7 +32,7 @@
 #include <omp.h>
 #endif
 
-#define KB 32                     /* positions per cache block: 128 KB of K (or V) at W = 1024 */
+#define KB 16                     /* positions per cache block: 64 KB of K (or V) at W = 1024 */
 #define RUN_ROWS 16               /* query rows of one slot that share a pass over its cache */
 #define SCRATCH_BYTES (4u << 20)  /* score scratch per thread that bounds a run's rows */
 

@@ -178,10 +178,34 @@ typedef struct {
     db_row *rows;
 } bench_ctx;
 
+/* The matmuls of one target forward alone, in its order (per layer q, k, v, o, gate, up, down;
+ * then the head over the rows that want logits), on the forward's own activation buffers: what
+ * the forward would cost if attention, norms and the rest were free. */
+static void matmuls_once(db_target *t, int n, int n_logits)
+{
+    db_backend *be = t->be;
+    db_target_state *st = &t->s;
+    for (int li = 0; li < t->cfg.n_layers; li++) {
+        const db_layer *l = &t->layers[li];
+        be->ops->matmul(be, st->q, st->xn, &l->wq, n, 0);
+        be->ops->matmul(be, st->k, st->xn, &l->wk, n, 0);
+        be->ops->matmul(be, st->v, st->xn, &l->wv, n, 0);
+        be->ops->matmul(be, st->x, st->att, &l->wo, n, 1);
+        be->ops->matmul(be, st->gate, st->xn, &l->gate, n, 0);
+        be->ops->matmul(be, st->up, st->xn, &l->up, n, 0);
+        be->ops->matmul(be, st->x, st->gate, &l->down, n, 1);
+    }
+    be->ops->matmul(be, st->logits, st->hid, &t->head, n_logits, 0);
+}
+
 /* one forward of `model` at (n, ctx); caches set to ctx positions first */
 static int forward_once(bench_ctx *b, const bench_row *r, char *err, size_t errlen)
 {
     db_session *s = b->s;
+    if (!strcmp(r->model, "matmuls")) {
+        matmuls_once(&s->target, r->rows, !strcmp(b->mode, "prefill") ? 1 : r->rows);
+        return 0;
+    }
     if (!strcmp(r->model, "drafter")) {
         db_drafter *d = &s->drafter;
         for (int i = 0; i < r->reqs; i++) {
@@ -229,6 +253,24 @@ static void row_cost(const db_session *s, db_dtype dt, const char *mode, int blo
 {
     db_hw hw = {.bw = 1e12, .flops = 1e12};
     const db_model_config *tc = &s->target.cfg;
+    if (!strcmp(r->model, "matmuls")) { /* weights once, 2 flops per weight and row */
+        const db_target *t = &s->target;
+        double w = 0, wb = 0;
+        for (int li = 0; li < tc->n_layers; li++) {
+            const db_layer *l = &t->layers[li];
+            const db_weight *m[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+            for (int j = 0; j < 7; j++) {
+                w += (double)m[j]->rows * m[j]->cols;
+                wb += (double)db_dtype_bytes(m[j]->dtype, (size_t)m[j]->cols) * m[j]->rows;
+            }
+        }
+        int n_logits = !strcmp(mode, "prefill") ? 1 : r->rows;
+        double hw_ = (double)t->head.rows * t->head.cols;
+        r->flops = 2.0 * (w * r->rows + hw_ * n_logits);
+        r->bytes = wb + (double)db_dtype_bytes(t->head.dtype, (size_t)t->head.cols) * t->head.rows;
+        (void)dt, (void)block, (void)hw;
+        return;
+    }
     if (!strcmp(r->model, "drafter")) {
         db_step_shape sh = {.concurrency = r->reqs, .block = block, .ctx = r->ctx, .tau = 1,
                             .use_conv = s->drafter.has_conv, .use_sel = 0};
@@ -258,7 +300,8 @@ static double one_row_ms(const bench_row *rows, int n, const bench_row *r)
 {
     int drafter = !strcmp(r->model, "drafter");
     for (int i = 0; i < n; i++)
-        if (!strcmp(rows[i].model, r->model) && rows[i].ctx == r->ctx && rows[i].reqs == 1 &&
+        if (!strcmp(rows[i].model, r->model) && rows[i].ctx == r->ctx &&
+            (rows[i].reqs == 1 || !strcmp(r->model, "matmuls")) &&
             (drafter || rows[i].rows == 1))
             return rows[i].ms;
     return NAN;
@@ -376,13 +419,16 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
     b->rows = malloc(sizeof(db_row) * (size_t)cap);
     if (!rc && (!b->ids || !b->slots || !b->rows)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     *nout = 0;
-    for (int m = 0; m < 1 + s->has_drafter && !rc; m++)
-        for (int c = 0; c < nctx && !rc; c++)
+    /* the target, its matmuls alone (context plays no part: once, at the first context), the
+     * drafter */
+    static const char *const models[] = {"target", "matmuls", "drafter"};
+    for (int m = 0; m < 2 + s->has_drafter && !rc; m++)
+        for (int c = 0; c < (m == 1 ? 1 : nctx) && !rc; c++)
             for (int i = 0; i < nrows && !rc; i++) {
                 bench_row *r = &out[(*nout)++];
-                *r = (bench_row){.model = m ? "drafter" : "target", .ctx = ctxs[c]};
-                r->reqs = m || !prefill ? rows[i] : 1;
-                r->rows = m ? rows[i] * b->block : rows[i];
+                *r = (bench_row){.model = models[m], .ctx = ctxs[c]};
+                r->reqs = m == 2 || !prefill ? rows[i] : 1;
+                r->rows = m == 2 ? rows[i] * b->block : rows[i];
                 fprintf(stderr, "bench: %s rows %d ctx %d\n", r->model, r->rows, r->ctx);
                 rc = time_row(b, r, reps, err, errlen);
                 row_cost(s, dt, b->mode, b->block, r);
@@ -449,7 +495,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         lim.copy_gbs = copy_bandwidth() / 1e9;
         lim.peak_gflops = fma_peak(&lim.peak_unit) / 1e9;
     }
-    bench_row *out = calloc((size_t)2 * nrows * nctx, sizeof *out);
+    bench_row *out = calloc((size_t)2 * nrows * nctx + (size_t)nrows, sizeof *out);
     int nout = 0;
     bench_ctx b = {.s = &s, .mode = mode, .block = block};
     if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
