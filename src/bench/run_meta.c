@@ -212,8 +212,9 @@ void db_run_meta_free(db_run_meta *m)
     free(m->command_line);
     cJSON_Delete(m->sweep);
     cJSON_Delete(m->points);
+    cJSON_Delete(m->shard);
     m->command_line = NULL;
-    m->sweep = m->points = NULL;
+    m->sweep = m->points = m->shard = NULL;
 }
 
 /* ---- meta.json ---- */
@@ -381,5 +382,6 @@ cJSON *db_run_meta_json(const db_run_meta *m)
     for (int i = 0; i < m->n_models; i++) cJSON_AddItemToArray(models, model_json(&m->models[i]));
     if (m->sweep) cJSON_AddItemToObject(r, "sweep", cJSON_Duplicate(m->sweep, 1));
     if (m->points) cJSON_AddItemToObject(r, "points", cJSON_Duplicate(m->points, 1));
+    if (m->shard) cJSON_AddItemToObject(r, "shard", cJSON_Duplicate(m->shard, 1));
     return r;
 }

@@ -63,6 +63,7 @@ typedef struct {
     cJSON *sweep;           /* the sweep's keys and values (sweep.h db_sweep_get), what --resume
                              * re-reads; owned, NULL for none */
     cJSON *points;          /* per point: machine load and page faults (run's own), owned */
+    cJSON *shard;           /* run --shard: the partition (cluster/shard.h), owned, NULL for none */
 } db_run_meta;
 
 /* build, CPU and time facts; argv may be NULL */

@@ -14,6 +14,7 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_run(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_plan(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_bench(int argc, char **argv, char *err, size_t errlen);
+int db_cmd_merge(int argc, char **argv, char *err, size_t errlen);
 
 /* A tokenizer from `path`: a tokenizer.json, a directory holding one, or a GGUF model (file or
  * directory) whose tokenizer.ggml.* metadata stands in for it (cli_tokenize.c). */

@@ -14,6 +14,7 @@
 #include "bench/machine_load.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cluster/shard.h"
 #include "engine/engine.h"
 #include "text/prompt.h"
 #include "bench/progress.h"
@@ -49,6 +50,8 @@ typedef struct {
 typedef struct {
     db_sweep sw;
     const char *resume;
+    const char *shard_arg; /* --shard K/N */
+    db_shard shard;
     char *argv0;          /* how this binary was called, for the resume command */
     char out_dir[1024];
     db_point_key *keys;   /* the sweep's points, in order */
@@ -118,6 +121,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"output", 'o', "FMT", "stdout format: md (default), csv, json", "output", DB_OPT_SWEEP, NULL},
         {"config", 0, "FILE", "sweep keys from an ini file (block_size = 8,16), applied before every flag", NULL, DB_OPT_STR, NULL},
         {"resume", 0, "DIR", "finish the sweep of an earlier run in DIR (completed points are kept)", NULL, DB_OPT_STR, NULL},
+        {"shard", 0, "K/N", "run shard K of N (0-based): whole ar + variant groups, balanced by predicted cost; join the shards with `merge`", NULL, DB_OPT_STR, NULL},
         {NULL, 0, NULL, "capacity planning (rows say weights=synthetic / acceptance_source=replay:<file>)", NULL, DB_OPT_HEADING, NULL},
         {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", "synthetic", DB_OPT_SWEEP, NULL},
         {"target-config", 0, "FILE", "target config.json for --synthetic (default: the target's)", "target_config", DB_OPT_SWEEP, NULL},
@@ -136,6 +140,7 @@ static db_cmd_opts run_options(run_ctx *c)
         if (opts[i].kind == DB_OPT_SWEEP) opts[i].dst = &c->sw;
         else if (opts[i].name && !strcmp(opts[i].name, "config")) opts[i].dst = &config_file;
         else if (opts[i].name && !strcmp(opts[i].name, "resume")) opts[i].dst = &c->resume;
+        else if (opts[i].name && !strcmp(opts[i].name, "shard")) opts[i].dst = &c->shard_arg;
     }
     return (db_cmd_opts){"run",
                          "Benchmark sweep: every combination of the list-valued axes is one point; results go\n"
@@ -577,6 +582,41 @@ static int prepare_prompts(run_ctx *c, char *err, size_t errlen)
     return rc ? rc : load_sets(c, err, errlen);
 }
 
+/* 3b. --shard K/N (or the shard a resumed directory records): keep this shard's groups
+ *     (cluster/shard.h); meta.json records the whole partition */
+static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
+{
+    db_shard rec = {0, 0};
+    int rc = c->shard_arg ? db_shard_parse(c->shard_arg, &c->shard, err, errlen) : DB_OK;
+    if (!rc && c->resume) rc = db_shard_recorded(c->resume, &rec, err, errlen);
+    if (!rc && c->shard_arg && c->resume && (rec.index != c->shard.index || rec.count != c->shard.count))
+        return db_fail(err, errlen, DB_EINPUT, "--resume %s: --shard %s differs from the recorded shard %d/%d",
+                       c->resume, c->shard_arg, rec.index, rec.count);
+    if (!c->shard_arg) c->shard = rec;
+    if (rc || !c->shard.count) return rc;
+    double *cost = malloc(sizeof *cost * (size_t)c->nkeys);
+    char hash[65];
+    if (!cost) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    for (int i = 0; i < c->nkeys && !rc; i++) {
+        if (i == 0 || c->keys[i].target_i != c->keys[i - 1].target_i) /* its target's configs */
+            rc = target_configs(c, c->keys[i].target_i, err, errlen);
+        const prompt_set *ps = find_set(c, c->keys[i].dataset);
+        int turns = 0, ds = db_drafter_set_of(&c->ds, &c->sw, &c->keys[i]);
+        double len = 0;
+        for (int j = 0; ps && j < ps->ds.n; j++) turns += ps->ds.samples[j].n_turns, len += ps->len[j];
+        cost[i] = db_shard_point_cost(&c->tcfg, ds >= 0 ? &c->ds.slot[ds].cfg : NULL, c->syn.dtype, &c->sw,
+                                      &c->keys[i], turns, ps && ps->ds.n ? len / ps->ds.n : 1);
+    }
+    if (!rc && c->sw.n_target > 1) rc = target_configs(c, 0, err, errlen); /* as load_configs left it */
+    if (!rc) rc = db_sweep_hash_json(c->meta.sweep, hash, err, errlen);
+    if (!rc) rc = db_shard_apply(&c->shard, hash, c->keys, &c->nkeys, cost, &c->meta.shard, err, errlen);
+    free(cost);
+    if (!rc && (*none = c->nkeys == 0))
+        fprintf(stderr, "shard %d/%d: no points (the sweep has fewer groups than shards); nothing to do\n",
+                c->shard.index, c->shard.count);
+    return rc;
+}
+
 /* memory: refuse what the current target's points cannot fit before allocating anything */
 static int check_memory(run_ctx *c, char *err, size_t errlen)
 {
@@ -774,16 +814,7 @@ static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load
 }
 
 /* the points keys[i0, i1) share target, backend, dataset, temperature and concurrency: a group */
-static int group_end(const run_ctx *c, int i0)
-{
-    int i = i0 + 1;
-    const db_point_key *a = &c->keys[i0];
-    while (i < c->nkeys && c->keys[i].target_i == a->target_i && !strcmp(c->keys[i].backend, a->backend) &&
-           !strcmp(c->keys[i].dataset, a->dataset) &&
-           c->keys[i].temperature == a->temperature && c->keys[i].concurrency == a->concurrency)
-        i++;
-    return i;
-}
+static int group_end(const run_ctx *c, int i0) { return db_group_end(c->keys, c->nkeys, i0); }
 
 /* One group, the unit of work: each point's warm-up, then R rounds; round r runs every point
  * once, starting at point r mod P (rotated), so a change of machine load falls on `ar` and
@@ -886,6 +917,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     if (!rc && !stop) rc = check_sweep(c, argc, argv, err, errlen);
     if (!rc && !stop) rc = load_configs(c, err, errlen);
     if (!rc && !stop) rc = prepare_prompts(c, err, errlen); /* completes the keys */
+    if (!rc && !stop) rc = shard_keys(c, &stop, err, errlen);
     if (!rc && !stop) rc = nothing_left(c, &stop, err, errlen);
     if (!rc && !stop) rc = open_backend(c, err, errlen);
     if (!rc && !stop) rc = open_results(c, err, errlen);
