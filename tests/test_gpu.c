@@ -22,7 +22,9 @@
  * top-p; their values to 1e-5), batch invariance of deterministic matmul and of attention (a
  * row alone == the row among others). Matmul runs three ways: deterministic (the row-dot
  * kernel at every n), fast (cuBLAS from 16 rows) and fast with DB_GPU_NO_BLAS=1 (the
- * backend's own tiled GEMM, HIP's large-n path).
+ * backend's own tiled GEMM, HIP's large-n path). Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
+ * Q6_K, random blocks): matmul against the C dequantizer (backends/quant.c) in double and the
+ * CPU backend, 1e-5, batch-invariant in both modes; embed bitwise.
  *
  * Then the pipeline: greedy generation with the tests/data/qwen3-f32-tied target and the
  * tests/data/dflash2-f32 drafter, variants ar, dflash, selector-off, conv-off, dflash2 at
@@ -242,6 +244,93 @@ static void test_matmul(db_backend *g, db_backend *g_noblas, const char *name)
         }
     }
     g->deterministic = 0;
+}
+
+/* ------------------------------------------------------------------------ quantized weights */
+
+/* rows x cols weights of quantized dt: random bytes, the f16 scales set to finite values */
+static uint8_t *rand_quant(db_dtype dt, int rows, int cols)
+{
+    size_t bytes = (size_t)rows * db_dtype_bytes(dt, (size_t)cols), bb = db_dtype_size(dt);
+    uint8_t *b = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++) b[i] = (uint8_t)(db_rng_next(&rng) >> 56);
+    for (size_t k = 0; k < bytes / bb; k++) {
+        uint16_t d = db_f32_to_f16(urand(0.001f, 0.02f)), m = db_f32_to_f16(urand(0.0f, 0.01f));
+        memcpy(b + k * bb + (dt == DB_Q6_K ? 208 : 0), &d, 2);
+        if (dt == DB_Q4_K || dt == DB_Q5_K) memcpy(b + k * bb + 2, &m, 2);
+    }
+    return b;
+}
+
+/* matmul and embed on every quantized type against the C reference (backends/quant.c through
+ * db_convert_to_f32, dot products in double) and the CPU backend's kernels: matmul to 1e-5
+ * (summation order only), batch-invariant in the fast mode too (a row alone == the row in a
+ * batch, bitwise); embed bitwise */
+static void test_quant(db_backend *g, const char *name)
+{
+    static const db_dtype dts[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K};
+#if DB_TEST_GPU_EMU
+    static const int ns[] = {1, 5, 17};
+    const int O = 13, Ik = 256, I0 = 96;
+#else
+    static const int ns[] = {1, 5, 16, 40};
+    const int O = 300, Ik = 1024, I0 = 4096 + 96;
+#endif
+    g->deterministic = 0;
+    for (int di = 0; di < 5; di++) {
+        db_dtype dt = dts[di];
+        int I = db_dtype_block(dt) == 32 ? I0 : Ik, inv = 1;
+        uint8_t *wh = rand_quant(dt, O, I);
+        float *wf = malloc(sizeof(float) * (size_t)O * I);
+        db_convert_to_f32(wf, wh, dt, (size_t)O * I);
+        db_weight wc, wg;
+        db_weight_upload(cpu, &wc, wh, dt, O, I);
+        int up = db_weight_upload(g, &wg, wh, dt, O, I);
+        tap_ok(up == 0, "%s: %s weights upload (%s)", name, db_dtype_name(dt), up ? g->err : "ok");
+        double e_ref = 0, e_cpu = 0;
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns && up == 0; ni++) {
+            int n = ns[ni], acc = ni % 2;
+            float *x = rand_floats((size_t)n * I, -1, 1), *y0 = rand_floats((size_t)n * O, -2, 2);
+            float *xc = dev_put(cpu, x, sizeof(float) * n * I), *yc = dev_put(cpu, y0, sizeof(float) * n * O);
+            float *xg = dev_put(g, x, sizeof(float) * n * I);
+            float *yg = acc ? dev_put(g, y0, sizeof(float) * n * O) : dev_poison(g, (size_t)n * O);
+            float *y1 = acc ? dev_put(g, y0, sizeof(float) * n * O) : dev_poison(g, (size_t)n * O);
+            cpu->ops->matmul(cpu, yc, xc, &wc, n, acc);
+            g->ops->matmul(g, yg, xg, &wg, n, acc);
+            for (int r = 0; r < n; r++) g->ops->matmul(g, y1 + (size_t)r * O, xg + (size_t)r * I, &wg, 1, acc);
+            float *yh = dev_get(g, yg, (size_t)n * O), *y1h = dev_get(g, y1, (size_t)n * O), *ych = dev_get(cpu, yc, (size_t)n * O);
+            float *ref = malloc(sizeof(float) * (size_t)n * O);
+            for (int r = 0; r < n; r++)
+                for (int o = 0; o < O; o++) {
+                    double d = acc ? y0[(size_t)r * O + o] : 0.0;
+                    for (int i = 0; i < I; i++) d += (double)wf[(size_t)o * I + i] * x[(size_t)r * I + i];
+                    ref[(size_t)r * O + o] = (float)d;
+                }
+            double a = rel_err(yh, ref, (size_t)n * O), b = rel_err(yh, ych, (size_t)n * O);
+            e_ref = a > e_ref ? a : e_ref;
+            e_cpu = b > e_cpu ? b : e_cpu;
+            inv &= memcmp(yh, y1h, sizeof(float) * n * O) == 0;
+            free(x), free(y0), free(yh), free(y1h), free(ych), free(ref);
+            cpu->ops->dfree(cpu, xc), cpu->ops->dfree(cpu, yc);
+            g->ops->dfree(g, xg), g->ops->dfree(g, yg), g->ops->dfree(g, y1);
+        }
+        tap_ok(e_ref <= 1e-5 && e_cpu <= 1e-5, "%s: matmul %s [%d, %d] vs the C reference (rel err %.2e) and the CPU kernels (%.2e)",
+               name, db_dtype_name(dt), O, I, e_ref, e_cpu);
+        tap_ok(inv, "%s: matmul %s fast mode: a row alone == the row in a batch (bitwise)", name, db_dtype_name(dt));
+        int ids[7] = {O - 1, 0, 3, 3, 7, 1, 12}, n = 7;
+        float *oc = dev_put(cpu, NULL, sizeof(float) * n * I), *og = dev_poison(g, (size_t)n * I);
+        cpu->ops->embed(cpu, oc, &wc, ids, n);
+        if (up == 0) g->ops->embed(g, og, &wg, ids, n);
+        float *h = dev_get(g, og, (size_t)n * I);
+        int same = 1;
+        for (int r = 0; r < n; r++) same &= memcmp(h + (size_t)r * I, wf + (size_t)ids[r] * I, sizeof(float) * I) == 0;
+        tap_ok(same && memcmp(h, oc, sizeof(float) * n * I) == 0, "%s: embed %s == the C reference and the CPU (bitwise)", name,
+               db_dtype_name(dt));
+        free(h), cpu->ops->dfree(cpu, oc), g->ops->dfree(g, og);
+        db_weight_free(cpu, &wc);
+        if (up == 0) db_weight_free(g, &wg);
+        free(wh), free(wf);
+    }
 }
 
 /* ------------------------------------------------------------------------ elementwise, norms */
@@ -714,6 +803,7 @@ static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_ini
     }
     test_memory(g, name);
     test_matmul(g, g_noblas, name);
+    test_quant(g, name);
     test_rmsnorm(g, name);
     test_rope(g, name);
     test_elementwise(g, name);

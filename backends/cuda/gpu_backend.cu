@@ -26,7 +26,13 @@
  * the batch (check-lossless relies on this).
  *
  * Precision: compiled with -fmad=false (HIP: -ffp-contract=off) so that products and sums are
- * rounded like the C reference; fused multiply-adds appear only where written (fmaf). */
+ * rounded like the C reference; fused multiply-adds appear only where written (fmaf).
+ *
+ * Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; layouts and arithmetic in backends/quant.c):
+ * matmul and embed dequantize 8 values at a time in registers with quant.c's exact f32
+ * operations (dequant8), so embed equals the C reference bit for bit and a matmul differs from
+ * it only in summation order. A quantized matmul always runs the row-dot kernel (lanes own
+ * 8-value chunks, as for f32), in both modes: batch-invariant, and no vendor BLAS. */
 #include "gpu_vendor.h"
 
 extern "C" {
@@ -331,6 +337,41 @@ __device__ __forceinline__ float key_value(unsigned k)
 /* ---------------------------------------------------------------------------------------- */
 /* matmul                                                                                   */
 
+/* the row-dot kernels' inner step: one 8-value weight chunk ch against the tile's activation
+ * rows r0 .. r0 + nr - 1, acc[r] += w . x in order with fmaf (VEC: 16-byte activation loads) */
+template <bool VEC>
+__device__ __forceinline__ void rowdot_chunk(float (&acc)[ROWDOT_TILE], const float (&wf)[8], const float *__restrict__ x,
+                                             int r0, int nr, int I, int ch)
+{
+#pragma unroll
+    for (int r = 0; r < ROWDOT_TILE; r++) {
+        if (r < nr) {
+            size_t xrow = (size_t)(r0 + r) * I;
+            float xf[8];
+            if (VEC) load8_vec<DB_F32>(x, xrow + (size_t)ch * 8, xf);
+            else load8_scalar<DB_F32>(x, xrow + (size_t)ch * 8, xrow + I, xf);
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[r] = fmaf(wf[j], xf[j], acc[r]);
+        }
+    }
+}
+
+/* and its end of a tile: each row's lanes summed by the butterfly, written (or added) by lane 0 */
+__device__ __forceinline__ void rowdot_store(const float (&acc)[ROWDOT_TILE], float *__restrict__ y, int r0, int nr,
+                                             int O, int o, int lane, int accumulate)
+{
+#pragma unroll
+    for (int r = 0; r < ROWDOT_TILE; r++) {
+        if (r < nr) {
+            float s = warp_sum(acc[r]);
+            if (lane == 0) {
+                float *yo = y + (size_t)(r0 + r) * O + o;
+                *yo = accumulate ? *yo + s : s;
+            }
+        }
+    }
+}
+
 /* y[r, o] (+)= sum_i x[r, i] w[o, i], one warp per output o. Lane l owns the 8-element chunks
  * c = l, l + warpSize, ... of the row and accumulates them in order with fmaf; the lanes are then
  * summed by a butterfly. That order depends on I and warpSize only, so a row's result never
@@ -355,28 +396,126 @@ __global__ void k_rowdot(float *__restrict__ y, const float *__restrict__ x, con
             float wf[8];
             if (VEC) load8_vec<DT>(w, wrow + (size_t)ch * 8, wf);
             else load8_scalar<DT>(w, wrow + (size_t)ch * 8, wrow + I, wf);
-#pragma unroll
-            for (int r = 0; r < ROWDOT_TILE; r++) {
-                if (r < nr) {
-                    size_t xrow = (size_t)(r0 + r) * I;
-                    float xf[8];
-                    if (VEC) load8_vec<DB_F32>(x, xrow + (size_t)ch * 8, xf);
-                    else load8_scalar<DB_F32>(x, xrow + (size_t)ch * 8, xrow + I, xf);
-#pragma unroll
-                    for (int j = 0; j < 8; j++) acc[r] = fmaf(wf[j], xf[j], acc[r]);
-                }
-            }
+            rowdot_chunk<VEC>(acc, wf, x, r0, nr, I, ch);
         }
+        rowdot_store(acc, y, r0, nr, O, o, lane, accumulate);
+    }
+}
+
+/* ---- quantized weights ---- */
+
+template <int DT> struct qblock; /* values and bytes per block (backend.c's table) */
+template <> struct qblock<DB_Q8_0> { static constexpr int values = 32, bytes = 34; };
+template <> struct qblock<DB_Q4_0> { static constexpr int values = 32, bytes = 18; };
+template <> struct qblock<DB_Q4_K> { static constexpr int values = 256, bytes = 144; };
+template <> struct qblock<DB_Q5_K> { static constexpr int values = 256, bytes = 176; };
+template <> struct qblock<DB_Q6_K> { static constexpr int values = 256, bytes = 210; };
+
+__device__ __forceinline__ float ld_f16(const uint8_t *p) { return f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
+
+/* the 6-bit scale and min of sub-block j of a Q4_K / Q5_K block (quant.h db_scale_min_k4) */
+__device__ __forceinline__ void scale_min_k4(int j, const uint8_t *sc, int &s, int &m)
+{
+    if (j < 4) {
+        s = sc[j] & 63;
+        m = sc[j + 4] & 63;
+    } else {
+        s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
+        m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+    }
+}
+
+/* values [8j, 8j + 8) of block b, with quant.c's operations in its order (8 | 32, so the
+ * chunk lies in one sub-block / one scale) */
+template <int DT> __device__ __forceinline__ void dequant8(const uint8_t *b, int j, float (&f)[8])
+{
+    int v0 = 8 * j;
+    if (DT == DB_Q8_0) {
+        float d = ld_f16(b);
 #pragma unroll
-        for (int r = 0; r < ROWDOT_TILE; r++) {
-            if (r < nr) {
-                float s = warp_sum(acc[r]);
-                if (lane == 0) {
-                    float *yo = y + (size_t)(r0 + r) * O + o;
-                    *yo = accumulate ? *yo + s : s;
-                }
-            }
+        for (int t = 0; t < 8; t++) f[t] = d * (float)(int8_t)b[2 + v0 + t];
+    } else if (DT == DB_Q4_0) {
+        float d = ld_f16(b);
+        const uint8_t *qs = b + 2;
+#pragma unroll
+        for (int t = 0; t < 8; t++) f[t] = d * (float)((v0 < 16 ? qs[v0 + t] & 0xF : qs[v0 - 16 + t] >> 4) - 8);
+    } else if (DT == DB_Q4_K || DT == DB_Q5_K) {
+        const uint8_t *sc = b + 4, *qh = b + 16, *qs = b + (DT == DB_Q5_K ? 48 : 16);
+        int c = v0 / 64, hi = v0 % 64 >= 32, l0 = v0 % 32, sub = 2 * c + hi, sv, mv;
+        scale_min_k4(sub, sc, sv, mv);
+        float ds = ld_f16(b) * (float)sv, mm = ld_f16(b + 2) * (float)mv;
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            int l = l0 + t, q = hi ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 0xF;
+            if (DT == DB_Q5_K) q += (qh[l] >> sub & 1) << 4;
+            f[t] = ds * (float)q - mm;
         }
+    } else { /* Q6_K */
+        int h = v0 / 128, k = v0 % 128 / 32, l0 = v0 % 32;
+        const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
+        const int8_t *sc = (const int8_t *)(b + 192 + 8 * h);
+        float ds = ld_f16(b + 208) * (float)sc[l0 / 16 + 2 * k];
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            int l = l0 + t, lo = k & 1 ? ql[l + 32] : ql[l];
+            int q = (k < 2 ? lo & 0xF : lo >> 4) | ((qh[l] >> (2 * k) & 3) << 4);
+            f[t] = ds * (float)(q - 32);
+        }
+    }
+}
+
+/* k_rowdot on quantized weights: weight row o is `rb` bytes of blocks; lane l owns the 8-value
+ * chunks l, l + warpSize, ... (dequant8), accumulated in order with fmaf, then the butterfly:
+ * the order depends on I and warpSize only. XVEC: 16-byte activation loads. */
+template <int DT, bool XVEC>
+__global__ void k_rowdot_quant(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ w,
+                               size_t rb, int n, int O, int I, int accumulate)
+{
+    constexpr int BV = qblock<DT>::values, BB = qblock<DT>::bytes;
+    int lane = threadIdx.x % warpSize, nw = blockDim.x / warpSize;
+    int o = blockIdx.x * nw + threadIdx.x / warpSize;
+    if (o >= O) return; /* the whole warp leaves together */
+    const uint8_t *wrow = w + (size_t)o * rb;
+    int nch = I / 8;
+    for (int r0 = 0; r0 < n; r0 += ROWDOT_TILE) {
+        int nr = n - r0 < ROWDOT_TILE ? n - r0 : ROWDOT_TILE;
+        float acc[ROWDOT_TILE];
+#pragma unroll
+        for (int r = 0; r < ROWDOT_TILE; r++) acc[r] = 0.0f;
+        for (int ch = lane; ch < nch; ch += warpSize) {
+            float wf[8];
+            dequant8<DT>(wrow + (size_t)(ch * 8 / BV) * BB, ch * 8 % BV / 8, wf);
+            rowdot_chunk<XVEC>(acc, wf, x, r0, nr, I, ch);
+        }
+        rowdot_store(acc, y, r0, nr, O, o, lane, accumulate);
+    }
+}
+
+template <int DT>
+void launch_rowdot_quant(db_backend *be, float *y, const float *x, const db_weight *w, int n, int accumulate)
+{
+    gpu_ctx *c = ctx_of(be);
+    int O = w->rows, I = w->cols;
+    size_t rb = db_dtype_bytes(w->dtype, (size_t)I);
+    unsigned threads = 256, per_block = threads / (unsigned)c->warp;
+    const uint8_t *wd = (const uint8_t *)w->data;
+    if (((uintptr_t)x & 15) == 0)
+        launch_kernel(k_rowdot_quant<DT, true>, blocks_for((size_t)O, per_block), threads, 0, c->stream, y, x, wd, rb, n, O, I, accumulate);
+    else
+        launch_kernel(k_rowdot_quant<DT, false>, blocks_for((size_t)O, per_block), threads, 0, c->stream, y, x, wd, rb, n, O, I, accumulate);
+    LAUNCH_CHECK(be, "k_rowdot_quant");
+}
+
+/* the quantized types' matmul (any n, any mode); 0 when dt is not one of them */
+int matmul_quant(db_backend *be, float *y, const float *x, const db_weight *w, int n, int accumulate)
+{
+    switch (w->dtype) {
+    case DB_Q8_0: launch_rowdot_quant<DB_Q8_0>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q4_0: launch_rowdot_quant<DB_Q4_0>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q4_K: launch_rowdot_quant<DB_Q4_K>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q5_K: launch_rowdot_quant<DB_Q5_K>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q6_K: launch_rowdot_quant<DB_Q6_K>(be, y, x, w, n, accumulate); return 1;
+    default: return 0;
     }
 }
 
@@ -508,6 +647,7 @@ void gpu_matmul(db_backend *be, float *y, const float *x, const db_weight *w, in
 {
     gpu_ctx *c = ctx_of(be);
     if (n <= 0 || w->rows <= 0) return;
+    if (matmul_quant(be, y, x, w, n, accumulate)) return;
     if (!be->deterministic && n >= GPU_BLAS_MIN_ROWS) {
 #if DB_GPU_BLAS
         if (c->use_blas) {
@@ -519,7 +659,7 @@ void gpu_matmul(db_backend *be, float *y, const float *x, const db_weight *w, in
         case DB_F32: launch_gemm_tiled<DB_F32>(be, y, x, w, n, accumulate); break;
         case DB_BF16: launch_gemm_tiled<DB_BF16>(be, y, x, w, n, accumulate); break;
         case DB_F16: launch_gemm_tiled<DB_F16>(be, y, x, w, n, accumulate); break;
-        default: break; /* quantized: refused at upload (quant_weights = 0) */
+        default: break; /* quantized: matmul_quant above */
         }
         return;
     }
@@ -528,7 +668,7 @@ void gpu_matmul(db_backend *be, float *y, const float *x, const db_weight *w, in
     case DB_F32: launch_rowdot<DB_F32>(be, y, x, w, n, accumulate); break;
     case DB_BF16: launch_rowdot<DB_BF16>(be, y, x, w, n, accumulate); break;
     case DB_F16: launch_rowdot<DB_F16>(be, y, x, w, n, accumulate); break;
-    default: break; /* quantized: refused at upload (quant_weights = 0) */
+    default: break; /* quantized: matmul_quant above */
     }
 }
 
@@ -662,6 +802,21 @@ template <int DT> __global__ void k_embed(float *out, const void *table, const i
     }
 }
 
+/* rows of a quantized table: one thread per 8-value chunk (dequant8), bit for bit quant.c's */
+template <int DT> __global__ void k_embed_quant(float *out, const uint8_t *table, size_t rb, const int *ids, int n, int d)
+{
+    constexpr int BV = qblock<DT>::values, BB = qblock<DT>::bytes;
+    for (int r = blockIdx.y; r < n; r += gridDim.y) {
+        const uint8_t *row = table + (size_t)ids[r] * rb;
+        for (int ch = blockIdx.x * blockDim.x + threadIdx.x; ch < d / 8; ch += gridDim.x * blockDim.x) {
+            float f[8];
+            dequant8<DT>(row + (size_t)(ch * 8 / BV) * BB, ch * 8 % BV / 8, f);
+#pragma unroll
+            for (int t = 0; t < 8; t++) out[(size_t)r * d + (size_t)ch * 8 + t] = f[t];
+        }
+    }
+}
+
 void gpu_embed(db_backend *be, float *out, const db_weight *table, const int *ids, int n)
 {
     gpu_ctx *c = ctx_of(be);
@@ -670,13 +825,20 @@ void gpu_embed(db_backend *be, float *out, const db_weight *table, const int *id
     const int *dids = (const int *)arena_put(be, ids, sizeof(int) * (size_t)n);
     if (!dids) return;
     int d = table->cols;
+    size_t rb = db_dtype_bytes(table->dtype, (size_t)d);
     dim3 grid(blocks_for((size_t)d, 256) < 64 ? blocks_for((size_t)d, 256) : 64,
               (unsigned)n < MAX_GRID_Y ? (unsigned)n : MAX_GRID_Y);
     switch (table->dtype) {
     case DB_F32: launch_kernel(k_embed<DB_F32>, grid, 256, 0, c->stream, out, table->data, dids, n, d); break;
     case DB_BF16: launch_kernel(k_embed<DB_BF16>, grid, 256, 0, c->stream, out, table->data, dids, n, d); break;
     case DB_F16: launch_kernel(k_embed<DB_F16>, grid, 256, 0, c->stream, out, table->data, dids, n, d); break;
-    default: break; /* quantized: refused at upload (quant_weights = 0) */
+#define EMBED_Q(T) launch_kernel(k_embed_quant<T>, grid, 256, 0, c->stream, out, (const uint8_t *)table->data, rb, dids, n, d)
+    case DB_Q8_0: EMBED_Q(DB_Q8_0); break;
+    case DB_Q4_0: EMBED_Q(DB_Q4_0); break;
+    case DB_Q4_K: EMBED_Q(DB_Q4_K); break;
+    case DB_Q5_K: EMBED_Q(DB_Q5_K); break;
+    case DB_Q6_K: EMBED_Q(DB_Q6_K); break;
+#undef EMBED_Q
     }
     LAUNCH_CHECK(be, "k_embed");
 }
@@ -1192,7 +1354,7 @@ void launch_pair_scores(db_backend *be, unsigned threads, float *dout, const flo
     case DB_F32: launch_kernel(k_pair_scores<DP, DB_F32>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
     case DB_BF16: launch_kernel(k_pair_scores<DP, DB_BF16>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
     case DB_F16: launch_kernel(k_pair_scores<DP, DB_F16>, n, threads, 0, st, dout, g, dprev, dcand, pred->data, succ->data, k, r); break;
-    default: break; /* quantized: refused at upload (quant_weights = 0) */
+    default: break; /* quantized: refused in gpu_pair_scores */
     }
 }
 
@@ -1205,6 +1367,12 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
         return -1;
     }
     if (c->failed) return -1;
+    if (db_dtype_is_quant(pred->dtype) || db_dtype_is_quant(succ->dtype)) {
+        /* scripts/gguf/convert.py writes them f16; the CPU backend takes quantized ones */
+        latch(be, "pair_scores: %s selector codebooks are not run on the GPU (f32, bf16 or f16 only)",
+              db_dtype_name(db_dtype_is_quant(pred->dtype) ? pred->dtype : succ->dtype));
+        return -1;
+    }
     if (n <= 0 || k <= 0) return 0;
     size_t ib = sizeof(int) * (size_t)n * k, ob = sizeof(float) * (size_t)n * k * k;
     if (arena_reserve(be, 2 * align_up(ib) + align_up(ob))) return -1;
@@ -1217,7 +1385,7 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
     case DB_F32: launch_pair_scores<DB_F32>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
     case DB_BF16: launch_pair_scores<DB_BF16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
     case DB_F16: launch_pair_scores<DB_F16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
-    default: break; /* quantized: refused at upload (quant_weights = 0) */
+    default: break; /* quantized: refused above */
     }
     if (LAUNCH_CHECK(be, "k_pair_scores")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
@@ -1290,6 +1458,7 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
 #endif
     be->threads = 1; /* one host thread drives the device */
     be->deterministic = opts ? opts->deterministic : 0;
+    be->quant_weights = 1; /* matmul and embed take the quantized types */
     return 0;
 }
 
