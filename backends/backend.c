@@ -2,6 +2,7 @@
  * backend. */
 #include "config.h"
 #include "backend.h"
+#include "backend_profile.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -67,6 +68,7 @@ int db_backend_create(const char *name, const db_backend_opts *opts, db_backend 
             free(be);
             return -1;
         }
+        db_profile_attach(be);
         *out = be;
         return 0;
     }
@@ -77,6 +79,7 @@ int db_backend_create(const char *name, const db_backend_opts *opts, db_backend 
 void db_backend_destroy(db_backend *be)
 {
     if (!be) return;
+    db_profile_report(be);
     be->ops->free(be);
     free(be);
 }

@@ -74,6 +74,29 @@ assert abs(r["gb_s"] - r["bytes"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r["gb
 PYEOF
 ok $? "JSON: prefill of 1 request x 2 rows; GB/s and GFLOP/s are bytes and flops over the median"
 
+# DB_PROFILE_OPS=1: the per-op totals on stderr count every call: one untimed and one timed
+# forward of the target (7 matmuls per layer + the head, one embed each), the same for its
+# matmuls alone
+DB_PROFILE_OPS=1 "$BIN" bench --target "$TARGET" --rows 1 --context 0 --repetitions 1 --threads 1 \
+    -o csv >"$tmp/p.csv" 2>"$tmp/p.err"
+ok $? "bench with DB_PROFILE_OPS=1 exits 0"
+"$PY" - "$tmp/p.err" "$TARGET/config.json" <<'PYEOF'
+import json, sys
+L = json.load(open(sys.argv[2]))["num_hidden_layers"]
+lines = open(sys.argv[1]).read().splitlines()
+head = [i for i, l in enumerate(lines) if l.startswith("profile (DB_PROFILE_OPS")]
+assert len(head) == 1, lines
+ops = {}
+for l in lines[head[0] + 1:]:
+    f = l.split()
+    if len(f) == 5 and f[0].isidentifier():
+        ops[f[0]] = (int(f[1]), float(f[2]))
+assert ops["matmul"][0] == 4 * (7 * L + 1), (ops, L)
+assert ops["embed"][0] == 2 and ops["attention"][0] == 2 * L, ops
+assert all(ms >= 0 for _, ms in ops.values()), ops
+PYEOF
+ok $? "DB_PROFILE_OPS: per-op call counts match the forwards run (matmul 4 x (7 L + 1), embed 2, attention 2 L)"
+
 for bad in "-o xml" "--mode sideways" "--rows 0" "--repetitions 0" "--context -1"; do
     # shellcheck disable=SC2086
     "$BIN" bench --target "$TARGET" $bad >"$tmp/out" 2>"$tmp/err"

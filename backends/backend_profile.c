@@ -1,0 +1,202 @@
+/* backend_profile.c — DB_PROFILE_OPS=1: where a run's device time goes, op by op.
+ *
+ * With the variable set, db_backend_create hands out the backend with a copy of its op table in
+ * which every compute op (and upload / download) is wrapped: the wrapper calls the real op, then
+ * the backend's sync, and adds the wall time to that op's total. db_backend_destroy prints the
+ * totals to stderr, largest first. Syncing after each op serialises a GPU's queue, so the totals
+ * are each op's own time, not the overlapped time of a normal run; on the CPU every op is
+ * synchronous anyway. Ops added to backend.h later stay unwrapped (the copy keeps them working).
+ * One profiled backend at a time: the table and the totals are process-wide. */
+#include "backend_profile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum {
+    P_MATMUL, P_RMSNORM, P_ROPE, P_ATTENTION, P_SWIGLU, P_EMBED, P_ADD, P_COPY_ROWS,
+    P_SCALE_SOFTCAP, P_TOPK, P_PROBS, P_DYNCONV, P_PAIR_SCORES, P_UPLOAD, P_DOWNLOAD, P_N
+};
+static const char *const op_names[P_N] = {
+    "matmul", "rmsnorm", "rope", "attention", "swiglu", "embed", "add", "copy_rows",
+    "scale_softcap", "topk", "probs", "dynconv", "pair_scores", "upload", "download",
+};
+
+static const db_backend_ops *real; /* the profiled backend's own table */
+static db_backend_ops wrapped;
+static struct {
+    double sec;
+    long calls;
+} tot[P_N];
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void done(db_backend *be, int op, double t0)
+{
+    real->sync(be);
+    tot[op].sec += now() - t0;
+    tot[op].calls++;
+}
+
+static void p_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n, int acc)
+{
+    double t0 = now();
+    real->matmul(be, y, x, w, n, acc);
+    done(be, P_MATMUL, t0);
+}
+
+static void p_rmsnorm(db_backend *be, float *y, const float *x, const float *w, int n, int d,
+                      float eps)
+{
+    double t0 = now();
+    real->rmsnorm(be, y, x, w, n, d, eps);
+    done(be, P_RMSNORM, t0);
+}
+
+static void p_rope(db_backend *be, float *x, const int *pos, int n, int nheads, int hd, float theta)
+{
+    double t0 = now();
+    real->rope(be, x, pos, n, nheads, hd, theta);
+    done(be, P_ROPE, t0);
+}
+
+static void p_attention(db_backend *be, float *out, const float *q, const float *kc,
+                        const float *vc, int cap, const db_attn_row *rows, int n, int nh, int nkv,
+                        int hd, float scale)
+{
+    double t0 = now();
+    real->attention(be, out, q, kc, vc, cap, rows, n, nh, nkv, hd, scale);
+    done(be, P_ATTENTION, t0);
+}
+
+static void p_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
+{
+    double t0 = now();
+    real->swiglu(be, out, gate, up, n);
+    done(be, P_SWIGLU, t0);
+}
+
+static void p_embed(db_backend *be, float *out, const db_weight *table, const int *ids, int n)
+{
+    double t0 = now();
+    real->embed(be, out, table, ids, n);
+    done(be, P_EMBED, t0);
+}
+
+static void p_add(db_backend *be, float *y, const float *x, size_t n)
+{
+    double t0 = now();
+    real->add(be, y, x, n);
+    done(be, P_ADD, t0);
+}
+
+static void p_copy_rows(db_backend *be, float *dst, int dst_stride, const int *dst_idx,
+                        const float *src, int src_stride, const int *src_idx, int n, int width)
+{
+    double t0 = now();
+    real->copy_rows(be, dst, dst_stride, dst_idx, src, src_stride, src_idx, n, width);
+    done(be, P_COPY_ROWS, t0);
+}
+
+static void p_scale_softcap(db_backend *be, float *x, size_t n, float mult, float cap)
+{
+    double t0 = now();
+    real->scale_softcap(be, x, n, mult, cap);
+    done(be, P_SCALE_SOFTCAP, t0);
+}
+
+static int p_topk(db_backend *be, int *ids, float *vals, const float *logits, int n, int v, int k)
+{
+    double t0 = now();
+    int rc = real->topk(be, ids, vals, logits, n, v, k);
+    done(be, P_TOPK, t0);
+    return rc;
+}
+
+static void p_probs(db_backend *be, float *x, int n, int v, float temperature, float top_p,
+                    int top_k)
+{
+    double t0 = now();
+    real->probs(be, x, n, v, temperature, top_p, top_k);
+    done(be, P_PROBS, t0);
+}
+
+static void p_dynconv(db_backend *be, float *out, const float *in, const float *base,
+                      const float *delta, int phase, int n_blocks, int block, int h, int k, int g)
+{
+    double t0 = now();
+    real->dynconv(be, out, in, base, delta, phase, n_blocks, block, h, k, g);
+    done(be, P_DYNCONV, t0);
+}
+
+static int p_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
+                         const int *cand, const db_weight *pred, const db_weight *succ, int n,
+                         int k, int r)
+{
+    double t0 = now();
+    int rc = real->pair_scores(be, out, g, prev, cand, pred, succ, n, k, r);
+    done(be, P_PAIR_SCORES, t0);
+    return rc;
+}
+
+static int p_upload(db_backend *be, void *dst, const void *src, size_t bytes)
+{
+    double t0 = now();
+    int rc = real->upload(be, dst, src, bytes);
+    done(be, P_UPLOAD, t0);
+    return rc;
+}
+
+static int p_download(db_backend *be, void *dst, const void *src, size_t bytes)
+{
+    double t0 = now();
+    int rc = real->download(be, dst, src, bytes);
+    done(be, P_DOWNLOAD, t0);
+    return rc;
+}
+
+void db_profile_attach(db_backend *be)
+{
+    const char *v = getenv("DB_PROFILE_OPS");
+    if (!v || !*v || !strcmp(v, "0") || real) return;
+    real = be->ops;
+    wrapped = *real;
+    wrapped.matmul = p_matmul, wrapped.rmsnorm = p_rmsnorm, wrapped.rope = p_rope;
+    wrapped.attention = p_attention, wrapped.swiglu = p_swiglu, wrapped.embed = p_embed;
+    wrapped.add = p_add, wrapped.copy_rows = p_copy_rows, wrapped.scale_softcap = p_scale_softcap;
+    wrapped.topk = p_topk, wrapped.probs = p_probs, wrapped.dynconv = p_dynconv;
+    wrapped.pair_scores = p_pair_scores, wrapped.upload = p_upload, wrapped.download = p_download;
+    be->ops = &wrapped;
+    memset(tot, 0, sizeof tot);
+}
+
+void db_profile_report(db_backend *be)
+{
+    if (!real || be->ops != &wrapped) return;
+    int order[P_N];
+    double all = 0;
+    for (int i = 0; i < P_N; i++) order[i] = i, all += tot[i].sec;
+    for (int i = 1; i < P_N; i++) /* insertion sort, largest total first */
+        for (int j = i; j > 0 && tot[order[j]].sec > tot[order[j - 1]].sec; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    fprintf(stderr, "profile (DB_PROFILE_OPS, backend %s): op, calls, ms, %% of op time, us/call\n",
+            real->name);
+    for (int i = 0; i < P_N; i++) {
+        int o = order[i];
+        if (!tot[o].calls) continue;
+        fprintf(stderr, "  %-14s %9ld %11.3f %6.1f%% %9.2f\n", op_names[o], tot[o].calls,
+                1e3 * tot[o].sec, all > 0 ? 100.0 * tot[o].sec / all : 0.0,
+                1e6 * tot[o].sec / (double)tot[o].calls);
+    }
+    be->ops = real;
+    real = NULL;
+}
