@@ -10,7 +10,8 @@
 #   a multilingual / special-token text exactly like their tokenizer.json, and decode back alike;
 #   `run --target Q8_0,Q4_K --drafter Q8_0,Q4_K` (tokenizer from the first target's GGUF): one
 #   table, rows with both dtypes and the file's sha256, each speedup over the ar of the same
-#   target file, dflash2 ids == ar ids per quantized target (generate);
+#   target file, dflash2 ids == ar ids per quantized target (generate); its --resume with one
+#   target's points missing runs those only;
 #   `plan` on the Q8_0 target: its dtype from the file, the weights' bytes as computed by hand;
 #   a truncated GGUF as --target: exit 2, one stderr line naming the file.
 set -u
@@ -130,6 +131,19 @@ PYEOF
 rc=$?
 ok "$rc" "speedup paired with the ar of the same target file; dtypes, hashes, output lengths per target"
 [ "$rc" = 0 ] || diag <"$tmp/pair.out"
+# --resume of the comma-list sweep: with the Q4_K target's points struck from points.done, only
+# they run again (the Q8_0 target is not even loaded), its rows once each, the Q8_0 rows as they were
+grep -v "|$tk|" "$tmp/run/points.done" >"$tmp/pd" && cp "$tmp/pd" "$tmp/run/points.done"
+grep "|$tq|" "$tmp/run/summary.csv" >"$tmp/q8.before"
+"$BIN" run --resume "$tmp/run" -o csv >"$tmp/resume.csv" 2>"$tmp/resume.err"
+rc=$?
+res=1
+[ "$rc" = 0 ] && [ "$(wc -l <"$tmp/resume.csv")" = 4 ] && [ "$(grep -c "|$tk|" "$tmp/resume.csv")" = 3 ] &&
+    [ "$(wc -l <"$tmp/run/points.done")" = 6 ] && [ "$(grep -c "|$tk|" "$tmp/run/summary.csv")" = 3 ] &&
+    grep "|$tq|" "$tmp/run/summary.csv" | cmp -s - "$tmp/q8.before" && grep -q "4 of 7 points\|3 of 6 points" "$tmp/resume.err" &&
+    ! grep -q "$tq math" "$tmp/resume.err" && res=0
+ok "$res" "--resume of a two-target sweep runs the missing target's points only (rc $rc)"
+[ "$res" = 0 ] || { cat "$tmp/resume.err"; cut -c1-120 "$tmp/resume.csv"; } | diag
 
 # plan reads the dtype from a GGUF target: the embedded target at Q8_0 by hand, per layer q and o
 # 192x192, k and v 64x192, gate / up / down 512x192 (393216 weights) x 4 layers + the tied
