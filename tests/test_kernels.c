@@ -460,11 +460,16 @@ static void op_rmsnorm(db_backend *be)
 
 static void op_rope(db_backend *be)
 {
-    static const int pos[] = {0, 1, 7, 1000, 32767, 100000, 1 << 20};
-    const int n = 7, nh = 3, hd = 16;
-    static const float thetas[] = {10000.0f, 1000000.0f};
-    for (int ti = 0; ti < 2; ti++) {
+    /* one call after another, changing theta, then the positions, then the head size: the
+     * backend may reuse a call's angles only while all three stay the same */
+    static const int pos_sets[2][7] = {{0, 1, 7, 1000, 32767, 100000, 1 << 20},
+                                       {5, 1, 7, 1000, 32767, 100000, 3}};
+    const int n = 7, nh = 3;
+    static const float thetas[] = {10000.0f, 1000000.0f, 1000000.0f, 1000000.0f};
+    for (int ti = 0; ti < 4; ti++) {
         float theta = thetas[ti];
+        const int *pos = pos_sets[ti >= 2];
+        int hd = ti == 3 ? 8 : 16;
         size_t m = (size_t)n * nh * hd;
         float *x = malloc(sizeof(float) * m);
         double *ref = malloc(sizeof(double) * m), *mag = malloc(sizeof(double) * m);
@@ -489,8 +494,8 @@ static void op_rope(db_backend *be)
             if (e > worst || e != e) worst = e;
             if (!(e <= 1.0)) bad++;
         }
-        tap_ok(!bad, "rope theta=%g, positions 0..2^20: within 1e-6*(|a|+|b|) of double (worst %.3g)",
-               theta, worst);
+        tap_ok(!bad, "rope theta=%g, positions set %d, head %d: within 1e-6*(|a|+|b|) of double "
+               "(worst %.3g)", theta, ti >= 2, hd, worst);
         free(x);
         free(ref);
         free(mag);

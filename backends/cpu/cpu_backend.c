@@ -40,6 +40,11 @@ typedef struct {
     db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
+    /* RoPE angles of the last call: cos / sin [n][hd/2] for positions rope_pos[n], so the q and
+     * k calls of every layer of one forward compute them once */
+    float *rope_cs;
+    int *rope_pos, rope_n, rope_hd, rope_cap;
+    float rope_theta;
     int failed;   /* latched: the first message stays in be->err */
 } cpu_ctx;
 
@@ -139,7 +144,7 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
 static void cpu_free(db_backend *be)
 {
     cpu_ctx *c = be->ctx;
-    if (c) free(c->panel);
+    if (c) free(c->panel), free(c->rope_cs), free(c->rope_pos);
     free(c);
     be->ctx = NULL;
 }
@@ -260,25 +265,60 @@ static void cpu_rmsnorm(db_backend *be, float *y, const float *x, const float *w
     }
 }
 
-static void cpu_rope(db_backend *be, float *x, const int *pos, int n, int nheads, int hd,
-                     float theta)
+/* cos / sin of every (row, frequency) of a call, reused while the positions, head size and
+ * theta stay those of the previous call (the q and k calls of all layers of a forward); the
+ * values are computed exactly as before, so reuse changes no bit. NULL when out of memory. */
+static const float *rope_table(cpu_ctx *c, const int *pos, int n, int hd, float theta)
 {
-    (void)be;
     int half = hd / 2;
-#if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 16)
-#endif
-    for (int r = 0; r < n; r++) {
+    if (c->rope_cs && c->rope_n == n && c->rope_hd == hd && c->rope_theta == theta &&
+        memcmp(c->rope_pos, pos, sizeof(int) * (size_t)n) == 0)
+        return c->rope_cs;
+    if ((size_t)n * (size_t)half > (size_t)c->rope_cap || n > c->rope_cap) {
+        size_t want = (size_t)n * (size_t)(half > 1 ? half : 1);
+        float *cs = realloc(c->rope_cs, sizeof(float) * 2 * want);
+        if (cs) c->rope_cs = cs;
+        int *p = cs ? realloc(c->rope_pos, sizeof(int) * want) : NULL;
+        if (p) c->rope_pos = p;
+        if (!cs || !p) {
+            c->rope_n = -1; /* the table no longer matches anything */
+            return NULL;
+        }
+        c->rope_cap = (int)want;
+    }
+    for (int r = 0; r < n; r++)
         for (int i = 0; i < half; i++) {
             /* angle in double: positions up to 10^5-10^6 times small frequencies */
             double freq = pow((double)theta, -2.0 * i / (double)hd);
             double ang = (double)pos[r] * freq;
-            float cs = (float)cos(ang), sn = (float)sin(ang);
+            c->rope_cs[2 * ((size_t)r * half + i)] = (float)cos(ang);
+            c->rope_cs[2 * ((size_t)r * half + i) + 1] = (float)sin(ang);
+        }
+    memcpy(c->rope_pos, pos, sizeof(int) * (size_t)n);
+    c->rope_n = n, c->rope_hd = hd, c->rope_theta = theta;
+    return c->rope_cs;
+}
+
+static void cpu_rope(db_backend *be, float *x, const int *pos, int n, int nheads, int hd,
+                     float theta)
+{
+    int half = hd / 2;
+    const float *cs = rope_table(be->ctx, pos, n, hd, theta);
+    if (!cs) {
+        latch(be, "rope", sizeof(float) * 2 * (size_t)n * (size_t)half);
+        return;
+    }
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if ((size_t)n * nheads * hd > 65536)
+#endif
+    for (int r = 0; r < n; r++) {
+        for (int i = 0; i < half; i++) {
+            float c0 = cs[2 * ((size_t)r * half + i)], sn = cs[2 * ((size_t)r * half + i) + 1];
             for (int h = 0; h < nheads; h++) {
                 float *v = x + ((size_t)r * nheads + h) * hd;
                 float a = v[i], b = v[i + half];
-                v[i] = a * cs - b * sn;
-                v[i + half] = b * cs + a * sn;
+                v[i] = a * c0 - b * sn;
+                v[i + half] = b * c0 + a * sn;
             }
         }
     }
@@ -302,7 +342,7 @@ static void cpu_swiglu(db_backend *be, float *out, const float *gate, const floa
 {
     (void)be;
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) if (n > 8192)
 #endif
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
