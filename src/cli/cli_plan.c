@@ -20,10 +20,13 @@
  * Weight dtype: --dtype (an element type or a quantized one: q8_0, q4_0, q4_k, q5_k, q6_k, at
  * their bytes per weight with the block scales, capacity.h), by default the main dtype of the
  * target's weights when --target-config is a checkpoint (a .gguf file, a directory), else bf16.
- * Synthetic weights are not made quantized: at a quantized dtype nothing is measured. */
+ * Synthetic weights are not made quantized: at a quantized dtype nothing is measured.
+ * --tp LIST adds the tensor-parallel prediction (cluster/tp.h): per GPU memory, compute and
+ * all-reduce time and tok/s for each degree and concurrency, on the --link preset. */
 #include "bench/capacity.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cluster/tp.h"
 #include "engine/engine.h"
 #include "bench/profile.h"
 #include "engine/session.h"
@@ -188,9 +191,10 @@ static void num_or_null(cJSON *o, const char *k, double v)
 
 static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                        const db_drafter_config *d, const char *variant, int B, const char *acc,
-                       const char *device, size_t avail, db_dtype dt)
+                       const char *device, size_t avail, db_dtype dt, cJSON *tp)
 {
     cJSON *root = cJSON_CreateObject();
+    if (tp) cJSON_AddItemToObject(root, "tensor_parallel", tp);
     cJSON_AddStringToObject(root, "device", device);
     cJSON_AddNumberToObject(root, "mem_available_bytes", (double)avail);
     cJSON_AddNumberToObject(root, "bandwidth_gbs", hw->bw / 1e9);
@@ -250,6 +254,8 @@ static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const d
 typedef struct {
     /* options */
     const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output;
+    const char *tp_s, *link_s;
+    float link_gbs, link_lat_us, gpu_mem_gib;
     int block, prompt_tokens, max_new, threads, no_measure, seed, warmup, context;
     float tau_arg, bw_arg, gf_arg;
     /* what they give */
@@ -273,12 +279,15 @@ typedef struct {
     double weights;
     int fits_all;
     db_mem_need worst;                /* the largest concurrency's memory */
+    int tp[DB_LIST_MAX], ntp;         /* --tp degrees */
+    db_link link;
 } plan_ctx;
 
 static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *err, size_t errlen)
 {
     *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2",
-                    .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1};
+                    .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1,
+                    .link_s = "nvlink"};
     char names[200], vhelp[300];
     snprintf(vhelp, sizeof vhelp, "drafter variant: %s (default dflash2)", db_variant_names(names, sizeof names, 1));
     const db_opt opts[] = {
@@ -301,6 +310,11 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &p->backend},
         {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &p->threads},
         {"output", 'o', "FMT", "md (default) or json", NULL, DB_OPT_STR, &p->output},
+        {"tp", 0, "LIST", "tensor-parallel degrees, e.g. 1,2,4,8: per-GPU memory and predicted tok/s (predictions)", NULL, DB_OPT_STR, &p->tp_s},
+        {"link", 0, "NAME", "GPU link for --tp: nvlink (default, 450 GB/s, 10 us) or pcie (64 GB/s, 25 us)", NULL, DB_OPT_STR, &p->link_s},
+        {"link-gbs", 0, "X", "link bandwidth per direction, GB/s (overrides the preset)", NULL, DB_OPT_FLOAT, &p->link_gbs},
+        {"link-latency-us", 0, "X", "latency of one all-reduce, microseconds (overrides the preset)", NULL, DB_OPT_FLOAT, &p->link_lat_us},
+        {"gpu-mem-gib", 0, "X", "memory of one GPU for --tp's fit, GiB (default: the device's free memory)", NULL, DB_OPT_FLOAT, &p->gpu_mem_gib},
     };
     const db_cmd_opts cmd = {"plan",
                              "Capacity planning from config.json shapes: device bandwidth and matmul rate,\n"
@@ -341,7 +355,69 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "give --tau or --acceptance-profile, not both");
     if (p->tau_arg != 0 && !(p->tau_arg >= 1 && p->tau_arg <= p->block))
         return db_fail(err, errlen, DB_EINPUT, "--tau %g outside [1, %d]", (double)p->tau_arg, p->block);
+    if (p->tp_s && db_parse_int_list("--tp", p->tp_s, 1, 4096, p->tp, &p->ntp, err, errlen)) return DB_EINPUT;
+    if (db_link_preset(p->link_s, &p->link, err, errlen)) return DB_EINPUT;
+    if (p->link_gbs < 0 || p->link_lat_us < 0 || p->gpu_mem_gib < 0)
+        return db_fail(err, errlen, DB_EINPUT, "--link-gbs, --link-latency-us, --gpu-mem-gib >= 0");
+    if (p->link_gbs > 0) p->link.gbs = p->link_gbs;
+    if (p->link_lat_us > 0) p->link.latency_us = p->link_lat_us;
     return db_parse_int_list("--concurrency", p->conc_s, 1, 1 << 16, p->conc, &p->nconc, err, errlen);
+}
+
+/* --tp: one prediction per (degree, concurrency), in md or into the JSON document */
+static void tp_rows(const plan_ctx *p, FILE *f, cJSON *json)
+{
+    double mem = p->gpu_mem_gib > 0 ? p->gpu_mem_gib * DB_GIB : (double)p->avail;
+    if (f) {
+        fprintf(f, "\n## Tensor parallel: predictions, not measurements\n\n"
+                   "- link %s: %.0f GB/s per direction, %.1f us per all-reduce (ring: 2(n-1)/n x bytes / bandwidth "
+                   "+ latency; 2 per layer)\n- GPU memory %.2f GiB%s\n\n",
+                p->link.name, p->link.gbs, p->link.latency_us, mem / DB_GIB, p->gpu_mem_gib > 0 ? "" : " (this device's free memory)");
+        fprintf(f, "| kind | tp | c | weights GiB/GPU | KV GiB/GPU | act GiB/GPU | fits | ar ms | ar all-reduce ms "
+                   "| ar tok/s | cycle ms | cycle all-reduce ms | cycle tok/s |\n"
+                   "|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n");
+    } else {
+        cJSON_AddStringToObject(json, "link", p->link.name);
+        cJSON_AddNumberToObject(json, "link_gbs", p->link.gbs);
+        cJSON_AddNumberToObject(json, "link_latency_us", p->link.latency_us);
+        cJSON_AddNumberToObject(json, "gpu_mem_bytes", mem);
+    }
+    cJSON *arr = json ? cJSON_AddArrayToObject(json, "rows") : NULL;
+    for (int i = 0; i < p->ntp; i++)
+        for (int j = 0; j < p->nconc; j++) {
+            const plan_row *r = &p->rows[j];
+            db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = r->ctx, .tau = 1};
+            db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = r->ctx, .tau = p->tau,
+                                .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant)};
+            db_tp_row t;
+            db_tp_predict(&p->tc, p->d, p->dt, &p->hw, &p->link, p->tp[i], &ar, &cy, &r->mem, mem, &t);
+            if (f) {
+                char c1[32], c2[32], c3[32];
+                fmt(c1, sizeof c1, "%.3f", 1e3 * (t.cyc_compute_s + t.cyc_comm_s));
+                snprintf(c2, sizeof c2, p->d ? "%.3f" : "-", 1e3 * t.cyc_comm_s);
+                fmt(c3, sizeof c3, "%.1f", t.cyc_tok_s);
+                fprintf(f, "| prediction | %d | %d | %.2f | %.2f | %.2f | %s | %.3f | %.3f | %.1f | %s | %s | %s |\n", t.tp,
+                        t.concurrency, t.weights / DB_GIB, t.kv / DB_GIB, t.act / DB_GIB, t.fits ? "yes" : "no",
+                        1e3 * (t.ar_compute_s + t.ar_comm_s), 1e3 * t.ar_comm_s, t.ar_tok_s, c1, c2, c3);
+                continue;
+            }
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(arr, o);
+            cJSON_AddStringToObject(o, "kind", "prediction");
+            cJSON_AddNumberToObject(o, "tp", t.tp);
+            cJSON_AddNumberToObject(o, "concurrency", t.concurrency);
+            cJSON_AddNumberToObject(o, "weights_bytes_per_gpu", t.weights);
+            cJSON_AddNumberToObject(o, "kv_bytes_per_gpu", t.kv);
+            cJSON_AddNumberToObject(o, "activation_bytes_per_gpu", t.act);
+            cJSON_AddBoolToObject(o, "fits", t.fits);
+            cJSON_AddNumberToObject(o, "ar_compute_ms", 1e3 * t.ar_compute_s);
+            cJSON_AddNumberToObject(o, "ar_allreduce_ms", 1e3 * t.ar_comm_s);
+            cJSON_AddNumberToObject(o, "ar_tok_s", t.ar_tok_s);
+            if (!p->d) continue;
+            cJSON_AddNumberToObject(o, "cycle_compute_ms", 1e3 * t.cyc_compute_s);
+            cJSON_AddNumberToObject(o, "cycle_allreduce_ms", 1e3 * t.cyc_comm_s);
+            cJSON_AddNumberToObject(o, "cycle_tok_s", t.cyc_tok_s);
+        }
 }
 
 /* the acceptance: a profile, a constant rate giving --tau, or the built-in DFlash figure */
@@ -499,9 +575,14 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         char device[200];
         snprintf(device, sizeof device, "%s (%s)", p->backend, p->s.be ? p->s.be->device_name : "?");
         if (!strcmp(p->output, "json"))
-            print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt);
-        else
+        {
+            cJSON *tp = p->ntp ? cJSON_CreateObject() : NULL;
+            if (tp) tp_rows(p, NULL, tp);
+            print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt, tp);
+        } else {
             print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt);
+            if (p->ntp) tp_rows(p, stdout, NULL);
+        }
         if (!p->fits_all)
             fprintf(stderr, "plan: some concurrencies need more memory than the %.2f GiB available (memory column)\n",
                     (double)p->avail / DB_GIB);
