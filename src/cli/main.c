@@ -18,7 +18,7 @@ static void print_version(void)
     printf("dflash-bench %s (commit %s, %s, %s)\nbackends:", DB_VERSION, DB_GIT_COMMIT,
            DB_COMPILER, DB_BUILDTYPE);
     for (int i = 0; db_backends[i]; i++) printf(" %s", db_backends[i]->name);
-    printf("\nfeatures: openmp=%d openblas=%d hwloc=%d\n", HAVE_OPENMP, HAVE_OPENBLAS, HAVE_HWLOC);
+    printf("\nfeatures: openmp=%d openblas=%d hwloc=%d mpi=%d\n", HAVE_OPENMP, HAVE_OPENBLAS, HAVE_HWLOC, HAVE_MPI);
 }
 
 /* the commands; the help lists them in this order */
@@ -28,7 +28,7 @@ static const struct {
     const char *summary;
 } cmds[] = {
     {"generate", db_cmd_generate, "decode one prompt and print the token ids"},
-    {"run", db_cmd_run, "the benchmark sweep (default: configs/default.ini) -> CSV + table"},
+    {"run", db_cmd_run_mpi, "the benchmark sweep (default: configs/default.ini) -> CSV + table"},
     {"merge", db_cmd_merge, "join the results directories of a sharded sweep (run --shard, MPI, Slurm)"},
     {"check-lossless", db_cmd_check_lossless, "every variant's greedy output == ar, token for token"},
     {"plan", db_cmd_plan, "capacity planning: roofline vs a synthetic run, from config.json shapes"},
