@@ -134,6 +134,18 @@ typedef struct {
      * them. */
     void (*fill_random)(db_backend *be, void *dst, size_t n, db_dtype dt, uint64_t seed,
                         uint64_t offset, float scale, float mean);
+    /* Optional f16 K/V caches (--kv-dtype f16; NULL where a backend has none: the engine then
+     * refuses that option naming the backend). kv_store_f16: row dst_idx[r] of dst (an f16
+     * cache, rows `width` elements apart) = row r of src [N, width] f32, each value rounded to
+     * f16 to nearest even (db_f32_to_f16). attention_f16: the attention contract above with
+     * [slots][S][nkv*hd] f16 caches; the values are widened exactly, so the result is the f32
+     * op's on the widened caches (the CPU backend: bitwise). */
+    void (*kv_store_f16)(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src,
+                         int n, int width);
+    void (*attention_f16)(db_backend *be, float *out, const float *q, const uint16_t *kcache,
+                          const uint16_t *vcache, int cap, const db_attn_row *rows, int n, int nh,
+                          int nkv, int hd, float scale);
+
     /* Bytes the device can still allocate (CPU: MemAvailable of /proc/meminfo, capped by the
      * cgroup limit); 0 when unknown. Optional: NULL means unknown. */
     size_t (*mem_available)(db_backend *be);

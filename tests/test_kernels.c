@@ -6,7 +6,7 @@
  *    (partial register tiles and row groups), I in {1,7,8,15,16,17,64,100,257,600} (masked
  *    tails, several K blocks), O in {1,5,16,33} (partial weight-row tiles), with and without
  *    accumulate; a kernel called on a slice [o0, o1) of the weight rows writes exactly those
- *    columns. DB_CPU_KERNEL=name forces a kernel in the backend; an unknown name is refused.
+ *    columns; each kernel's attention loops over f32 and f16 caches. DB_CPU_KERNEL=name forces a kernel in the backend; an unknown name is refused.
  *
  *    Error bound: a dot product of length I in f32 has, whatever the summation order, an error
  *    below I * u * S (u = 2^-24, S = sum_k |w_k x_k|) and typically sqrt(I) * u * S. We allow
@@ -24,7 +24,8 @@
  *    converted in 256-row panels) is checked for accuracy only.
  *
  * 3. The other CPU ops against double-precision references: rmsnorm (also in place), rope,
- *    attention (several key ranges incl. an empty one, GQA), swiglu, embed (f32/bf16/f16
+ *    attention (several key ranges incl. an empty one, GQA; f32 and f16 caches, each row alone
+ *    bitwise its result among all), kv_store_f16, swiglu, embed (f32/bf16/f16
  *    tables), copy_rows (strides, index maps), scale_softcap, topk (ties -> smaller id), probs
  *    (top_k / top_p / both, temperature), dynconv (both phases), pair_scores (f32/bf16/f16
  *    codebooks, rank above the 1024 stack buffer).
@@ -270,6 +271,79 @@ static void attn_loops(const char *name)
            "n = 1..40, 64..256 (worst %.3g / %.3g of the bound)", name, worst_d, worst_w);
 }
 
+/* the same loops over an f16 cache (--kv-dtype f16): keys and values are random f16 values,
+ * the reference takes them as those values (decoded here); the same bound, the same bitwise
+ * properties, and bitwise the kernel's f32 loops on the widened cache */
+static void attn_loops16(const char *name)
+{
+    db_scores_kernel scores;
+    db_wsum_kernel wsum;
+    db_scores16_kernel scores16;
+    db_wsum16_kernel wsum16;
+    db_attn_kernels(name, &scores, &wsum);
+    db_attn_kernels16(name, &scores16, &wsum16);
+    static const int extra[] = {64, 100, 128, 129, 200, 256};
+    double worst_d = 0, worst_w = 0;
+    int bad = 0, differ = 0;
+    enum { MAXN = 256, KEYS = 37, STRIDE = 300 };
+    uint16_t *c16 = malloc(sizeof(uint16_t) * KEYS * STRIDE);
+    float *c32 = malloc(sizeof(float) * KEYS * STRIDE);
+    for (int i = 0; i < KEYS * STRIDE; i++) {
+        c16[i] = db_f32_to_f16(urand(-2, 2));
+        c32[i] = (float)dec_f16(c16[i]);
+    }
+    for (int t = 0; t < 46; t++) {
+        int n = t < 40 ? t + 1 : extra[t - 40], nk = 1 + t % KEYS;
+        float a[MAXN], o[MAXN], o2[MAXN] = {0}, o32[MAXN] = {0}, p[KEYS];
+        float sc[KEYS], all[KEYS], sc32[KEYS];
+        rand_fill(a, (size_t)n, -2, 2);
+        rand_fill(p, KEYS, 0, 1);
+        size_t off = (size_t)(t % 7); /* unaligned rows */
+        scores16(sc, a, c16 + off, STRIDE, nk, n, 0.5f);
+        scores16(all, a, c16 + off, STRIDE, KEYS, n, 0.5f);
+        scores(sc32, a, c32 + off, STRIDE, nk, n, 0.5f);
+        if (memcmp(all, sc, sizeof(float) * (size_t)nk)) bad++;
+        differ += memcmp(sc32, sc, sizeof(float) * (size_t)nk) != 0;
+        for (int j = 0; j < nk; j++) {
+            double sj = 0, Sj = 0;
+            for (int i = 0; i < n; i++) {
+                double x = (double)a[i] * dec_f16(c16[(size_t)j * STRIDE + off + i]);
+                sj += x, Sj += fabs(x);
+            }
+            double e = fabs(sc[j] - 0.5 * sj) / (0.5 * tol_dot(n) * Sj + 1e-30);
+            if (e > worst_d || e != e) worst_d = e;
+            if (!(e <= 1.0)) bad++;
+        }
+        memset(o, 0, sizeof o);
+        wsum16(o, p, c16 + off, STRIDE, nk, n);
+        int cut = nk / 3;
+        wsum16(o2, p, c16 + off, STRIDE, cut, n);
+        wsum16(o2, p + cut, c16 + off + (size_t)cut * STRIDE, STRIDE, nk - cut, n);
+        if (memcmp(o, o2, sizeof(float) * (size_t)n)) bad++;
+        wsum(o32, p, c32 + off, STRIDE, nk, n);
+        differ += memcmp(o, o32, sizeof(float) * (size_t)n) != 0;
+        for (int i = 0; i < n; i++) {
+            double x = 0, X = 0;
+            for (int j = 0; j < nk; j++) {
+                double pv = (double)p[j] * dec_f16(c16[(size_t)j * STRIDE + off + i]);
+                x += pv;
+                X += fabs(pv);
+            }
+            double ew = fabs(o[i] - x) / (tol_dot(nk) * X + 1e-30);
+            if (ew > worst_w || ew != ew) worst_w = ew;
+            if (!(ew <= 1.0)) bad++;
+        }
+    }
+    free(c16);
+    free(c32);
+    tap_ok(!bad, "%s f16-cache attention loops: scores and wsum within 1e-5*sqrt(n)*sum|terms| of "
+           "double over the f16 values, n = 1..40, 64..256 (worst %.3g / %.3g of the bound); a "
+           "score independent of the keys sharing the call, split wsum bitwise one call",
+           name, worst_d, worst_w);
+    tap_ok(!differ, "%s f16-cache attention loops: bitwise the f32 loops on the widened cache "
+           "(%d cases differ)", name, differ);
+}
+
 /* ---------------------------------------------------------------- 2. batch invariance */
 
 static void kernel_batch_invariance(const kernel *k)
@@ -502,13 +576,25 @@ static void op_rope(db_backend *be)
     }
 }
 
-static void op_attention(db_backend *be)
+/* attention: f32 caches (f16 = 0) through the attention op, or f16 caches (f16 = 1) through
+ * attention_f16 against the reference over the f16 values, and bitwise the f32 op on the
+ * widened caches */
+static void op_attention_dt(db_backend *be, int f16)
 {
     const int slots = 2, cap = 300, nkv = 2, nh = 4, hd = 8;
-    const size_t kvw = (size_t)nkv * hd;
-    float *kc = malloc(sizeof(float) * slots * cap * kvw), *vc = malloc(sizeof(float) * slots * cap * kvw);
-    rand_fill(kc, (size_t)slots * cap * kvw, -2, 2);
-    rand_fill(vc, (size_t)slots * cap * kvw, -1, 1);
+    const size_t kvw = (size_t)nkv * hd, cn = (size_t)slots * cap * kvw;
+    const char *tag = f16 ? "attention_f16" : "attention";
+    float *kc = malloc(sizeof(float) * cn), *vc = malloc(sizeof(float) * cn);
+    uint16_t *k16 = malloc(sizeof(uint16_t) * cn), *v16 = malloc(sizeof(uint16_t) * cn);
+    rand_fill(kc, cn, -2, 2);
+    rand_fill(vc, cn, -1, 1);
+    for (size_t i = 0; i < cn && f16; i++) { /* the reference sees the f16 values */
+        k16[i] = db_f32_to_f16(kc[i]), kc[i] = (float)dec_f16(k16[i]);
+        v16[i] = db_f32_to_f16(vc[i]), vc[i] = (float)dec_f16(v16[i]);
+    }
+#define ATTN(OUT, Q, ROWS, N)                                                                     \
+    (f16 ? be->ops->attention_f16(be, OUT, Q, k16, v16, cap, ROWS, N, nh, nkv, hd, scale)       \
+         : be->ops->attention(be, OUT, Q, kc, vc, cap, ROWS, N, nh, nkv, hd, scale))
     static const db_attn_row rows[] = {
         {0, 0, 12}, {1, 3, 7}, {0, 5, 5}, {0, 0, 1}, {1, 11, 12}, {1, 2, 9}, {0, 0, 300},
         {1, 150, 300}, {1, 0, 0}, {0, 299, 300},
@@ -543,33 +629,71 @@ static void op_attention(db_backend *be)
             }
             free(s);
         }
-    be->ops->attention(be, out, q, kc, vc, cap, rows, n, nh, nkv, hd, scale);
+    ATTN(out, q, rows, n);
     double worst;
     int bad = close_all(out, ref, (size_t)n * nh * hd, 1e-5, 1e-5, &worst);
     int zeros = 1;
     for (int i = 0; i < nh * hd; i++)
         zeros &= out[(size_t)2 * nh * hd + i] == 0.0f && out[(size_t)8 * nh * hd + i] == 0.0f &&
                  out[(size_t)13 * nh * hd + i] == 0.0f;
-    tap_ok(!bad, "attention: %d rows (key ranges of 0..300 keys, GQA 4/2) within 1e-5 of double "
-           "(worst %.3g)", n, worst);
-    tap_ok(zeros, "attention: an empty key range gives zeros");
+    tap_ok(!bad, "%s: %d rows (key ranges of 0..300 keys, GQA 4/2) within 1e-5 of double "
+           "(worst %.3g)", tag, n, worst);
+    tap_ok(zeros, "%s: an empty key range gives zeros", tag);
+    if (f16) { /* the f32 op on the widened caches: bitwise */
+        float *o32 = malloc(sizeof(float) * n * nh * hd);
+        be->ops->attention(be, o32, q, kc, vc, cap, rows, n, nh, nkv, hd, scale);
+        tap_ok(!memcmp(o32, out, sizeof(float) * n * nh * hd), "attention_f16: bitwise the f32 "
+               "op on the widened caches");
+        free(o32);
+    }
     /* batch invariance: each row alone gives bitwise its result among all the rows (other
      * runs, head splits and thread shares) */
     int varies = 0;
     float *one = malloc(sizeof(float) * nh * hd);
     for (int r = 0; r < n; r++) {
-        be->ops->attention(be, one, q + (size_t)r * nh * hd, kc, vc, cap, &rows[r], 1, nh, nkv, hd,
-                           scale);
+        ATTN(one, q + (size_t)r * nh * hd, &rows[r], 1);
         varies += memcmp(one, out + (size_t)r * nh * hd, sizeof(float) * nh * hd) != 0;
     }
     free(one);
-    tap_ok(!varies, "attention: each of %d rows alone bitwise equal to its result among all "
-           "(%d differ)", n, varies);
+    tap_ok(!varies, "%s: each of %d rows alone bitwise equal to its result among all "
+           "(%d differ)", tag, n, varies);
+#undef ATTN
     free(kc);
     free(vc);
+    free(k16);
+    free(v16);
     free(q);
     free(out);
     free(ref);
+}
+
+static void op_attention(db_backend *be)
+{
+    op_attention_dt(be, 0);
+    op_attention_dt(be, 1);
+}
+
+/* kv_store_f16: rows scattered by the index map, each value db_f32_to_f16 of its f32 (whose
+ * rounding section 4 checks), the rows not named untouched */
+static void op_kv_store_f16(db_backend *be)
+{
+    enum { ROWS = 10, W = 37, N = 4 };
+    static const int idx[N] = {7, 0, 3, 9};
+    float src[N * W];
+    uint16_t dst[ROWS * W];
+    rand_fill(src, N * W, -70000, 70000); /* past the f16 range too: inf */
+    for (int i = 0; i < N * W; i += 5) src[i] *= 1e-6f; /* and subnormals */
+    for (int i = 0; i < ROWS * W; i++) dst[i] = 0x1234;
+    be->ops->kv_store_f16(be, dst, idx, src, N, W);
+    int bad = 0;
+    for (int r = 0, named; r < ROWS; r++) {
+        named = -1;
+        for (int j = 0; j < N; j++) named = idx[j] == r ? j : named;
+        for (int i = 0; i < W; i++)
+            bad += dst[r * W + i] != (named < 0 ? 0x1234 : db_f32_to_f16(src[named * W + i]));
+    }
+    tap_ok(!bad, "kv_store_f16: %d rows to their indices, rounded as db_f32_to_f16, others "
+           "untouched (%d values wrong)", N, bad);
 }
 
 static void op_swiglu(db_backend *be)
@@ -1095,6 +1219,7 @@ int main(void)
         matmul_slices(&k);
         kernel_batch_invariance(&k);
         attn_loops(names[i]);
+        attn_loops16(names[i]);
     }
     const char *picked = NULL;
     tap_ok(db_matmul_select(NULL, &picked) == fns[0] && db_matmul_select("ref", &picked) ==
@@ -1134,6 +1259,7 @@ int main(void)
     op_swiglu(fast);
     op_embed(fast);
     op_copy_rows(fast);
+    op_kv_store_f16(fast);
     op_scale_softcap(fast);
     op_topk(fast);
     op_probs(fast);

@@ -2,8 +2,9 @@
  * rows over the cached keys of their requests (backend.h).
  *
  * Notation: N query rows; nh query heads, nkv key/value heads, group = nh / nkv query heads per
- * kv head (GQA); hd head size; W = nkv * hd floats per cache row. Caches are [slots][cap][W] f32;
- * row r reads positions [key_lo, key_hi) of its slot. KB = positions per cache block.
+ * kv head (GQA); hd head size; W = nkv * hd elements per cache row. Caches are [slots][cap][W],
+ * f32 or f16 (kv_dtype: the same walk, the kernel pair of that dtype); row r reads positions
+ * [key_lo, key_hi) of its slot. KB = positions per cache block.
  *
  * Why this order. One cache row holds every kv head side by side (W = 1024 floats = 4 KB for 8
  * heads of 128), so walking one head's keys jumps 4 KB per key: a new page each time, which the
@@ -45,6 +46,21 @@ typedef struct {
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
+/* the kernel pair of the cache's dtype; k / v point at a cache element of that dtype */
+static inline void scores_at(const db_attn_args *a, float *out, const float *q, const char *k,
+                             size_t W, int nk)
+{
+    if (a->kv_dtype == DB_F16) a->scores16(out, q, (const uint16_t *)k, W, nk, a->hd, a->scale);
+    else a->scores(out, q, (const float *)k, W, nk, a->hd, a->scale);
+}
+
+static inline void wsum_at(const db_attn_args *a, float *o, const float *p, const char *v,
+                           size_t W, int nk)
+{
+    if (a->kv_dtype == DB_F16) a->wsum16(o, p, (const uint16_t *)v, W, nk, a->hd);
+    else a->wsum(o, p, (const float *)v, W, nk, a->hd);
+}
+
 /* one task: rows [t->r0, t->r1) of a slot, the query heads of kv heads [g0, g1); sc holds
  * (rows x heads) score rows of `maxk` floats */
 static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_t maxk)
@@ -53,8 +69,9 @@ static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_
     const size_t W = (size_t)a->nkv * hd;
     const int nhc = (t->g1 - t->g0) * group, h0 = t->g0 * group;
     const db_attn_row *rows = a->rows;
-    const float *kb = a->kcache + (size_t)rows[t->r0].slot * a->cap * W;
-    const float *vb = a->vcache + (size_t)rows[t->r0].slot * a->cap * W;
+    const size_t es = a->kv_dtype == DB_F16 ? 2 : 4; /* bytes per cache element */
+    const char *kb = (const char *)a->kcache + (size_t)rows[t->r0].slot * a->cap * W * es;
+    const char *vb = (const char *)a->vcache + (size_t)rows[t->r0].slot * a->cap * W * es;
 #define SC(rr, hh) (sc + ((size_t)(rr) * nhc + (size_t)(hh)) * maxk)
 
     /* 1. scores, block by block */
@@ -65,9 +82,9 @@ static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_
                 int ja = imax(j0, rows[r].key_lo), jb = imin(j1, rows[r].key_hi);
                 if (ja >= jb) continue;
                 for (int h = g * group; h < (g + 1) * group; h++)
-                    a->scores(SC(r - t->r0, h - h0) + (ja - rows[r].key_lo),
-                              a->q + ((size_t)r * nh + h) * hd, kb + (size_t)ja * W + (size_t)g * hd,
-                              W, jb - ja, hd, a->scale);
+                    scores_at(a, SC(r - t->r0, h - h0) + (ja - rows[r].key_lo),
+                              a->q + ((size_t)r * nh + h) * hd,
+                              kb + ((size_t)ja * W + (size_t)g * hd) * es, W, jb - ja);
             }
     }
     /* 2. softmax per (row, head); the output starts at zero (wsum accumulates into it) */
@@ -95,9 +112,9 @@ static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_
                 int ja = imax(j0, rows[r].key_lo), jb = imin(j1, rows[r].key_hi);
                 if (ja >= jb) continue;
                 for (int h = g * group; h < (g + 1) * group; h++)
-                    a->wsum(a->out + ((size_t)r * nh + h) * hd,
+                    wsum_at(a, a->out + ((size_t)r * nh + h) * hd,
                             SC(r - t->r0, h - h0) + (ja - rows[r].key_lo),
-                            vb + (size_t)ja * W + (size_t)g * hd, W, jb - ja, hd);
+                            vb + ((size_t)ja * W + (size_t)g * hd) * es, W, jb - ja);
             }
     }
 #undef SC

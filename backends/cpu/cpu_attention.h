@@ -9,13 +9,16 @@
 typedef struct {
     float *out;              /* [N, nh*hd] */
     const float *q;          /* [N, nh*hd] */
-    const float *kcache;     /* [slots][cap][nkv*hd] */
-    const float *vcache;     /* [slots][cap][nkv*hd] */
+    const void *kcache;      /* [slots][cap][nkv*hd] of kv_dtype */
+    const void *vcache;      /* [slots][cap][nkv*hd] of kv_dtype */
     const db_attn_row *rows; /* [N]: slot and key range of each query row */
     int n, nh, nkv, hd, cap;
     float scale;
     db_scores_kernel scores; /* the inner loops of the chosen matmul kernel's family */
     db_wsum_kernel wsum;
+    db_dtype kv_dtype;       /* DB_F32 (scores, wsum) or DB_F16 (scores16, wsum16) */
+    db_scores16_kernel scores16;
+    db_wsum16_kernel wsum16;
 } db_attn_args;
 
 /* out = softmax(q k^T * scale) v for every row, on up to nthreads OpenMP threads; *need = the

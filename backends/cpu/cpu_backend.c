@@ -37,6 +37,8 @@ typedef struct {
     db_matmul_kernel matmul;
     db_scores_kernel scores; /* attention: q.k of every key */
     db_wsum_kernel wsum; /* attention: o += sum_j p_j v_j */
+    db_scores16_kernel scores16; /* the same over an f16 cache */
+    db_wsum16_kernel wsum16;
     db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
@@ -121,6 +123,7 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
         return -1;
     }
     db_attn_kernels(simd, &c->scores, &c->wsum);
+    db_attn_kernels16(simd, &c->scores16, &c->wsum16);
     c->matmul_quant = db_matmul_quant_select(simd);
     be->quant_weights = 1;
     snprintf(be->simd, sizeof be->simd, "%s", simd);
@@ -323,18 +326,48 @@ static void cpu_rope(db_backend *be, float *x, const int *pos, int n, int nheads
     }
 }
 
-static void cpu_attention(db_backend *be, float *out, const float *q, const float *kcache,
-                          const float *vcache, int cap, const db_attn_row *rows, int n, int nh,
-                          int nkv, int hd, float scale)
+static void attention_dt(db_backend *be, float *out, const float *q, const void *kcache,
+                         const void *vcache, db_dtype dt, int cap, const db_attn_row *rows, int n,
+                         int nh, int nkv, int hd, float scale)
 {
     const cpu_ctx *c = be->ctx;
-    db_attn_args a = {out, q, kcache, vcache, rows, n, nh, nkv, hd, cap, scale, c->scores, c->wsum};
+    db_attn_args a = {out, q, kcache, vcache, rows, n, nh, nkv, hd, cap, scale, c->scores, c->wsum,
+                      dt, c->scores16, c->wsum16};
     int nthreads = 1;
 #if HAVE_OPENMP
     nthreads = omp_get_max_threads();
 #endif
     size_t bytes;
     if (db_cpu_attention(&a, nthreads, &bytes) != 0) latch(be, "attention", bytes);
+}
+
+static void cpu_attention(db_backend *be, float *out, const float *q, const float *kcache,
+                          const float *vcache, int cap, const db_attn_row *rows, int n, int nh,
+                          int nkv, int hd, float scale)
+{
+    attention_dt(be, out, q, kcache, vcache, DB_F32, cap, rows, n, nh, nkv, hd, scale);
+}
+
+static void cpu_attention_f16(db_backend *be, float *out, const float *q, const uint16_t *kcache,
+                              const uint16_t *vcache, int cap, const db_attn_row *rows, int n,
+                              int nh, int nkv, int hd, float scale)
+{
+    attention_dt(be, out, q, kcache, vcache, DB_F16, cap, rows, n, nh, nkv, hd, scale);
+}
+
+/* the f16 cache's store: rows converted element by element (round to nearest even) */
+static void cpu_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src,
+                             int n, int width)
+{
+    (void)be;
+#if HAVE_OPENMP
+#pragma omp parallel for schedule(static) if ((size_t)n * width > 65536)
+#endif
+    for (int r = 0; r < n; r++) {
+        uint16_t *d = dst + (size_t)dst_idx[r] * (size_t)width;
+        const float *s = src + (size_t)r * (size_t)width;
+        for (int i = 0; i < width; i++) d[i] = db_f32_to_f16(s[i]);
+    }
 }
 
 static void cpu_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
@@ -574,6 +607,8 @@ const db_backend_ops db_cpu_backend_ops = {
     .rmsnorm = cpu_rmsnorm,
     .rope = cpu_rope,
     .attention = cpu_attention,
+    .kv_store_f16 = cpu_kv_store_f16,
+    .attention_f16 = cpu_attention_f16,
     .swiglu = cpu_swiglu,
     .embed = cpu_embed,
     .add = cpu_add,

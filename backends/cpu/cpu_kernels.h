@@ -26,10 +26,27 @@ typedef void (*db_scores_kernel)(float *out, const float *q, const float *k, siz
 typedef void (*db_wsum_kernel)(float *o, const float *p, const float *v, size_t stride, int nk,
                                int hd);
 
+/* The same two loops over an f16 cache (the K/V cache option --kv-dtype f16): each key or value
+ * element is widened to f32 exactly and then takes the f32 kernel's path, so a kernel's f16
+ * result is bitwise its f32 result on the widened cache, with the same batch invariance. */
+typedef void (*db_scores16_kernel)(float *out, const float *q, const uint16_t *k, size_t stride,
+                                   int nk, int hd, float scale);
+typedef void (*db_wsum16_kernel)(float *o, const float *p, const uint16_t *v, size_t stride,
+                                 int nk, int hd);
+
 void db_scores_ref(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
                     float scale);
 void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
+void db_scores16_ref(float *out, const float *q, const uint16_t *k, size_t stride, int nk, int hd,
+                     float scale);
+void db_wsum16_ref(float *o, const float *p, const uint16_t *v, size_t stride, int nk, int hd);
 #if HAVE_X86_SIMD
+void db_scores16_avx512(float *out, const float *q, const uint16_t *k, size_t stride, int nk,
+                        int hd, float scale);
+void db_wsum16_avx512(float *o, const float *p, const uint16_t *v, size_t stride, int nk, int hd);
+void db_scores16_avx2(float *out, const float *q, const uint16_t *k, size_t stride, int nk,
+                      int hd, float scale);
+void db_wsum16_avx2(float *o, const float *p, const uint16_t *v, size_t stride, int nk, int hd);
 void db_scores_avx512(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
                     float scale);
 void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
@@ -62,5 +79,7 @@ db_matmul_kernel db_matmul_select(const char *want, const char **name);
 
 /* The attention loops that go with the matmul kernel called `name` (db_matmul_kernels). */
 void db_attn_kernels(const char *name, db_scores_kernel *scores, db_wsum_kernel *wsum);
+/* their f16-cache twins */
+void db_attn_kernels16(const char *name, db_scores16_kernel *scores, db_wsum16_kernel *wsum);
 
 #endif

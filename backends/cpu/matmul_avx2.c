@@ -86,28 +86,36 @@ void db_matmul_avx2(float *y, const float *x, const void *w, db_dtype dt, int n,
 }
 
 /* attention's q.k (cpu_kernels.h), key by key: two 8-lane accumulators alternating over the
- * head, a scalar tail, one fixed reduction — the order depends on hd only */
-static float dot(const float *a, const float *b, int n)
+ * head, a scalar tail, one fixed reduction — the order depends on hd only. The key is an f32 or
+ * an f16 cache row (dt), widened exactly by load8 / scalar_w: the same arithmetic for both. */
+static inline __attribute__((always_inline)) float dot(const float *a, const void *b, db_dtype dt,
+                                                       int n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int k = 0;
     for (; k + 16 <= n; k += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), load8(b, dt, (size_t)k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), load8(b, dt, (size_t)k + 8), s1);
     }
     float t = 0.0f;
-    for (; k < n; k++) t += a[k] * b[k];
+    for (; k < n; k++) t += a[k] * scalar_w(b, dt, (size_t)k);
     return hsum(_mm256_add_ps(s0, s1)) + t;
 }
 
-void db_scores_avx2(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
-                    float scale)
+static inline __attribute__((always_inline)) void scores_dt(float *out, const float *q,
+                                                            const void *k, db_dtype dt,
+                                                            size_t stride, int nk, int hd,
+                                                            float scale)
 {
-    for (int j = 0; j < nk; j++) out[j] = dot(q, k + (size_t)j * stride, hd) * scale;
+    size_t es = dt == DB_F16 ? 2 : 4;
+    for (int j = 0; j < nk; j++)
+        out[j] = dot(q, (const char *)k + (size_t)j * stride * es, dt, hd) * scale;
 }
 
 /* o[i] += sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
-void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+static inline __attribute__((always_inline)) void wsum_dt(float *o, const float *p, const void *v,
+                                                          db_dtype dt, size_t stride, int nk,
+                                                          int hd)
 {
     int i0 = 0;
     for (; i0 + 64 <= hd; i0 += 64) {
@@ -115,15 +123,38 @@ void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int n
         for (int t = 0; t < 8; t++) acc[t] = _mm256_loadu_ps(o + i0 + 8 * t);
         for (int j = 0; j < nk; j++) {
             __m256 pj = _mm256_set1_ps(p[j]);
-            const float *vj = v + (size_t)j * stride + i0;
+            size_t vj = (size_t)j * stride + (size_t)i0;
             _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
-                acc[t] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * t), acc[t]);
+                acc[t] = _mm256_fmadd_ps(pj, load8(v, dt, vj + 8 * (size_t)t), acc[t]);
         }
         for (int t = 0; t < 8; t++) _mm256_storeu_ps(o + i0 + 8 * t, acc[t]);
     }
     for (; i0 < hd; i0++) { /* head sizes that are not a multiple of 64 */
         float s = o[i0];
-        for (int j = 0; j < nk; j++) s = __builtin_fmaf(p[j], v[(size_t)j * stride + i0], s);
+        for (int j = 0; j < nk; j++)
+            s = __builtin_fmaf(p[j], scalar_w(v, dt, (size_t)j * stride + (size_t)i0), s);
         o[i0] = s;
     }
+}
+
+void db_scores_avx2(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                    float scale)
+{
+    scores_dt(out, q, k, DB_F32, stride, nk, hd, scale);
+}
+
+void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+{
+    wsum_dt(o, p, v, DB_F32, stride, nk, hd);
+}
+
+void db_scores16_avx2(float *out, const float *q, const uint16_t *k, size_t stride, int nk,
+                      int hd, float scale)
+{
+    scores_dt(out, q, k, DB_F16, stride, nk, hd, scale);
+}
+
+void db_wsum16_avx2(float *o, const float *p, const uint16_t *v, size_t stride, int nk, int hd)
+{
+    wsum_dt(o, p, v, DB_F16, stride, nk, hd);
 }

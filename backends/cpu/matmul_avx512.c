@@ -207,9 +207,12 @@ void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int 
  * head's 16-lane vectors in order (masked last vector), then the 16 accumulators reduced
  * together by a 4-stage tree that adds, for every key alike, 128-bit blocks (0+2, 1+3), the two
  * halves, lanes (0+2, 1+3), then the last pair; absent keys of a last partial group are zero
- * accumulators whose results are dropped. The order depends on hd alone. */
-void db_scores_avx512(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
-                      float scale)
+ * accumulators whose results are dropped. The order depends on hd alone. The keys are an f32 or
+ * an f16 cache (dt), widened exactly by load16_mask: the same arithmetic for both. */
+static inline __attribute__((always_inline)) void scores_dt(float *out, const float *q,
+                                                            const void *k, db_dtype dt,
+                                                            size_t stride, int nk, int hd,
+                                                            float scale)
 {
     const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     int nv = (hd + 15) / 16;
@@ -222,7 +225,7 @@ void db_scores_avx512(float *out, const float *q, const float *k, size_t stride,
             __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
             __m512 qv = _mm512_maskz_loadu_ps(m, q + 16 * v);
             for (int j = 0; j < nj; j++)
-                acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k + (size_t)(j0 + j) * stride + 16 * v), acc[j]);
+                acc[j] = _mm512_fmadd_ps(qv, load16_mask(k, dt, (size_t)(j0 + j) * stride + 16 * (size_t)v, m), acc[j]);
         }
         __m512 t[8], w[4], y[2];
         for (int i = 0; i < 8; i++)
@@ -241,7 +244,9 @@ void db_scores_avx512(float *out, const float *q, const float *k, size_t stride,
 }
 
 /* o[i] += sum_j p[j] * v[j * stride + i], j in key order, 8 vectors of o held in registers */
-void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+static inline __attribute__((always_inline)) void wsum_dt(float *o, const float *p, const void *v,
+                                                          db_dtype dt, size_t stride, int nk,
+                                                          int hd)
 {
     for (int i0 = 0; i0 < hd; i0 += 128) {
         __m512 acc[8];
@@ -254,10 +259,32 @@ void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int
         }
         for (int j = 0; j < nk; j++) {
             __m512 pj = _mm512_set1_ps(p[j]);
-            const float *vj = v + (size_t)j * stride + i0;
+            size_t vj = (size_t)j * stride + (size_t)i0;
             _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
-                if (t < nv) acc[t] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[t], vj + 16 * t), acc[t]);
+                if (t < nv) acc[t] = _mm512_fmadd_ps(pj, load16_mask(v, dt, vj + 16 * (size_t)t, m[t]), acc[t]);
         }
         for (int t = 0; t < nv; t++) _mm512_mask_storeu_ps(o + i0 + 16 * t, m[t], acc[t]);
     }
+}
+
+void db_scores_avx512(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                      float scale)
+{
+    scores_dt(out, q, k, DB_F32, stride, nk, hd, scale);
+}
+
+void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+{
+    wsum_dt(o, p, v, DB_F32, stride, nk, hd);
+}
+
+void db_scores16_avx512(float *out, const float *q, const uint16_t *k, size_t stride, int nk,
+                        int hd, float scale)
+{
+    scores_dt(out, q, k, DB_F16, stride, nk, hd, scale);
+}
+
+void db_wsum16_avx512(float *o, const float *p, const uint16_t *v, size_t stride, int nk, int hd)
+{
+    wsum_dt(o, p, v, DB_F16, stride, nk, hd);
 }

@@ -32,19 +32,48 @@ void db_matmul_ref(float *y, const float *x, const void *w, db_dtype dt, int n, 
     }
 }
 
-void db_scores_ref(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
-                   float scale)
+/* attention loops over an f32 (dt DB_F32) or f16 cache: one body, the element widened first */
+static inline float kv_at(const void *c, db_dtype dt, size_t i)
+{
+    return dt == DB_F16 ? db_f16_to_f32(((const uint16_t *)c)[i]) : ((const float *)c)[i];
+}
+
+static inline void scores_dt(float *out, const float *q, const void *k, db_dtype dt,
+                             size_t stride, int nk, int hd, float scale)
 {
     for (int j = 0; j < nk; j++) {
-        const float *kj = k + (size_t)j * stride;
+        size_t kj = (size_t)j * stride;
         float s = 0.0f;
-        for (int i = 0; i < hd; i++) s += q[i] * kj[i];
+        for (int i = 0; i < hd; i++) s += q[i] * kv_at(k, dt, kj + (size_t)i);
         out[j] = s * scale;
     }
 }
 
-void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+static inline void wsum_dt(float *o, const float *p, const void *v, db_dtype dt, size_t stride,
+                           int nk, int hd)
 {
     for (int j = 0; j < nk; j++)
-        for (int i = 0; i < hd; i++) o[i] += p[j] * v[(size_t)j * stride + i];
+        for (int i = 0; i < hd; i++) o[i] += p[j] * kv_at(v, dt, (size_t)j * stride + (size_t)i);
+}
+
+void db_scores_ref(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
+                   float scale)
+{
+    scores_dt(out, q, k, DB_F32, stride, nk, hd, scale);
+}
+
+void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd)
+{
+    wsum_dt(o, p, v, DB_F32, stride, nk, hd);
+}
+
+void db_scores16_ref(float *out, const float *q, const uint16_t *k, size_t stride, int nk, int hd,
+                     float scale)
+{
+    scores_dt(out, q, k, DB_F16, stride, nk, hd, scale);
+}
+
+void db_wsum16_ref(float *o, const float *p, const uint16_t *v, size_t stride, int nk, int hd)
+{
+    wsum_dt(o, p, v, DB_F16, stride, nk, hd);
 }

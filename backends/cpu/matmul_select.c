@@ -64,3 +64,14 @@ void db_attn_kernels(const char *name, db_scores_kernel *scores, db_wsum_kernel 
 #endif
     (void)name;
 }
+
+void db_attn_kernels16(const char *name, db_scores16_kernel *scores, db_wsum16_kernel *wsum)
+{
+    *scores = db_scores16_ref;
+    *wsum = db_wsum16_ref;
+#if HAVE_X86_SIMD
+    if (name && strcmp(name, "avx512") == 0) *scores = db_scores16_avx512, *wsum = db_wsum16_avx512;
+    if (name && strcmp(name, "avx2") == 0) *scores = db_scores16_avx2, *wsum = db_wsum16_avx2;
+#endif
+    (void)name;
+}
