@@ -7,6 +7,8 @@
 #   nothing on stdout and one line: unknown option '--typo' (did you mean --option?) — with and
 #   without a value after it; an unknown short flag and a stray argument are refused the same way;
 #   a mistyped key in a --config file is an unknown sweep key (file:line), a mistyped flag is not;
+#   --kv-dtype is in every command that builds a target (run, bench, generate, check-lossless,
+#   plan) and a value other than f32 / f16 is refused with exit 2 and one line naming it;
 #   plan -c and check-lossless -B take the ranges of run -c (one list parser);
 #   a short flag names the same option in every command (plan's -t/-d name the target's and the
 #   drafter's configs: "-config" is the one suffix allowed);
@@ -61,6 +63,17 @@ for cmd in $cmds; do
         expect_refused "$cmd stray: unexpected argument" "unexpected argument 'stray'" -- "$cmd" stray
     fi
 done
+
+# --kv-dtype: the commands that build a target have it, a bad value is one line and exit 2
+kvc=""
+for cmd in $cmds; do
+    grep -q -- "--kv-dtype TYPE" "$tmp/help-$cmd" || continue
+    kvc="$kvc $cmd"
+    expect_refused "$cmd --kv-dtype f8: refused naming the value and the choices" "f8" "f32" "f16" \
+        -- "$cmd" --kv-dtype f8
+done
+ok "$([ "$(echo $kvc | tr ' ' '\n' | sort | tr '\n' ' ')" = "bench check-lossless generate plan run " ]; echo $?)" \
+    "--kv-dtype in run, bench, generate, check-lossless and plan (got:$kvc)"
 
 # one list parser: ranges in plan -c and check-lossless -B as in run -c
 if [ -f "$ROOT/models/tiny-qwen3/config.json" ]; then

@@ -12,7 +12,8 @@
 #   sha256 (hashed here with hashlib), the DFlash 2 variants the v2 checkpoint;
 #   scripts/plot writes non-empty PNGs (skipped without gnuplot);
 #   check-lossless passes on the pair (also with each CPU matmul kernel forced through
-#   DB_CPU_KERNEL) and exits 1 on a planted mismatch.
+#   DB_CPU_KERNEL, and with f16 K/V caches: --kv-dtype f16) and exits 1 on a planted mismatch;
+#   a run with --kv-dtype f16 records kv_dtype f16 in its rows and meta.json.
 set -u
 . "$(dirname "$0")/tap.sh"
 
@@ -81,11 +82,32 @@ with open(os.path.join(d, 'summary.csv'), newline='') as f:
     ref = list(csv.reader(f))
 if out != ref:
     problems.append('-o csv stdout is not exactly summary.csv')
+if any(r['kv_dtype'] != 'f32' for r in summ + acc + hist + reqs):
+    problems.append('a row without kv_dtype f32 (the default)')
 print('\n'.join(problems) if problems else 'OK')
 EOF
 )
-ok "$([ "$check" = OK ]; echo $?)" "tiny sweep files: headers, 6 points, rates in [0,1], tau <= B, ar speedup 1, positions, shares, -o csv == summary.csv"
+ok "$([ "$check" = OK ]; echo $?)" "tiny sweep files: headers, 6 points, rates in [0,1], tau <= B, ar speedup 1, positions, shares, -o csv == summary.csv, kv_dtype f32"
 [ "$check" = OK ] || echo "$check" | sed 's/^/# /'
+
+# ---- f16 K/V caches: recorded in every row and in meta.json ----
+"$BIN" run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 2 --max-new-tokens 8 \
+    --warmup 0 --threads 1 -r 1 --variant ar,dflash2 -c 2 -B 4 --kv-dtype f16 --out "$tmp/rkv" \
+    >/dev/null 2>"$tmp/stderr-kv"
+rc=$?
+check=$("$PY" - "$tmp/rkv" <<'EOF'
+import csv, json, sys, os
+d = sys.argv[1]
+rows = []
+for f in ('summary.csv', 'acceptance.csv', 'histogram.csv', 'requests.csv'):
+    rows += list(csv.DictReader(open(os.path.join(d, f), newline='')))
+meta = json.load(open(os.path.join(d, 'meta.json')))
+bad = [r['point_id'] for r in rows if r['kv_dtype'] != 'f16']
+print('OK' if rows and not bad and meta.get('kv_dtype') == 'f16' else f'rows {len(rows)}, not f16: {bad[:3]}, meta {meta.get("kv_dtype")}')
+EOF
+)
+ok "$([ "$rc" = 0 ] && [ "$check" = OK ]; echo $?)" "run --kv-dtype f16: kv_dtype f16 in every row of the four tables and in meta.json (rc $rc)"
+[ "$check" = OK ] || { echo "$check"; cat "$tmp/stderr-kv"; } | sed 's/^/# /'
 
 # ---- interleaved rounds: requests.csv shows the order ----
 check=$("$PY" - "$tmp/r1" <<'EOF'
@@ -203,6 +225,13 @@ for kern in avx512 avx2 neon c; do
     ok "$rc" "check-lossless passes with DB_CPU_KERNEL=$kern"
     [ "$rc" = 0 ] || sed 's/^/# /' "$tmp/clk"
 done
+# f16 K/V caches (the CPU backend's kv_store_f16 / attention_f16): every variant == ar of the
+# same f16-cache target, token for token
+"$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" --random-prompts 4 -n 24 -B 4,16 \
+    --kv-dtype f16 >"$tmp/clf" 2>&1
+rc=$?
+ok "$rc" "check-lossless passes with --kv-dtype f16"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/clf"
 "$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" --random-prompts 3 -n 16 -B 4 \
     --debug-plant-mismatch 3 >"$tmp/cl2" 2>&1
 rc=$?

@@ -3,7 +3,8 @@
  *     every dtype, independent of the thread count and of chunking (offset), sane moments;
  *   synthetic models: bit-identical for the same seed and shapes, different for another seed,
  *     a tensor unchanged when another layer is added; the memory model equals what the loaders
- *     and the engine allocate, byte for byte;
+ *     and the engine allocate, byte for byte (also with f16 K/V caches: half the f32 KV bytes);
+ *     a backend without the f16 cache ops refuses f16 caches naming itself;
  *   acceptance replay: an all-ones profile commits B tokens every cycle (tau == B), all-zeros
  *     tau == 1; measured conditional rates within a 3-sigma binomial bound of the profile; the
  *     replayed acceptance does not depend on the drafter's tokens (dflash == dflash2 counts);
@@ -264,19 +265,40 @@ static void test_synthetic_models(void)
     /* engine: KV + activations exactly as predicted, with and without sampling (the target's
      * and drafter's state outlive an engine, so count from the weights) */
     size_t before = a.be->bytes_in_use;
-    for (int sampling = 0; sampling < 2; sampling++) {
+    double kv32 = 0;
+    for (int i = 0; i < 3; i++) { /* f32 greedy, f32 sampling, f16 K/V greedy */
         char err[256];
+        int sampling = i == 1;
+        db_dtype kvt = i == 2 ? DB_F16 : DB_F32;
         db_gen_params p = {.variant = DB_VAR_DFLASH2, .block_size = 8, .top_p = 1, .max_new_tokens = 30,
-                           .temperature = sampling ? 1.0f : 0.0f};
+                           .temperature = sampling ? 1.0f : 0.0f, .kv_dtype = kvt};
         db_engine *e;
         int rc = db_engine_create(&e, &a.target, &a.drafter, &p, 3, 20, err, sizeof err);
-        db_engine_shape es = {3, 8, 20, 30, sampling};
+        db_engine_shape es = {3, 8, 20, 30, sampling, kvt};
         double kv, act, host = sampling ? 2.0 * 3 * 8 * 512 * 4 : 0;
         db_engine_bytes(&a.target.cfg, &a.drafter.cfg, &es, &kv, &act);
         tap_ok(!rc && kv + act - host == (double)(a.be->bytes_in_use - before),
-               "memory model (sampling %d): KV %.0f + activations %.0f (host %.0f) == allocated %zu", sampling,
-               kv, act - host, host, a.be->bytes_in_use - before);
+               "memory model (sampling %d, KV %s): KV %.0f + activations %.0f (host %.0f) == allocated %zu",
+               sampling, db_dtype_name(kvt), kv, act - host, host, a.be->bytes_in_use - before);
+        if (i == 0) kv32 = kv;
+        if (i == 2) tap_ok(kv * 2 == kv32, "memory model: f16 KV caches %.0f bytes, half the f32 ones", kv);
         if (!rc) db_engine_destroy(e);
+    }
+    { /* a backend without the f16 cache ops refuses f16 caches, naming itself */
+        db_backend_ops no16 = *a.be->ops;
+        const db_backend_ops *keep = a.be->ops;
+        no16.name = "nof16";
+        no16.kv_store_f16 = NULL;
+        no16.attention_f16 = NULL;
+        a.be->ops = &no16;
+        char err[256] = "";
+        db_kv kv;
+        int rc16 = db_kv_init(&kv, a.be, 2, 1, 4, 8, DB_F16, err, sizeof err), rc32 = 1;
+        if (rc16 == DB_OK) db_kv_free(&kv);
+        if ((rc32 = db_kv_init(&kv, a.be, 2, 1, 4, 8, DB_F32, NULL, 0)) == DB_OK) db_kv_free(&kv);
+        a.be->ops = keep;
+        tap_ok(rc16 == DB_EINPUT && strstr(err, "nof16") && strstr(err, "f16") && rc32 == DB_OK,
+               "f16 KV cache on a backend without kv_store_f16 / attention_f16: refused (%s); f32 taken", err);
     }
     db_session_close(&a);
     db_session_close(&b);

@@ -67,13 +67,13 @@ void db_engine_bytes(const db_model_config *t, const db_drafter_config *d, const
     int draft = d && s->block > 1, B = draft ? s->block : 1, N = s->concurrency;
     int NB = N * B, R = NB > 128 ? NB : 128; /* engine.c: prefill_chunk 128 */
     int cap = s->max_prompt + s->max_new_tokens + B + 1;
-    *kv = (double)db_kv_bytes(t->n_layers, N, cap, t->n_kv_heads * t->head_dim);
+    *kv = (double)db_kv_bytes(t->n_layers, N, cap, t->n_kv_heads * t->head_dim, s->kv_dtype);
     *act = (double)db_target_state_bytes(t, R, draft ? d->n_taps : 0);
     if (draft) {
         const db_model_config *m = &d->base;
         db_drafter_opts o = {.slots = N, .capacity = cap, .max_ctx_rows = R, .max_requests = N,
-                             .max_block = B};
-        *kv += (double)db_kv_bytes(m->n_layers, N, cap, m->n_kv_heads * m->head_dim);
+                             .max_block = B, .kv_dtype = s->kv_dtype};
+        *kv += (double)db_kv_bytes(m->n_layers, N, cap, m->n_kv_heads * m->head_dim, s->kv_dtype);
         *act += (double)db_drafter_state_bytes(d, &o);
         if (d->kind == DB_DRAFTER_V2) /* engine.c: the selector state, whatever the variant */
             *act += (double)db_selector_state_bytes(d, N * (B - 1));
@@ -208,12 +208,13 @@ static double act_row_layer(const db_model_config *c)
 /* A forward of a Qwen3 stack: `rows` rows of `reqs` requests; each layer reads `kv_read`
  * cached positions (summed over the requests) and each row attends to `keys` keys on average;
  * `logit_rows` rows go through the head (of vocab V, hidden Hh). */
-static db_cost stack_cost(const db_model_config *c, double es, const db_hw *hw, double rows,
-                          double kv_read, double keys, double logit_rows, double V, double Hh)
+static db_cost stack_cost(const db_model_config *c, double es, double kvs, const db_hw *hw,
+                          double rows, double kv_read, double keys, double logit_rows, double V,
+                          double Hh)
 {
     double L = c->n_layers, kvd = (double)c->n_kv_heads * c->head_dim;
     double bytes = L * layer_params(c) * es;                 /* weights, read once */
-    bytes += L * (kv_read + rows) * 2 * kvd * 4;              /* KV read + the rows' K/V written */
+    bytes += L * (kv_read + rows) * 2 * kvd * kvs;            /* KV read + the rows' K/V written */
     bytes += L * rows * act_row_layer(c);
     bytes += rows * c->hidden * es;                           /* embedding rows */
     double flops = 2.0 * rows * L * layer_params(c);
@@ -240,9 +241,9 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
 {
     memset(out, 0, sizeof *out);
     double es = db_dtype_weight_bytes(dt), N = s->concurrency, B = s->block, V = t->vocab,
-           H = t->hidden, ctx = s->ctx;
+           H = t->hidden, ctx = s->ctx, kvs = (double)db_dtype_size(s->kv_dtype);
     if (s->block <= 1 || !d) {
-        out->verify = stack_cost(t, es, hw, N, N * ctx, ctx + 1, N, V, H);
+        out->verify = stack_cost(t, es, kvs, hw, N, N * ctx, ctx + 1, N, V, H);
         out->t = out->verify.t;
         out->tok_s = out->t > 0 ? N / out->t : 0;
         return;
@@ -253,7 +254,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     int W = max_window(m);
     double keys = ctx + B;
     if (W > 0 && keys > W) keys = W;
-    out->draft = stack_cost(m, es, hw, N * B, N * keys, keys, N * (B - 1), V, Hd);
+    out->draft = stack_cost(m, es, kvs, hw, N * B, N * keys, keys, N * (B - 1), V, Hd);
     if (s->use_conv) {
         double G = conv_groups(d), K = d->conv_kernel;
         add(&out->draft, cost(hw, Ld * 2 * (2 * K * G * Hd * es + 2 * K * Hd * 4),
@@ -266,10 +267,10 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     }
     /* context: N * tau accepted rows through fc and every layer's k / v projection */
     double n = N * (s->tau > 1 ? s->tau : 1), T = d->n_taps;
-    out->ctx = cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + n * T * H * 4 + n * Ld * 2 * kvd * 4,
+    out->ctx = cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + n * T * H * 4 + n * Ld * 2 * kvd * kvs,
                     2.0 * n * (Hd * T * H + Ld * 2 * kvd * Hd));
     /* verify: B rows per request, causal over ctx + its block */
-    out->verify = stack_cost(t, es, hw, N * B, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
+    out->verify = stack_cost(t, es, kvs, hw, N * B, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
     out->verify.bytes += N * B * T * H * 4; /* tap features */
     out->t = out->draft.t + out->select.t + out->ctx.t + out->verify.t;
     out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
@@ -285,7 +286,7 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
     db_cost c = {0};
     for (int i = 0; i < chunks; i++) {
         /* a chunk's rows attend to about half a prompt; the head runs for the last rows */
-        add(&c, stack_cost(t, es, hw, per, per * prompt / 2, prompt / 2, (double)reqs / chunks,
+        add(&c, stack_cost(t, es, 4, hw, per, per * prompt / 2, prompt / 2, (double)reqs / chunks,
                            t->vocab, t->hidden));
         if (d) {
             const db_model_config *m = &d->base;

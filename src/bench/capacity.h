@@ -8,8 +8,8 @@
  *                (at a quantized type its codebooks f16, as scripts/gguf/convert.py writes
  *                them). A GGUF whose matrices fall back to another type (rows not a multiple
  *                of 256 for the K types) differs by that.
- *   KV           target L x 2 x N x S x nkv*hd f32, drafter likewise (engine.c sizing:
- *                S = max_prompt + max_new_tokens + B + 1)
+ *   KV           target L x 2 x N x S x nkv*hd values of the KV dtype (f32: 4 bytes, f16: 2),
+ *                drafter likewise (engine.c sizing: S = max_prompt + max_new_tokens + B + 1)
  *   activations  the target's and drafter's state for max(N*B, 128) rows, the engine's context
  *                feature buffer, and (sampling) the engine's two host [N*B, V] distributions
  * A sweep runs one engine at a time, so it needs weights + the largest KV + activations of
@@ -35,9 +35,11 @@
 
 #include <stddef.h>
 
-/* one engine's shape: concurrency N, block B (1 = ar), prompt and generation lengths */
+/* one engine's shape: concurrency N, block B (1 = ar), prompt and generation lengths, the KV
+ * caches' dtype (0 = DB_F32) */
 typedef struct {
     int concurrency, block, max_prompt, max_new_tokens, sampling;
+    db_dtype kv_dtype;
 } db_engine_shape;
 
 typedef struct {
@@ -85,6 +87,7 @@ typedef struct {
     double ctx;
     double tau;             /* accepted + bonus per cycle: context rows materialized per request */
     int use_conv, use_sel;
+    db_dtype kv_dtype;      /* the caches' dtype (0 = DB_F32): bytes of the KV traffic */
 } db_step_shape;
 
 typedef struct {

@@ -63,6 +63,7 @@ void db_run_meta_init(db_run_meta *m, int argc, char **argv, uint64_t seed, cons
     snprintf(m->compiler, sizeof m->compiler, "%s", DB_COMPILER);
     snprintf(m->build_type, sizeof m->build_type, "%s", DB_BUILDTYPE);
     snprintf(m->label, sizeof m->label, "%s", label ? label : "");
+    snprintf(m->kv_dtype, sizeof m->kv_dtype, "f32");
     db_rfc3339_utc(now, m->test_time, sizeof m->test_time);
     db_cpu_info_get(&m->cpu);
     m->seed = seed;
@@ -345,6 +346,7 @@ cJSON *db_run_meta_json(const db_run_meta *m)
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
     cJSON_AddStringToObject(r, "seed", seed); /* a string: JSON numbers lose 64-bit precision */
+    cJSON_AddStringToObject(r, "kv_dtype", m->kv_dtype);
 
     cJSON *b = cJSON_AddObjectToObject(r, "build");
     cJSON_AddStringToObject(b, "compiler", m->compiler);

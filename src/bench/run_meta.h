@@ -19,7 +19,7 @@
 #include <time.h>
 
 /* Bump when a column of any CSV file changes meaning, is renamed, removed or moved. */
-#define DB_SCHEMA_VERSION 6
+#define DB_SCHEMA_VERSION 7
 #define DB_META_MAX_BACKENDS 4
 #define DB_META_MAX_MODELS 16
 
@@ -58,6 +58,7 @@ typedef struct {
     db_model_meta models[DB_META_MAX_MODELS];
     int n_models;
     uint64_t seed;
+    char kv_dtype[8];       /* the K/V caches' dtype the rows ran with: f32 (default) or f16 */
     char *command_line;     /* argv joined with spaces (shell-quoted where needed), malloc'd */
     int out_of_memory;      /* init could not allocate the command line: db_run_meta_json fails */
     cJSON *sweep;           /* the sweep's keys and values (sweep.h db_sweep_get), what --resume

@@ -4,6 +4,7 @@
 #include "base/util.h"
 #include "bench/sweep.h"
 #include "engine/variant.h"
+#include "model/kv_cache.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -174,4 +175,11 @@ void db_variants_help(FILE *f)
         fprintf(f, "  %-13s %-14s %-5s %-9s %s\n", v->name, db_variant_checkpoint((db_variant)i),
                 !d ? "-" : v->conv ? "on" : "off", !d ? "-" : v->selector ? "on" : "off", v->meaning);
     }
+}
+
+int db_opt_kv_dtype(const char *value, db_dtype *dtype, char *err, size_t errlen)
+{
+    if (db_kv_dtype_parse(value, dtype) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "--kv-dtype %s: f32 or f16", value ? value : "");
+    return DB_OK;
 }

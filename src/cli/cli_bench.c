@@ -249,7 +249,8 @@ static int time_row(bench_ctx *b, bench_row *r, int reps, char *err, size_t errl
 }
 
 /* roofline traffic and arithmetic of the forward r stands for */
-static void row_cost(const db_session *s, db_dtype dt, const char *mode, int block, bench_row *r)
+static void row_cost(const db_session *s, db_dtype dt, db_dtype kvt, const char *mode, int block,
+                     bench_row *r)
 {
     db_hw hw = {.bw = 1e12, .flops = 1e12};
     const db_model_config *tc = &s->target.cfg;
@@ -273,7 +274,7 @@ static void row_cost(const db_session *s, db_dtype dt, const char *mode, int blo
     }
     if (!strcmp(r->model, "drafter")) {
         db_step_shape sh = {.concurrency = r->reqs, .block = block, .ctx = r->ctx, .tau = 1,
-                            .use_conv = s->drafter.has_conv, .use_sel = 0};
+                            .use_conv = s->drafter.has_conv, .use_sel = 0, .kv_dtype = kvt};
         db_step_cost c;
         db_roofline_step(tc, &s->drafter.cfg, dt, &hw, &sh, &c);
         r->bytes = c.draft.bytes;
@@ -282,11 +283,13 @@ static void row_cost(const db_session *s, db_dtype dt, const char *mode, int blo
         db_cost c = db_roofline_prefill(tc, NULL, dt, &hw, 1, r->rows, r->rows);
         /* prefill's model attends to half a prompt from position 0; add the cached context */
         c.flops += 4.0 * tc->n_layers * r->rows * tc->n_heads * (double)tc->head_dim * r->ctx;
-        c.bytes += (double)tc->n_layers * r->ctx * 2 * tc->n_kv_heads * tc->head_dim * 4;
+        c.bytes += (double)tc->n_layers * r->ctx * 2 * tc->n_kv_heads * tc->head_dim *
+                   (double)db_dtype_size(kvt);
         r->bytes = c.bytes;
         r->flops = c.flops;
     } else {
-        db_step_shape sh = {.concurrency = r->rows, .block = 1, .ctx = r->ctx, .tau = 1};
+        db_step_shape sh = {.concurrency = r->rows, .block = 1, .ctx = r->ctx, .tau = 1,
+                            .kv_dtype = kvt};
         db_step_cost c;
         db_roofline_step(tc, NULL, dt, &hw, &sh, &c);
         r->bytes = c.verify.bytes;
@@ -321,9 +324,10 @@ static void print_md(const bench_row *rows, int n, const bench_limits *lim, cons
            s->be->threads, s->be->simd);
     printf("- copy bandwidth %.1f GB/s; FMA peak %.1f GFLOP/s (%s)\n", lim->copy_gbs,
            lim->peak_gflops, lim->peak_unit);
-    printf("- target %s (%s weights, %.3f GiB)%s%s; mode %s\n\n", s->target.cfg.path,
+    printf("- target %s (%s weights, %.3f GiB)%s%s; mode %s; KV cache %s\n\n", s->target.cfg.path,
            db_dtype_name(dt), db_target_weight_bytes(&s->target) / DB_GIB,
-           s->has_drafter ? "; drafter " : "", s->has_drafter ? s->drafter.cfg.base.path : "", mode);
+           s->has_drafter ? "; drafter " : "", s->has_drafter ? s->drafter.cfg.base.path : "", mode,
+           db_dtype_name(s->target.kv.dtype));
     printf("| model | rows | requests | ctx | ms (median) | ms (best) | rows/s | GB/s | %% copy bw "
            "| GFLOP/s | %% FMA peak | x 1-row |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < n; i++) {
@@ -344,14 +348,15 @@ static void print_csv(const bench_row *rows, int n, const bench_limits *lim, con
                       const char *mode)
 {
     printf("model,mode,rows,requests,ctx,ms_median,ms_best,rows_per_s,gb_s,gflop_s,copy_gb_s,"
-           "fma_peak_gflop_s,x_one_row,kernel,threads\n");
+           "fma_peak_gflop_s,x_one_row,kernel,threads,kv_dtype\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         double sec = r->ms / 1e3, one = one_row_ms(rows, n, r);
-        printf("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%s,%d\n", r->model,
+        printf("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%s,%d,%s\n", r->model,
                strcmp(r->model, "drafter") ? mode : "draft", r->rows, r->reqs, r->ctx, r->ms,
                r->ms_min, r->rows / sec, r->bytes / sec / 1e9, r->flops / sec / 1e9, lim->copy_gbs,
-               lim->peak_gflops, isfinite(one) ? r->ms / one : 0.0, s->be->simd, s->be->threads);
+               lim->peak_gflops, isfinite(one) ? r->ms / one : 0.0, s->be->simd, s->be->threads,
+               db_dtype_name(s->target.kv.dtype));
     }
 }
 
@@ -368,6 +373,7 @@ static void print_json(const bench_row *rows, int n, const bench_limits *lim, co
     cJSON_AddStringToObject(root, "target", s->target.cfg.path);
     cJSON_AddStringToObject(root, "drafter", s->has_drafter ? s->drafter.cfg.base.path : "");
     cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt));
+    cJSON_AddStringToObject(root, "kv_dtype", db_dtype_name(s->target.kv.dtype));
     cJSON_AddStringToObject(root, "mode", mode);
     cJSON *arr = cJSON_AddArrayToObject(root, "rows");
     for (int i = 0; i < n; i++) {
@@ -398,7 +404,8 @@ static void print_json(const bench_row *rows, int n, const bench_limits *lim, co
 
 /* caches and scratch for the largest point, the measurement of every point */
 static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, int nctx,
-                     int reps, db_dtype dt, bench_row *out, int *nout, char *err, size_t errlen)
+                     int reps, db_dtype dt, db_dtype kvt, bench_row *out, int *nout, char *err,
+                     size_t errlen)
 {
     db_session *s = b->s;
     int maxr = 0, maxc = 0, prefill = !strcmp(b->mode, "prefill");
@@ -406,11 +413,12 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
     for (int i = 0; i < nctx; i++) maxc = ctxs[i] > maxc ? ctxs[i] : maxc;
     db_target_opts to = {.slots = prefill ? 1 : maxr, .capacity = maxc + maxr + 1, .max_rows = maxr,
                          .n_taps = s->has_drafter ? s->drafter.cfg.n_taps : 0,
-                         .tap_layers = s->has_drafter ? s->drafter.cfg.tap_layers : NULL};
+                         .tap_layers = s->has_drafter ? s->drafter.cfg.tap_layers : NULL,
+                         .kv_dtype = kvt};
     int rc = db_target_alloc(&s->target, &to, err, errlen);
     if (!rc && s->has_drafter) {
         db_drafter_opts dop = {.slots = maxr, .capacity = maxc + b->block + 1, .max_ctx_rows = 1,
-                               .max_requests = maxr, .max_block = b->block};
+                               .max_requests = maxr, .max_block = b->block, .kv_dtype = kvt};
         rc = db_drafter_alloc(&s->drafter, &dop, err, errlen);
     }
     int cap = maxr > b->block * maxr ? maxr : b->block * maxr;
@@ -431,7 +439,7 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
                 r->rows = m == 2 ? rows[i] * b->block : rows[i];
                 fprintf(stderr, "bench: %s rows %d ctx %d\n", r->model, r->rows, r->ctx);
                 rc = time_row(b, r, reps, err, errlen);
-                row_cost(s, dt, b->mode, b->block, r);
+                row_cost(s, dt, kvt, b->mode, b->block, r);
             }
     free(b->ids), free(b->slots), free(b->rows);
     return rc;
@@ -440,13 +448,15 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
 int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
 {
     const char *target = "models/tiny-qwen3", *drafter = NULL, *rows_s = "1,2,4,8,16,32,64",
-               *ctx_s = "128", *mode = "batch", *dtype_s = "bf16", *output = "md", *backend = "cpu";
+               *ctx_s = "128", *mode = "batch", *dtype_s = "bf16", *output = "md", *backend = "cpu",
+               *kv_s = "f32";
     int reps = 9, threads = 0, synthetic = 0, deterministic = 0, block = 8, help = 0, seed = 0;
     const db_opt opts[] = {
         {"target", 't', "DIR", "target checkpoint (default models/tiny-qwen3); with --synthetic its config.json", NULL, DB_OPT_STR, &target},
         {"drafter", 'd', "DIR", "drafter checkpoint (or config.json with --synthetic); none by default", NULL, DB_OPT_STR, &drafter},
         {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", NULL, DB_OPT_FLAG, &synthetic},
         {"dtype", 0, "TYPE", "synthetic weight dtype: bf16 (default), f16, f32", NULL, DB_OPT_STR, &dtype_s},
+        {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &kv_s},
         {"rows", 0, "LIST", "rows per forward (drafter: requests), default 1,2,4,8,16,32,64", NULL, DB_OPT_STR, &rows_s},
         {"context", 'C', "LIST", "cached positions per request (default 128)", NULL, DB_OPT_STR, &ctx_s},
         {"mode", 'm', "NAME", "batch (N requests x 1 row, default) or prefill (1 request x N rows)", NULL, DB_OPT_STR, &mode},
@@ -472,6 +482,8 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "--repetitions 1..64, --threads >= 0, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
     db_dtype dt;
     if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
+    db_dtype kvt;
+    if ((rc = db_opt_kv_dtype(kv_s, &kvt, err, errlen))) return rc;
     int rows[DB_LIST_MAX], ctxs[DB_LIST_MAX], nrows, nctx;
     if ((rc = db_parse_int_list("--rows", rows_s, 1, 4096, rows, &nrows, err, errlen))) return rc;
     if ((rc = db_parse_int_list("--context", ctx_s, 0, 1 << 20, ctxs, &nctx, err, errlen))) return rc;
@@ -499,7 +511,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     int nout = 0;
     bench_ctx b = {.s = &s, .mode = mode, .block = block};
     if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    else rc = bench_all(&b, rows, nrows, ctxs, nctx, reps, dt, out, &nout, err, errlen);
+    else rc = bench_all(&b, rows, nrows, ctxs, nctx, reps, dt, kvt, out, &nout, err, errlen);
     if (!rc && !strcmp(output, "json")) print_json(out, nout, &lim, &s, mode, dt);
     else if (!rc && !strcmp(output, "csv")) print_csv(out, nout, &lim, &s, mode);
     else if (!rc) print_md(out, nout, &lim, &s, mode, dt);

@@ -45,14 +45,15 @@ static void print_stats(const db_request *r, int B, double secs)
 
 typedef struct {
     const char *target_dir, *drafter_dir, *ids_text, *ids_file, *backend, *variant_name, *prompt_text,
-        *dataset, *tok_path, *template_name;
+        *dataset, *tok_path, *template_name, *kv_s;
+    db_dtype kv_dtype;
     int index, thinking, max_new, threads, deterministic, block, top_k, seed, trace;
     float temperature, top_p;
 } gen_opts;
 
 static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    *g = (gen_opts){.backend = "cpu", .template_name = "auto", .max_new = 64, .top_p = 1.0f};
+    *g = (gen_opts){.backend = "cpu", .template_name = "auto", .max_new = 64, .top_p = 1.0f, .kv_s = "f32"};
     char names[200], vhelp[300];
     snprintf(vhelp, sizeof vhelp, "%s (default: dflash2 with a DFlash 2 drafter, dflash with a DFlash 1 one, else ar)",
              db_variant_names(names, sizeof names, 0));
@@ -77,12 +78,15 @@ static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *er
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &g->backend},
         {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &g->threads},
         {"deterministic", 0, NULL, "batch-invariant reductions", NULL, DB_OPT_FLAG, &g->deterministic},
+        {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &g->kv_s},
         {"trace", 0, NULL, "print every cycle's draft and acceptance to stderr", NULL, DB_OPT_FLAG, &g->trace},
     };
     const db_cmd_opts cmd = {"generate",
                              "Decode one prompt; output ids to stdout, cycle statistics to stderr.",
                              opts, (int)(sizeof opts / sizeof *opts), db_variants_help};
-    return db_opts_parse(&cmd, argc, argv, help, err, errlen);
+    int rc = db_opts_parse(&cmd, argc, argv, help, err, errlen);
+    if (rc || *help) return rc;
+    return db_opt_kv_dtype(g->kv_s, &g->kv_dtype, err, errlen);
 }
 
 /* --prompt or --dataset: the text through the chat template and the tokenizer */
@@ -168,7 +172,7 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     int B = !db_variant_uses_drafter(variant) ? 1 : g.block > 0 ? g.block : s.has_drafter ? s.drafter.cfg.block_size : 1;
     db_gen_params p = {.variant = variant, .block_size = B, .temperature = g.temperature, .top_p = g.top_p,
                        .top_k = g.top_k, .max_new_tokens = g.max_new, .seed = (uint64_t)g.seed,
-                       .on_cycle = g.trace ? print_trace : NULL};
+                       .on_cycle = g.trace ? print_trace : NULL, .kv_dtype = g.kv_dtype};
     db_engine *e = NULL;
     if (!rc) rc = db_engine_create(&e, &s.target, s.has_drafter ? &s.drafter : NULL, &p, 1, n_prompt, err, errlen);
     int *out = malloc(sizeof(int) * (size_t)g.max_new);

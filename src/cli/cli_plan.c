@@ -253,13 +253,14 @@ static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const d
 
 typedef struct {
     /* options */
-    const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output;
+    const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output, *kv_s;
     const char *tp_s, *link_s;
     float link_gbs, link_lat_us, gpu_mem_gib;
     int block, prompt_tokens, max_new, threads, no_measure, seed, warmup, context;
     float tau_arg, bw_arg, gf_arg;
     /* what they give */
     db_dtype dt;
+    db_dtype kv_dtype;                /* the K/V caches': 2 bytes per element at f16 */
     db_variant variant;
     int conc[DB_LIST_MAX], nconc;
     char tbuf[1024], dbuf[1024];      /* the configs' paths, found from any directory */
@@ -285,7 +286,7 @@ typedef struct {
 
 static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2",
+    *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2", .kv_s = "f32",
                     .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1,
                     .link_s = "nvlink"};
     char names[200], vhelp[300];
@@ -302,6 +303,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &p->profile_s},
         {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &p->tau_arg},
         {"dtype", 0, "TYPE", "weight dtype: bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k (default: the target checkpoint's main dtype, else bf16; quantized: predicted only)", NULL, DB_OPT_STR, &p->dtype_s},
+        {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &p->kv_s},
         {"bandwidth-gbs", 0, "X", "device memory bandwidth, GB/s (default: measured)", NULL, DB_OPT_FLOAT, &p->bw_arg},
         {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &p->gf_arg},
         {"no-measure", 0, NULL, "predict only (no synthetic run)", NULL, DB_OPT_FLAG, &p->no_measure},
@@ -339,6 +341,8 @@ static int parse_dtype(const char *s, db_dtype *dt)
 static int check_options(plan_ctx *p, char *err, size_t errlen)
 {
     char names[200];
+    int rc = db_opt_kv_dtype(p->kv_s, &p->kv_dtype, err, errlen);
+    if (rc) return rc;
     if (!p->target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
     if (strcmp(p->output, "md") && strcmp(p->output, "json"))
         return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", p->output);
@@ -386,9 +390,10 @@ static void tp_rows(const plan_ctx *p, FILE *f, cJSON *json)
     for (int i = 0; i < p->ntp; i++)
         for (int j = 0; j < p->nconc; j++) {
             const plan_row *r = &p->rows[j];
-            db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = r->ctx, .tau = 1};
+            db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = r->ctx, .tau = 1, .kv_dtype = p->kv_dtype};
             db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = r->ctx, .tau = p->tau,
-                                .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant)};
+                                .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant),
+                                .kv_dtype = p->kv_dtype};
             db_tp_row t;
             db_tp_predict(&p->tc, p->d, p->dt, &p->hw, &p->link, p->tp[i], &ar, &cy, &r->mem, mem, &t);
             if (f) {
@@ -480,12 +485,13 @@ static void predict(plan_ctx *p)
     for (int i = 0; i < p->nconc; i++) {
         plan_row *r = &p->rows[i];
         *r = (plan_row){.conc = p->conc[i], .ctx = ctx, .tau = p->tau};
-        db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = ctx, .tau = 1};
+        db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = ctx, .tau = 1, .kv_dtype = p->kv_dtype};
         db_roofline_step(&p->tc, NULL, p->dt, &p->hw, &ar, &r->ar);
         db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = ctx, .tau = p->tau,
-                            .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant)};
+                            .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant),
+                            .kv_dtype = p->kv_dtype};
         if (p->d) db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc);
-        db_engine_shape es = {r->conc, p->d ? p->block : 1, p->prompt_tokens, p->max_new, 0};
+        db_engine_shape es = {r->conc, p->d ? p->block : 1, p->prompt_tokens, p->max_new, 0, p->kv_dtype};
         double kv, act;
         db_engine_bytes(&p->tc, p->d, &es, &kv, &act);
         r->mem = (db_mem_need){p->weights, kv, act};
@@ -500,7 +506,7 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
     double split[4], t_ar, a, b;
     uint64_t seed = (uint64_t)p->seed;
     db_gen_params pa = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = p->max_new,
-                        .seed = seed, .ignore_eos = 1};
+                        .seed = seed, .ignore_eos = 1, .kv_dtype = p->kv_dtype};
     db_gen_params pc = pa;
     pc.variant = p->variant;
     pc.block_size = p->block;

@@ -76,6 +76,7 @@ typedef struct {
     db_model_config tcfg;     /* the configs, read before any weight loads */
     int need_drafter;
     db_dtype wdtype;          /* storage dtype of the weights (synthetic: the chosen one) */
+    db_dtype kv_dtype;        /* the K/V caches' (sweep key kv_dtype) */
     db_profile profiles[DB_SWEEP_MAX]; /* acceptance profiles, in sweep order */
     db_hw hw;                 /* device figures for the roofline (predict) */
     /* output */
@@ -116,6 +117,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"no-baseline", 0, NULL, "no ar baseline (rows get no speedup)", "no_baseline", DB_OPT_SWEEP, NULL},
         {"deterministic", 0, NULL, "batch-invariant reductions", "deterministic", DB_OPT_SWEEP, NULL},
         {"threads", 0, "N", "CPU threads (default: all cores; more than this process may use: a warning)", "threads", DB_OPT_SWEEP, NULL},
+        {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, "kv_dtype", DB_OPT_SWEEP, NULL},
         {"out", 0, "DIR", "results directory (default results/<UTC time>[-label])", "out", DB_OPT_SWEEP, NULL},
         {"label", 0, "TEXT", "name of the run, in the directory name and every row", "label", DB_OPT_SWEEP, NULL},
         {"output", 'o', "FMT", "stdout format: md (default), csv, json", "output", DB_OPT_SWEEP, NULL},
@@ -376,7 +378,7 @@ static int point_params(run_ctx *c, const db_point_key *k, db_gen_params *p, pro
         return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
     *p = (db_gen_params){.variant = v, .block_size = k->block_size, .temperature = k->temperature,
                          .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
-                         .seed = c->sw.seed, .ignore_eos = c->sw.synthetic};
+                         .seed = c->sw.seed, .ignore_eos = c->sw.synthetic, .kv_dtype = c->kv_dtype};
     for (int i = 0; i < c->sw.n_profile; i++) /* replayed acceptance: "replay:<profile>" */
         if (!strncmp(k->acceptance_source, "replay:", 7) && !strcmp(k->acceptance_source + 7, c->sw.profile[i])) {
             p->replay_rates = c->profiles[i].rate;
@@ -471,6 +473,8 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
 {
     const db_sweep *sw = &c->sw;
     db_run_meta_init(&c->meta, argc, argv, sw->seed, sw->label, time(NULL));
+    snprintf(c->meta.kv_dtype, sizeof c->meta.kv_dtype, "%s", sw->kv_dtype);
+    db_kv_dtype_parse(sw->kv_dtype, &c->kv_dtype); /* one of the sweep key's choices */
     if (!(c->meta.sweep = db_sweep_json(sw))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     find_models(&c->sw);
     int rc = db_sweep_points(sw, &c->keys, &c->nkeys, err, errlen);
@@ -637,7 +641,7 @@ static int check_memory(run_ctx *c, char *err, size_t errlen)
          * known yet) */
         maxp = maxp * turns + k->max_new_tokens * (turns - 1);
         db_engine_shape es = {k->concurrency, key_drafts(k) ? k->block_size : 1, maxp, k->max_new_tokens,
-                              k->temperature > 0};
+                              k->temperature > 0, c->kv_dtype};
         double kv, act;
         int ds = db_drafter_set_of(&c->ds, &c->sw, k);
         db_engine_bytes(&c->tcfg, ds >= 0 ? &c->ds.slot[ds].cfg : NULL, &es, &kv, &act);
@@ -671,6 +675,9 @@ static int open_backend(run_ctx *c, char *err, size_t errlen)
     int rc = db_session_open_backend(&c->s, &c->so, err, errlen);
     if (rc) return rc;
     c->session_open = 1;
+    if (c->kv_dtype == DB_F16 && (!c->s.be->ops->kv_store_f16 || !c->s.be->ops->attention_f16))
+        return db_fail(err, errlen, DB_EINPUT, "backend %s has no f16 KV cache (--kv-dtype f16); use --kv-dtype f32",
+                       c->s.be->ops->name);
     if (!sw->predict) return DB_OK;
     db_dtype dt;
     if ((rc = main_dtype(c, target_path(c, 0), &dt, err, errlen))) return rc;

@@ -124,11 +124,13 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     int cap = max_prompt + p->max_new_tokens + B + 1;
     db_target_opts to = {.slots = concurrency, .capacity = cap, .max_rows = max_rows,
                          .n_taps = use_draft ? d->cfg.n_taps : 0,
-                         .tap_layers = use_draft ? d->cfg.tap_layers : NULL};
+                         .tap_layers = use_draft ? d->cfg.tap_layers : NULL,
+                         .kv_dtype = p->kv_dtype};
     if ((rc = db_target_alloc(t, &to, err, errlen))) goto fail;
     if (use_draft) {
         db_drafter_opts dop = {.slots = concurrency, .capacity = cap, .max_ctx_rows = max_rows,
-                               .max_requests = concurrency, .max_block = B};
+                               .max_requests = concurrency, .max_block = B,
+                               .kv_dtype = p->kv_dtype};
         if ((rc = db_drafter_alloc(d, &dop, err, errlen))) goto fail;
     }
     int f = 0, R1 = concurrency * (B > 1 ? B - 1 : 1);

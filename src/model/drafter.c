@@ -198,7 +198,7 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
         return db_fail(err, errlen, DB_EINPUT, "block size %d above the drafter's block_size %d (%s)",
                        o->max_block, c->block_size, m->path);
     int rc = db_kv_init(&d->kv, d->be, m->n_layers, o->slots, o->capacity,
-                        m->n_kv_heads * m->head_dim, err, errlen);
+                        m->n_kv_heads * m->head_dim, o->kv_dtype, err, errlen);
     if (rc) return rc;
     size_t Rc = (size_t)o->max_ctx_rows, Rb = (size_t)o->max_requests * o->max_block;
     size_t sizes[STATE_VIEWS];
@@ -349,8 +349,8 @@ int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, 
         }
         db_layer_qkv(be, m, l, in, s->q, s->bk, s->bv, d->pos, Rb);
         db_kv_store(&d->kv, li, s->bk, s->bv, d->kv_index, Rb);
-        o->attention(be, s->att, s->q, db_kv_k(&d->kv, li), db_kv_v(&d->kv, li), d->kv.cap,
-                     d->attn_rows, Rb, m->n_heads, m->n_kv_heads, m->head_dim, scale);
+        db_kv_attention(&d->kv, li, s->att, s->q, d->attn_rows, Rb, m->n_heads, m->n_kv_heads,
+                        m->head_dim, scale);
         if (use_conv) {
             o->matmul(be, s->z, s->att, &l->wo, Rb, 0);
             o->dynconv(be, s->zc, s->z, dl->attn_conv.base + (size_t)K * H, s->delta, 1, nq, B, H, K, G);

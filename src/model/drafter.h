@@ -76,6 +76,7 @@ typedef struct {
     int max_ctx_rows;   /* rows per add_context call */
     int max_requests;   /* requests per draft call */
     int max_block;      /* largest B drafted (<= cfg.block_size) */
+    db_dtype kv_dtype;  /* context KV cache: DB_F32 (0, the default) or DB_F16 */
 } db_drafter_opts;
 
 /* Load a drafter for `target` (shapes checked against it: hidden size, vocab, tap layers). */

@@ -5,22 +5,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t db_kv_bytes(int layers, int slots, int cap, int width)
+int db_kv_dtype_parse(const char *name, db_dtype *dt)
 {
-    return (size_t)layers * 2 * (size_t)slots * (size_t)cap * (size_t)width * sizeof(float);
+    if (name && strcmp(name, "f32") == 0) *dt = DB_F32;
+    else if (name && strcmp(name, "f16") == 0) *dt = DB_F16;
+    else return -1;
+    return 0;
 }
 
-int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int width, char *err,
-               size_t errlen)
+size_t db_kv_bytes(int layers, int slots, int cap, int width, db_dtype dtype)
+{
+    return (size_t)layers * 2 * (size_t)slots * (size_t)cap * (size_t)width *
+           db_dtype_size(dtype);
+}
+
+int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int width,
+               db_dtype dtype, char *err, size_t errlen)
 {
     memset(kv, 0, sizeof *kv);
+    if (dtype != DB_F32 && dtype != DB_F16)
+        return db_fail(err, errlen, DB_EINPUT, "KV cache dtype %s: only f32 and f16",
+                       db_dtype_name(dtype));
+    if (dtype == DB_F16 && (!be->ops->kv_store_f16 || !be->ops->attention_f16))
+        return db_fail(err, errlen, DB_EINPUT,
+                       "backend %s has no f16 KV cache (--kv-dtype f16); use --kv-dtype f32",
+                       be->ops->name);
     kv->be = be;
     kv->layers = layers;
     kv->slots = slots;
     kv->cap = cap;
     kv->width = width;
+    kv->dtype = dtype;
     kv->len = db_calloc((size_t)slots, sizeof(int));
-    size_t bytes = db_kv_bytes(layers, slots, cap, width);
+    size_t bytes = db_kv_bytes(layers, slots, cap, width, dtype);
     kv->base = be->ops->alloc(be, bytes);
     if (!kv->len || !kv->base) {
         db_kv_free(kv);
@@ -39,17 +56,40 @@ void db_kv_free(db_kv *kv)
 
 static size_t plane(const db_kv *kv) { return (size_t)kv->slots * kv->cap * kv->width; }
 
-float *db_kv_k(const db_kv *kv, int layer) { return kv->base + (size_t)layer * 2 * plane(kv); }
+void *db_kv_k(const db_kv *kv, int layer)
+{
+    return (char *)kv->base + (size_t)layer * 2 * plane(kv) * db_dtype_size(kv->dtype);
+}
 
-float *db_kv_v(const db_kv *kv, int layer) { return db_kv_k(kv, layer) + plane(kv); }
+void *db_kv_v(const db_kv *kv, int layer)
+{
+    return (char *)db_kv_k(kv, layer) + plane(kv) * db_dtype_size(kv->dtype);
+}
 
 void db_kv_store(db_kv *kv, int layer, const float *k, const float *v, const int *dst_index, int n)
 {
     db_backend *be = kv->be;
+    if (kv->dtype == DB_F16) {
+        be->ops->kv_store_f16(be, db_kv_k(kv, layer), dst_index, k, n, kv->width);
+        be->ops->kv_store_f16(be, db_kv_v(kv, layer), dst_index, v, n, kv->width);
+        return;
+    }
     be->ops->copy_rows(be, db_kv_k(kv, layer), kv->width, dst_index, k, kv->width, NULL, n,
                        kv->width);
     be->ops->copy_rows(be, db_kv_v(kv, layer), kv->width, dst_index, v, kv->width, NULL, n,
                        kv->width);
+}
+
+void db_kv_attention(const db_kv *kv, int layer, float *out, const float *q,
+                     const db_attn_row *rows, int n, int nh, int nkv, int hd, float scale)
+{
+    db_backend *be = kv->be;
+    if (kv->dtype == DB_F16)
+        be->ops->attention_f16(be, out, q, db_kv_k(kv, layer), db_kv_v(kv, layer), kv->cap, rows, n,
+                               nh, nkv, hd, scale);
+    else
+        be->ops->attention(be, out, q, db_kv_k(kv, layer), db_kv_v(kv, layer), kv->cap, rows, n, nh,
+                           nkv, hd, scale);
 }
 
 int db_kv_len(const db_kv *kv, int slot) { return kv->len[slot]; }

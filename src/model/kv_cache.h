@@ -1,8 +1,10 @@
 /* kv_cache.h — per-request-slot K/V caches of one model, in backend memory.
  *
- * One allocation [L][2][slots][S][W] f32, W = nkv*hd, S = capacity in positions. The host keeps
- * len[slot], the number of valid positions; truncation (rejected drafts) only lowers len, and
- * later writes overwrite the stale rows. */
+ * One allocation [L][2][slots][S][W] of f32 or f16 (dtype: --kv-dtype), W = nkv*hd, S =
+ * capacity in positions. An f16 cache stores each K/V value rounded to nearest even (the
+ * backend's kv_store_f16) and attends through attention_f16; a backend without those ops
+ * refuses f16 at init. The host keeps len[slot], the number of valid positions; truncation
+ * (rejected drafts) only lowers len, and later writes overwrite the stale rows. */
 #ifndef DB_KV_CACHE_H
 #define DB_KV_CACHE_H
 
@@ -10,17 +12,25 @@
 
 typedef struct {
     db_backend *be;
-    float *base;  /* [L][2][slots][S][W] device */
+    void *base;   /* [L][2][slots][S][W] device, of dtype */
+    db_dtype dtype; /* DB_F32 or DB_F16 */
     int layers, slots, cap, width;
     int *len;     /* [slots] host */
 } db_kv;
 
-int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int width, char *err,
-               size_t errlen);
+/* "f32" -> DB_F32, "f16" -> DB_F16 (the --kv-dtype values); -1 for anything else */
+int db_kv_dtype_parse(const char *name, db_dtype *dt);
+/* dtype DB_F32 or DB_F16; DB_EINPUT for another dtype or f16 on a backend without the f16 ops */
+int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int width,
+               db_dtype dtype, char *err, size_t errlen);
 void db_kv_free(db_kv *kv);
-size_t db_kv_bytes(int layers, int slots, int cap, int width);
-float *db_kv_k(const db_kv *kv, int layer); /* [slots][S][W] */
-float *db_kv_v(const db_kv *kv, int layer);
+size_t db_kv_bytes(int layers, int slots, int cap, int width, db_dtype dtype);
+void *db_kv_k(const db_kv *kv, int layer); /* [slots][S][W] */
+void *db_kv_v(const db_kv *kv, int layer);
+/* out[N, nh*hd] = attention of q[N, nh*hd] over the keys rows[] name in `layer`'s caches
+ * (backend.h attention, or attention_f16 for an f16 cache) */
+void db_kv_attention(const db_kv *kv, int layer, float *out, const float *q,
+                     const db_attn_row *rows, int n, int nh, int nkv, int hd, float scale);
 /* scatter n rows k[n, W], v[n, W] of `layer` to (slot[r], pos[r]) */
 void db_kv_store(db_kv *kv, int layer, const float *k, const float *v, const int *dst_index,
                  int n);

@@ -115,7 +115,7 @@ int db_target_alloc(db_target *t, const db_target_opts *o, char *err, size_t err
         t->tap_layers[i] = o->tap_layers[i];
     }
     int rc = db_kv_init(&t->kv, t->be, c->n_layers, o->slots, o->capacity,
-                        c->n_kv_heads * c->head_dim, err, errlen);
+                        c->n_kv_heads * c->head_dim, o->kv_dtype, err, errlen);
     if (rc) return rc;
     int R = o->max_rows;
     size_t widths[STATE_VIEWS];
@@ -225,8 +225,8 @@ int db_target_forward(db_target *t, const db_row *rows, int n, const int *logit_
         o->rmsnorm(be, s->xn, s->x, l->attn_norm, n, H, c->eps);
         db_layer_qkv(be, c, l, s->xn, s->q, s->k, s->v, t->pos, n);
         db_kv_store(&t->kv, li, s->k, s->v, t->kv_index, n);
-        o->attention(be, s->att, s->q, db_kv_k(&t->kv, li), db_kv_v(&t->kv, li), t->kv.cap,
-                     t->attn_rows, n, c->n_heads, c->n_kv_heads, c->head_dim, scale);
+        db_kv_attention(&t->kv, li, s->att, s->q, t->attn_rows, n, c->n_heads, c->n_kv_heads,
+                        c->head_dim, scale);
         o->matmul(be, s->x, s->att, &l->wo, n, 1);
         o->rmsnorm(be, s->xn, s->x, l->mlp_norm, n, H, c->eps);
         db_layer_mlp(be, l, s->xn, s->gate, s->up, s->x, n, 1);

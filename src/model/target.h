@@ -56,6 +56,7 @@ typedef struct {
     int max_rows;       /* rows per forward call (prefill chunk) */
     int n_taps;
     const int *tap_layers;
+    db_dtype kv_dtype;  /* KV cache: DB_F32 (0, the default) or DB_F16 (kv_cache.h) */
 } db_target_opts;
 
 int db_target_load(db_target *t, db_backend *be, const char *dir, char *err, size_t errlen);

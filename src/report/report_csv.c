@@ -81,6 +81,7 @@ static void common(row *r, const db_run_meta *m, const db_point_key *k)
     put_str(r, "device", be->device);
     put_str(r, "simd", be->simd);
     put_int(r, "threads", be->threads);
+    put_str(r, "kv_dtype", m->kv_dtype);
     put_str(r, "cpu_model", m->cpu.model);
     put_int(r, "cpu_cores", m->cpu.cores);
     put_int(r, "cpu_threads", m->cpu.pus);
