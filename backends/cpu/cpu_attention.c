@@ -61,32 +61,45 @@ static inline void wsum_at(const db_attn_args *a, float *o, const float *p, cons
     else a->wsum(o, p, (const float *)v, W, nk, a->hd);
 }
 
-/* one task: rows [t->r0, t->r1) of a slot, the query heads of kv heads [g0, g1); sc holds
- * (rows x heads) score rows of `maxk` floats */
-static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_t maxk)
+/* Passes 1 and 3 of a task: for each block of KB positions, each kv head, each row of the run
+ * whose key range meets the block and each query head of the group, one scores call (pass 1,
+ * K cache) or one wsum call (pass 3, V cache) over the positions the row sees in the block. */
+static void walk_blocks(const db_attn_args *a, const attn_task *t, float *sc, size_t maxk,
+                        int pass)
 {
     const int group = a->nh / a->nkv, hd = a->hd, nh = a->nh;
     const size_t W = (size_t)a->nkv * hd;
     const int nhc = (t->g1 - t->g0) * group, h0 = t->g0 * group;
     const db_attn_row *rows = a->rows;
     const size_t es = a->kv_dtype == DB_F16 ? 2 : 4; /* bytes per cache element */
-    const char *kb = (const char *)a->kcache + (size_t)rows[t->r0].slot * a->cap * W * es;
-    const char *vb = (const char *)a->vcache + (size_t)rows[t->r0].slot * a->cap * W * es;
-#define SC(rr, hh) (sc + ((size_t)(rr) * nhc + (size_t)(hh)) * maxk)
-
-    /* 1. scores, block by block */
+    const char *base = (const char *)(pass == 1 ? a->kcache : a->vcache) +
+                       (size_t)rows[t->r0].slot * a->cap * W * es;
     for (int j0 = t->lo; j0 < t->hi; j0 += KB) {
         int j1 = imin(j0 + KB, t->hi);
         for (int g = t->g0; g < t->g1; g++)
             for (int r = t->r0; r < t->r1; r++) {
                 int ja = imax(j0, rows[r].key_lo), jb = imin(j1, rows[r].key_hi);
                 if (ja >= jb) continue;
-                for (int h = g * group; h < (g + 1) * group; h++)
-                    scores_at(a, SC(r - t->r0, h - h0) + (ja - rows[r].key_lo),
-                              a->q + ((size_t)r * nh + h) * hd,
-                              kb + ((size_t)ja * W + (size_t)g * hd) * es, W, jb - ja);
+                const char *kv = base + ((size_t)ja * W + (size_t)g * hd) * es;
+                for (int h = g * group; h < (g + 1) * group; h++) {
+                    float *s = sc + ((size_t)(r - t->r0) * nhc + (size_t)(h - h0)) * maxk +
+                               (ja - rows[r].key_lo);
+                    if (pass == 1) scores_at(a, s, a->q + ((size_t)r * nh + h) * hd, kv, W, jb - ja);
+                    else wsum_at(a, a->out + ((size_t)r * nh + h) * hd, s, kv, W, jb - ja);
+                }
             }
     }
+}
+
+/* one task: rows [t->r0, t->r1) of a slot, the query heads of kv heads [g0, g1); sc holds
+ * (rows x heads) score rows of `maxk` floats */
+static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_t maxk)
+{
+    const int group = a->nh / a->nkv, hd = a->hd, nh = a->nh;
+    const int nhc = (t->g1 - t->g0) * group, h0 = t->g0 * group;
+    const db_attn_row *rows = a->rows;
+
+    walk_blocks(a, t, sc, maxk, 1); /* 1. scores, block by block */
     /* 2. softmax per (row, head); the output starts at zero (wsum accumulates into it) */
     for (int r = t->r0; r < t->r1; r++) {
         int nk = rows[r].key_hi - rows[r].key_lo;
@@ -94,7 +107,8 @@ static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_
             float *o = a->out + ((size_t)r * nh + h) * hd;
             memset(o, 0, sizeof(float) * (size_t)hd);
             if (nk <= 0) continue;
-            float *s = SC(r - t->r0, h - h0), mx = -INFINITY, sum = 0.0f;
+            float *s = sc + ((size_t)(r - t->r0) * nhc + (size_t)(h - h0)) * maxk, mx = -INFINITY,
+                  sum = 0.0f;
             for (int j = 0; j < nk; j++) mx = s[j] > mx ? s[j] : mx;
             for (int j = 0; j < nk; j++) {
                 s[j] = expf(s[j] - mx);
@@ -104,20 +118,7 @@ static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_
             for (int j = 0; j < nk; j++) s[j] *= inv;
         }
     }
-    /* 3. o += p v, block by block, keys in increasing order */
-    for (int j0 = t->lo; j0 < t->hi; j0 += KB) {
-        int j1 = imin(j0 + KB, t->hi);
-        for (int g = t->g0; g < t->g1; g++)
-            for (int r = t->r0; r < t->r1; r++) {
-                int ja = imax(j0, rows[r].key_lo), jb = imin(j1, rows[r].key_hi);
-                if (ja >= jb) continue;
-                for (int h = g * group; h < (g + 1) * group; h++)
-                    wsum_at(a, a->out + ((size_t)r * nh + h) * hd,
-                            SC(r - t->r0, h - h0) + (ja - rows[r].key_lo),
-                            vb + ((size_t)ja * W + (size_t)g * hd) * es, W, jb - ja);
-            }
-    }
-#undef SC
+    walk_blocks(a, t, sc, maxk, 3); /* 3. o += p v, block by block, keys in increasing order */
 }
 
 /* the end of the run that starts at row r0: consecutive rows of its slot, at most run_max */
