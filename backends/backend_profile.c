@@ -16,11 +16,13 @@
 
 enum {
     P_MATMUL, P_RMSNORM, P_ROPE, P_ATTENTION, P_SWIGLU, P_EMBED, P_ADD, P_COPY_ROWS,
-    P_SCALE_SOFTCAP, P_TOPK, P_PROBS, P_DYNCONV, P_PAIR_SCORES, P_UPLOAD, P_DOWNLOAD, P_N
+    P_SCALE_SOFTCAP, P_TOPK, P_PROBS, P_DYNCONV, P_PAIR_SCORES, P_UPLOAD, P_DOWNLOAD,
+    P_KV_STORE_F16, P_ATTENTION_F16, P_N
 };
 static const char *const op_names[P_N] = {
     "matmul", "rmsnorm", "rope", "attention", "swiglu", "embed", "add", "copy_rows",
     "scale_softcap", "topk", "probs", "dynconv", "pair_scores", "upload", "download",
+    "kv_store_f16", "attention_f16",
 };
 
 static const db_backend_ops *real; /* the profiled backend's own table */
@@ -161,6 +163,23 @@ static int p_download(db_backend *be, void *dst, const void *src, size_t bytes)
     return rc;
 }
 
+static void p_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src,
+                           int n, int width)
+{
+    double t0 = now();
+    real->kv_store_f16(be, dst, dst_idx, src, n, width);
+    done(be, P_KV_STORE_F16, t0);
+}
+
+static void p_attention_f16(db_backend *be, float *out, const float *q, const uint16_t *kc,
+                            const uint16_t *vc, int cap, const db_attn_row *rows, int n, int nh,
+                            int nkv, int hd, float scale)
+{
+    double t0 = now();
+    real->attention_f16(be, out, q, kc, vc, cap, rows, n, nh, nkv, hd, scale);
+    done(be, P_ATTENTION_F16, t0);
+}
+
 void db_profile_attach(db_backend *be)
 {
     const char *v = getenv("DB_PROFILE_OPS");
@@ -172,6 +191,9 @@ void db_profile_attach(db_backend *be)
     wrapped.add = p_add, wrapped.copy_rows = p_copy_rows, wrapped.scale_softcap = p_scale_softcap;
     wrapped.topk = p_topk, wrapped.probs = p_probs, wrapped.dynconv = p_dynconv;
     wrapped.pair_scores = p_pair_scores, wrapped.upload = p_upload, wrapped.download = p_download;
+    /* optional ops stay NULL where the backend has none */
+    if (real->kv_store_f16) wrapped.kv_store_f16 = p_kv_store_f16;
+    if (real->attention_f16) wrapped.attention_f16 = p_attention_f16;
     be->ops = &wrapped;
     memset(tot, 0, sizeof tot);
 }

@@ -16,6 +16,9 @@
 #include "cpu_topology.h"
 
 #include <math.h>
+#if HAVE_X86_SIMD
+#include <immintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,19 +358,42 @@ static void cpu_attention_f16(db_backend *be, float *out, const float *q, const 
     attention_dt(be, out, q, kcache, vcache, DB_F16, cap, rows, n, nh, nkv, hd, scale);
 }
 
-/* the f16 cache's store: rows converted element by element (round to nearest even) */
+#if HAVE_X86_SIMD
+/* 8 values at a time with F16C's vcvtps2ph, round to nearest even: the same f16 as
+ * db_f32_to_f16 for every finite and infinite value (test_kernels), at a fraction of the cost
+ * (the scalar loop took 240 us per call of a 32-row prefill of the 124M target, 7 ns a value) */
+__attribute__((target("avx,f16c"))) static int f16_row_f16c(uint16_t *d, const float *s, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    return i;
+}
+#endif
+
+/* the f16 cache's store: rows converted to f16, round to nearest even */
 static void cpu_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src,
                              int n, int width)
 {
     (void)be;
+    int f16c = 0;
+#if HAVE_X86_SIMD
+    f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
 #if HAVE_OPENMP
 #pragma omp parallel for schedule(static) if ((size_t)n * width > 65536)
 #endif
     for (int r = 0; r < n; r++) {
         uint16_t *d = dst + (size_t)dst_idx[r] * (size_t)width;
         const float *s = src + (size_t)r * (size_t)width;
-        for (int i = 0; i < width; i++) d[i] = db_f32_to_f16(s[i]);
+        int i = 0;
+#if HAVE_X86_SIMD
+        if (f16c) i = f16_row_f16c(d, s, width);
+#endif
+        for (; i < width; i++) d[i] = db_f32_to_f16(s[i]);
     }
+    (void)f16c;
 }
 
 static void cpu_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
