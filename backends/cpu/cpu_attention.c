@@ -129,7 +129,7 @@ static int run_end(const db_attn_row *rows, int n, int r0, int run_max)
     return r1;
 }
 
-int db_cpu_attention(const db_attn_args *a, int nthreads, size_t *need)
+int db_cpu_attention(const db_attn_args *a, int nthreads, db_attn_scratch *s, size_t *need)
 {
     const int n = a->n, nkv = a->nkv, nh = a->nh;
     int maxk = 1;
@@ -145,13 +145,15 @@ int db_cpu_attention(const db_attn_args *a, int nthreads, size_t *need)
 
     size_t sc_floats = (size_t)run_max * (size_t)nh * (size_t)maxk;
     size_t ntasks = (size_t)nruns * (size_t)hc;
-    *need = sizeof(float) * sc_floats * (size_t)nthreads + sizeof(attn_task) * ntasks;
-    attn_task *tasks = malloc(sizeof *tasks * ntasks);
-    float *scratch = tasks ? malloc(sizeof(float) * sc_floats * (size_t)nthreads) : NULL;
-    if (!scratch) {
-        free(tasks);
-        return -1;
+    size_t score_bytes = sizeof(float) * sc_floats * (size_t)nthreads;
+    *need = score_bytes + sizeof(attn_task) * ntasks;
+    if (*need > s->cap) {
+        void *p = realloc(s->buf, *need);
+        if (!p) return -1;
+        s->buf = p, s->cap = *need;
     }
+    float *scratch = s->buf; /* floats first: the tasks that follow stay aligned */
+    attn_task *tasks = (attn_task *)((char *)s->buf + score_bytes);
     int nt = 0;
     for (int r0 = 0, r1; r0 < n; r0 = r1) {
         r1 = run_end(a->rows, n, r0, run_max);
@@ -177,7 +179,5 @@ int db_cpu_attention(const db_attn_args *a, int nthreads, size_t *need)
 #endif
         for (int i = 0; i < nt; i++) run_task(a, &tasks[i], sc, (size_t)maxk);
     }
-    free(scratch);
-    free(tasks);
     return 0;
 }

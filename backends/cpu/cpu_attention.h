@@ -21,8 +21,15 @@ typedef struct {
     db_wsum16_kernel wsum16;
 } db_attn_args;
 
+/* the scratch of the calls (per-thread score rows and the task list), kept by the backend and
+ * grown when a call needs more, so a forward does not allocate per layer */
+typedef struct {
+    void *buf;
+    size_t cap; /* bytes */
+} db_attn_scratch;
+
 /* out = softmax(q k^T * scale) v for every row, on up to nthreads OpenMP threads; *need = the
  * scratch bytes it asked for. Returns 0, or -1 when that memory is not there (nothing written). */
-int db_cpu_attention(const db_attn_args *a, int nthreads, size_t *need);
+int db_cpu_attention(const db_attn_args *a, int nthreads, db_attn_scratch *s, size_t *need);
 
 #endif

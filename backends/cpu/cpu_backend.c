@@ -50,6 +50,8 @@ typedef struct {
     float *rope_cs;
     int *rope_pos, rope_n, rope_hd, rope_cap;
     float rope_theta;
+    db_attn_scratch attn; /* attention's score rows and task list, reused across calls */
+    int f16c;     /* the CPU converts f32 -> f16 in hardware (the f16 cache's stores) */
     int failed;   /* latched: the first message stays in be->err */
 } cpu_ctx;
 
@@ -126,6 +128,9 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
         return -1;
     }
     db_attn_kernels(simd, &c->scores, &c->wsum);
+#if HAVE_X86_SIMD
+    c->f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
     db_attn_kernels16(simd, &c->scores16, &c->wsum16);
     c->matmul_quant = db_matmul_quant_select(simd);
     be->quant_weights = 1;
@@ -150,7 +155,7 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
 static void cpu_free(db_backend *be)
 {
     cpu_ctx *c = be->ctx;
-    if (c) free(c->panel), free(c->rope_cs), free(c->rope_pos);
+    if (c) free(c->panel), free(c->rope_cs), free(c->rope_pos), free(c->attn.buf);
     free(c);
     be->ctx = NULL;
 }
@@ -333,7 +338,7 @@ static void attention_dt(db_backend *be, float *out, const float *q, const void 
                          const void *vcache, db_dtype dt, int cap, const db_attn_row *rows, int n,
                          int nh, int nkv, int hd, float scale)
 {
-    const cpu_ctx *c = be->ctx;
+    cpu_ctx *c = be->ctx;
     db_attn_args a = {out, q, kcache, vcache, rows, n, nh, nkv, hd, cap, scale, c->scores, c->wsum,
                       dt, c->scores16, c->wsum16};
     int nthreads = 1;
@@ -341,7 +346,7 @@ static void attention_dt(db_backend *be, float *out, const float *q, const void 
     nthreads = omp_get_max_threads();
 #endif
     size_t bytes;
-    if (db_cpu_attention(&a, nthreads, &bytes) != 0) latch(be, "attention", bytes);
+    if (db_cpu_attention(&a, nthreads, &c->attn, &bytes) != 0) latch(be, "attention", bytes);
 }
 
 static void cpu_attention(db_backend *be, float *out, const float *q, const float *kcache,
@@ -376,11 +381,7 @@ __attribute__((target("avx,f16c"))) static int f16_row_f16c(uint16_t *d, const f
 static void cpu_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src,
                              int n, int width)
 {
-    (void)be;
-    int f16c = 0;
-#if HAVE_X86_SIMD
-    f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-#endif
+    const int f16c = ((const cpu_ctx *)be->ctx)->f16c;
 #if HAVE_OPENMP
 #pragma omp parallel for schedule(static) if ((size_t)n * width > 65536)
 #endif

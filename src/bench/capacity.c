@@ -277,7 +277,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
 }
 
 db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                            const db_hw *hw, int reqs, double prompt, int max_rows)
+                            const db_hw *hw, int reqs, double prompt, int max_rows, db_dtype kv)
 {
     double es = db_dtype_weight_bytes(dt), rows = reqs * prompt;
     int chunks = (int)ceil(rows / (max_rows > 0 ? max_rows : 128));
@@ -286,7 +286,7 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
     db_cost c = {0};
     for (int i = 0; i < chunks; i++) {
         /* a chunk's rows attend to about half a prompt; the head runs for the last rows */
-        add(&c, stack_cost(t, es, 4, hw, per, per * prompt / 2, prompt / 2, (double)reqs / chunks,
+        add(&c, stack_cost(t, es, (double)db_dtype_size(kv), hw, per, per * prompt / 2, prompt / 2, (double)reqs / chunks,
                            t->vocab, t->hidden));
         if (d) {
             const db_model_config *m = &d->base;
@@ -300,7 +300,7 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
 }
 
 double db_roofline_point(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                         const db_hw *hw, const db_point_raw *raw)
+                         const db_hw *hw, const db_point_raw *raw, db_dtype kv)
 {
     const db_point_key *k = &raw->key;
     int n = raw->n_prompts * raw->repetitions;
@@ -324,11 +324,12 @@ double db_roofline_point(const db_model_config *t, const db_drafter_config *d, d
     db_step_shape s = {.concurrency = N, .block = B, .ctx = prompt + out / 2,
                        .tau = decode_cycles > 0 ? cycle_tokens / decode_cycles : 1,
                        .use_conv = strcmp(k->variant, "selector-off") == 0 || strcmp(k->variant, "dflash2") == 0,
-                       .use_sel = strcmp(k->variant, "conv-off") == 0 || strcmp(k->variant, "dflash2") == 0};
+                       .use_sel = strcmp(k->variant, "conv-off") == 0 || strcmp(k->variant, "dflash2") == 0,
+                       .kv_dtype = kv};
     db_step_cost sc;
     db_roofline_step(t, draft ? d : NULL, dt, hw, &s, &sc);
     int rows = N * B > 128 ? N * B : 128;
-    db_cost pf = db_roofline_prefill(t, draft ? d : NULL, dt, hw, N, prompt, rows);
+    db_cost pf = db_roofline_prefill(t, draft ? d : NULL, dt, hw, N, prompt, rows, kv);
     double wave = pf.t + decode_cycles * sc.t; /* N requests from admission to their last token */
     return wave > 0 ? N * out / wave : 0;
 }

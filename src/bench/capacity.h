@@ -99,9 +99,9 @@ typedef struct {
 void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                       const db_hw *hw, const db_step_shape *s, db_step_cost *out);
 /* prefill of `reqs` prompts of `prompt` tokens each in target calls of up to `max_rows` rows
- * (plus the drafter's context materialization when d is given) */
+ * (plus the drafter's context materialization when d is given); kv: the caches' dtype */
 db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                            const db_hw *hw, int reqs, double prompt, int max_rows);
+                            const db_hw *hw, int reqs, double prompt, int max_rows, db_dtype kv);
 
 /* Predicted throughput of a measured sweep point, in the same terms as throughput_tok_s
  * (tokens / wall seconds of a repetition, prefill included): its requests run in waves of N,
@@ -109,6 +109,6 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
  * own mean acceptance length, at the mean context (prompt + half the output). d may be NULL
  * for ar. 0 when the point has no requests. */
 double db_roofline_point(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                         const db_hw *hw, const db_point_raw *raw);
+                         const db_hw *hw, const db_point_raw *raw, db_dtype kv);
 
 #endif

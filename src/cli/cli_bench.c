@@ -280,7 +280,7 @@ static void row_cost(const db_session *s, db_dtype dt, db_dtype kvt, const char 
         r->bytes = c.draft.bytes;
         r->flops = c.draft.flops;
     } else if (!strcmp(mode, "prefill")) {
-        db_cost c = db_roofline_prefill(tc, NULL, dt, &hw, 1, r->rows, r->rows);
+        db_cost c = db_roofline_prefill(tc, NULL, dt, &hw, 1, r->rows, r->rows, kvt);
         /* prefill's model attends to half a prompt from position 0; add the cached context */
         c.flops += 4.0 * tc->n_layers * r->rows * tc->n_heads * (double)tc->head_dim * r->ctx;
         c.bytes += (double)tc->n_layers * r->ctx * 2 * tc->n_kv_heads * tc->head_dim *

@@ -442,7 +442,7 @@ static int point_rep(run_ctx *c, db_point_raw *raw, int r, char *err, size_t err
     if (!rc && got != raw->n_prompts) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, raw->n_prompts);
     if (!rc && r + 1 == raw->repetitions && c->sw.predict)
         raw->predicted_tok_s = db_roofline_point(&c->tcfg, c->dslot >= 0 ? &c->ds.slot[c->dslot].cfg : NULL, c->wdtype,
-                                                 &c->hw, raw);
+                                                 &c->hw, raw, c->kv_dtype);
     return rc;
 }
 
