@@ -126,6 +126,12 @@ typedef struct {
     int (*pair_scores)(db_backend *be, float *out, const float *g, const int *prev,
                        const int *cand, const db_weight *pred, const db_weight *succ, int n,
                        int k, int r);
+    /* DSpark Markov correction (docs/checkpoints.md, "DSpark drafter"), in place on x [N, Vd]
+     * (Vd = w2->rows): x[t][i] += scale * (sum_{j<R} w2[i, j] * w1[prev[t], j]), the sum taken
+     * in order j = 0..R-1 in f32 from the stored values; prev [N] host ids (rows of w1),
+     * w1 [V, R], w2 [Vd, R], element dtypes (f32, bf16, f16). */
+    void (*markov_bias)(db_backend *be, float *x, const int *prev, const db_weight *w1,
+                        const db_weight *w2, float scale, int n);
 
     /* Synthetic weights (capacity planning), generated in place on the device: dst[i], i < n,
      * stored in dtype dt, = db_fill_random_value(seed, offset + i, scale, mean) rounded to dt

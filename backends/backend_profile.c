@@ -17,12 +17,12 @@
 enum {
     P_MATMUL, P_RMSNORM, P_ROPE, P_ATTENTION, P_SWIGLU, P_EMBED, P_ADD, P_COPY_ROWS,
     P_SCALE_SOFTCAP, P_TOPK, P_PROBS, P_DYNCONV, P_PAIR_SCORES, P_UPLOAD, P_DOWNLOAD,
-    P_KV_STORE_F16, P_ATTENTION_F16, P_N
+    P_KV_STORE_F16, P_ATTENTION_F16, P_MARKOV_BIAS, P_N
 };
 static const char *const op_names[P_N] = {
     "matmul", "rmsnorm", "rope", "attention", "swiglu", "embed", "add", "copy_rows",
     "scale_softcap", "topk", "probs", "dynconv", "pair_scores", "upload", "download",
-    "kv_store_f16", "attention_f16",
+    "kv_store_f16", "attention_f16", "markov_bias",
 };
 
 static const db_backend_ops *real; /* the profiled backend's own table */
@@ -147,6 +147,14 @@ static int p_pair_scores(db_backend *be, float *out, const float *g, const int *
     return rc;
 }
 
+static void p_markov_bias(db_backend *be, float *x, const int *prev, const db_weight *w1,
+                          const db_weight *w2, float scale, int n)
+{
+    double t0 = now();
+    real->markov_bias(be, x, prev, w1, w2, scale, n);
+    done(be, P_MARKOV_BIAS, t0);
+}
+
 static int p_upload(db_backend *be, void *dst, const void *src, size_t bytes)
 {
     double t0 = now();
@@ -190,6 +198,7 @@ void db_profile_attach(db_backend *be)
     wrapped.attention = p_attention, wrapped.swiglu = p_swiglu, wrapped.embed = p_embed;
     wrapped.add = p_add, wrapped.copy_rows = p_copy_rows, wrapped.scale_softcap = p_scale_softcap;
     wrapped.topk = p_topk, wrapped.probs = p_probs, wrapped.dynconv = p_dynconv;
+    wrapped.markov_bias = p_markov_bias;
     wrapped.pair_scores = p_pair_scores, wrapped.upload = p_upload, wrapped.download = p_download;
     /* optional ops stay NULL where the backend has none */
     if (real->kv_store_f16) wrapped.kv_store_f16 = p_kv_store_f16;

@@ -13,7 +13,10 @@
 #   scripts/plot writes non-empty PNGs (skipped without gnuplot);
 #   check-lossless passes on the pair (also with each CPU matmul kernel forced through
 #   DB_CPU_KERNEL, and with f16 K/V caches: --kv-dtype f16) and exits 1 on a planted mismatch;
-#   a run with --kv-dtype f16 records kv_dtype f16 in its rows and meta.json.
+#   a run with --kv-dtype f16 records kv_dtype f16 in its rows and meta.json;
+#   dspark: check-lossless passes at B = 4, 8, 16 on the DSpark fixture pair (tests/data), and a
+#   run naming dspark without its default checkpoint (models/tiny-qwen3-dspark-b16) present
+#   fails with exit 2 and one line naming that directory.
 set -u
 . "$(dirname "$0")/tap.sh"
 
@@ -237,5 +240,24 @@ ok "$rc" "check-lossless passes with --kv-dtype f16"
 rc=$?
 ok "$([ "$rc" = 1 ] && grep -q "prompt 0 differs at output position 2" "$tmp/cl2"; echo $?)" \
     "check-lossless exits 1 on a planted mismatch, naming prompt and position (rc $rc)"
+
+# ---- dspark on its fixture pair ----
+"$BIN" check-lossless --target "$ROOT/tests/data/qwen3-f32-tied" --drafter "$ROOT/tests/data/dspark-f32" \
+    --random-prompts 6 -n 24 -B 4,8,16 --threads 1 >"$tmp/cld" 2>&1
+rc=$?
+ok "$([ "$rc" = 0 ] && [ "$(grep -c '^ok  dspark' "$tmp/cld")" = 3 ]; echo $?)" \
+    "check-lossless passes for dspark at B 4, 8, 16 on the DSpark fixture (rc $rc)"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/cld"
+if [ ! -e "$ROOT/models/tiny-qwen3-dspark-b16" ]; then
+    "$BIN" run --target "$TARGET" -v ar,dspark --dataset math --max-samples 1 -n 4 -c 1 -B 4 \
+        --warmup 0 -r 1 --threads 1 --out "$tmp/rds" >"$tmp/rds.out" 2>"$tmp/rds.err"
+    rc=$?
+    ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/rds.err")" = 1 ] && grep -q "tiny-qwen3-dspark-b16" "$tmp/rds.err" &&
+          [ ! -e "$tmp/rds" ]; echo $?)" "dspark without its default checkpoint: exit 2, one line naming it, no results (rc $rc)"
+    [ "$rc" = 2 ] || sed 's/^/# /' "$tmp/rds.err"
+else
+    n=$((n + 1))
+    echo "ok $n - dspark without its default checkpoint # SKIP models/tiny-qwen3-dspark-b16 is present"
+fi
 
 done_testing

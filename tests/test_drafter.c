@@ -5,7 +5,9 @@
  *   identity convolution weights == no convolution (bitwise);
  *   greedy output of every variant == `ar`, token for token, on 20 prompts at B = 4, 8, 16,
  *   4 requests batched per cycle;
- *   a variant the checkpoint cannot run is refused naming the missing tensor. */
+ *   a variant the checkpoint cannot run is refused naming the missing tensor;
+ *   DSpark: the corrected logits of block positions 1..B-1 (given the golden walk's previous
+ *   picks) vs golden, on a full and on a reduced (d2t) draft vocabulary. */
 #include "engine/engine.h"
 #include "tap.h"
 #include "test_util.h"
@@ -20,14 +22,19 @@
 static db_backend *be;
 static char err[1024];
 
-static int load_pair(db_target *t, db_drafter *d, const char *drafter_dir)
+static int load_pair_on(db_target *t, db_drafter *d, const char *drafter_dir, const char *target)
 {
-    if (db_target_load(t, be, tu_data("qwen3-f32-tied"), err, sizeof err) != 0 ||
+    if (db_target_load(t, be, tu_data(target), err, sizeof err) != 0 ||
         db_drafter_load(d, be, drafter_dir, t, err, sizeof err) != 0) {
         tap_diag("%s", err);
         return -1;
     }
     return 0;
+}
+
+static int load_pair(db_target *t, db_drafter *d, const char *drafter_dir)
+{
+    return load_pair_on(t, d, drafter_dir, "qwen3-f32-tied");
 }
 
 /* prefill ctx tokens into slot 0 of target and drafter */
@@ -54,7 +61,8 @@ static int open_fixture(const char *name, cJSON **g, db_target *t, db_drafter *d
 {
     const char *dir = tu_data(name);
     *g = tu_golden(dir);
-    if (!*g || load_pair(t, d, dir)) {
+    const cJSON *tg = *g ? cJSON_GetObjectItem(*g, "target") : NULL;
+    if (!*g || load_pair_on(t, d, dir, cJSON_IsString(tg) ? tg->valuestring : "qwen3-f32-tied")) {
         tap_ok(0, "%s: load", name);
         cJSON_Delete(*g);
         return -1;
@@ -68,7 +76,7 @@ static void check_block_logits(const char *name)
     db_target t;
     db_drafter d;
     if (open_fixture(name, &g, &t, &d)) return;
-    int n, V = t.cfg.vocab;
+    int n, V = d.cfg.draft_vocab; /* the drafter's rows: its draft vocabulary */
     int *ctx = tu_ints(cJSON_GetObjectItem(g, "context_tokens"), &n);
     int anchor = cJSON_GetObjectItem(g, "anchor")->valueint;
     int B = cJSON_GetObjectItem(g, "block_size")->valueint;
@@ -104,6 +112,58 @@ static void check_block_logits(const char *name)
         tap_ok(same, "%s/%s: top-%d ids per row == golden", name, var->string, k);
     }
     free(ctx);
+    db_drafter_free(&d);
+    db_target_free(&t);
+    cJSON_Delete(g);
+}
+
+/* DSpark: row r corrected by the golden walk's prev[r] (db_dspark_correct, the engine's
+ * backend ops) == the reference's corrected row; its argmax mapped through d2t == the pick */
+static void check_dspark_corrected(const char *name)
+{
+    cJSON *g;
+    db_target t;
+    db_drafter d;
+    if (open_fixture(name, &g, &t, &d)) return;
+    int n, Vd = d.cfg.draft_vocab, nmap;
+    int *ctx = tu_ints(cJSON_GetObjectItem(g, "context_tokens"), &n);
+    int *map = tu_ints(cJSON_GetObjectItem(g, "draft_to_target"), &nmap);
+    int anchor = cJSON_GetObjectItem(g, "anchor")->valueint;
+    int B = cJSON_GetObjectItem(g, "block_size")->valueint;
+    const cJSON *var = cJSON_GetObjectItem(cJSON_GetObjectItem(g, "variants"), "dspark");
+    int np, npk, *prev = tu_ints(cJSON_GetObjectItem(var, "prev"), &np);
+    int *picks = tu_ints(cJSON_GetObjectItem(var, "picks"), &npk);
+    int ok = nmap == Vd && np == B - 1 && npk == B - 1 && memcmp(map, d.markov.d2t, sizeof(int) * (size_t)Vd) == 0;
+    tap_ok(ok, "%s: draft vocabulary %d of %d, d2t map == golden", name, Vd, t.cfg.vocab);
+    if (Vd < t.cfg.vocab) /* make_fixtures.py: scale 0.8, own lm_head, confidence head */
+        tap_ok(fabsf(d.markov.scale - 0.8f) < 1e-7f && d.markov.lm_head.data && d.markov.has_confidence,
+               "%s: scale %g, own lm_head, confidence head loaded", name, d.markov.scale);
+    ok = ok && prefill_context(&t, &d, ctx, n) == 0 &&
+         db_drafter_block(&d, (int[]){0}, &anchor, 1, B, 0, err, sizeof err) == 0;
+    if (!ok) tap_diag("%s", err);
+    double worst = 0;
+    int same = ok;
+    float *row = malloc(sizeof(float) * (size_t)Vd);
+    const cJSON *cor = cJSON_GetObjectItem(var, "corrected");
+    for (int r = 0; ok && r < B - 1; r++) {
+        db_dspark_correct(&d.markov, be, d.s.corr, db_drafter_logits(&d), &r, &prev[r], 1);
+        int m, top;
+        ok = be->ops->download(be, row, d.s.corr, sizeof(float) * (size_t)Vd) == 0 &&
+             be->ops->topk(be, &top, NULL, d.s.corr, 1, Vd, 1) == 0;
+        float *ref = tu_floats(cJSON_GetArrayItem(cor, r), &m);
+        double e = ok && m == Vd ? tu_max_rel_err(row, ref, (size_t)Vd, 1.0) : INFINITY;
+        if (e > worst) worst = e;
+        same = same && ok && d.markov.d2t[top] == picks[r];
+        free(ref);
+    }
+    tap_ok(ok && worst < 1e-4, "%s: corrected logits of positions 1..%d vs golden, max rel err %.2e", name,
+           B - 1, worst);
+    tap_ok(same, "%s: greedy walk picks (argmax of each corrected row, through d2t) == golden", name);
+    free(row);
+    free(ctx);
+    free(map);
+    free(prev);
+    free(picks);
     db_drafter_free(&d);
     db_target_free(&t);
     cJSON_Delete(g);
@@ -266,7 +326,7 @@ static int drafter_with_block(const char *src, int block, char *out, size_t n)
     return symlink(abs, q);
 }
 
-static void check_lossless(const char *name, int B)
+static void check_lossless_on(const char *name, const char *target, int B)
 {
     char dir[256];
     if (drafter_with_block(tu_data(name), 16, dir, sizeof dir) != 0) {
@@ -275,7 +335,7 @@ static void check_lossless(const char *name, int B)
     }
     db_target t;
     db_drafter d;
-    if (load_pair(&t, &d, dir)) {
+    if (load_pair_on(&t, &d, dir, target)) {
         tap_ok(0, "%s: load", name);
         return;
     }
@@ -286,7 +346,7 @@ static void check_lossless(const char *name, int B)
     for (int i = 0; i < NP; i++) {
         lens[i] = 3 + (int)(db_rng_next(&rng) % 10);
         prompts[i] = malloc(sizeof(int) * (size_t)lens[i]);
-        for (int j = 0; j < lens[i]; j++) prompts[i][j] = (int)(db_rng_next(&rng) % 90);
+        for (int j = 0; j < lens[i]; j++) prompts[i][j] = (int)(db_rng_next(&rng) % (t.cfg.vocab > 16 ? 90 : 14));
         ref[i] = malloc(sizeof(int) * MAXNEW);
         out[i] = malloc(sizeof(int) * MAXNEW);
     }
@@ -313,6 +373,8 @@ static void check_lossless(const char *name, int B)
     rmdir(dir);
 }
 
+static void check_lossless(const char *name, int B) { check_lossless_on(name, "qwen3-f32-tied", B); }
+
 static void check_variant_refused(void)
 {
     db_target t;
@@ -329,8 +391,21 @@ static void check_variant_refused(void)
     tap_ok(db_variant_check(DB_VAR_DFLASH, &d, err, sizeof err) == 0, "dflash runs on v1");
     tap_ok(d.cfg.n_taps == 2 && d.cfg.tap_layers[0] == 1 && d.cfg.tap_layers[1] == 3,
            "default target_layer_ids for N=6, n=2 are [1, 3]");
+    rc = db_variant_check(DB_VAR_DSPARK, &d, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "DSpark"), "dspark on a v1 drafter refused: %s", err);
     db_drafter_free(&d);
     db_target_free(&t);
+    if (load_pair(&t, &d, tu_data("dspark-f32")) == 0) {
+        rc = db_variant_check(DB_VAR_DFLASH, &d, err, sizeof err);
+        tap_ok(rc == DB_EINPUT && strstr(err, "DFlash 1") && strstr(err, "DSpark"),
+               "dflash on a DSpark drafter refused: %s", err);
+        tap_ok(d.markov.rank == 8 && d.markov.scale == 1.0f && !d.markov.has_confidence && !d.markov.lm_head.data,
+               "dspark-f32: rank 8 from the tensor shape, scale 1 by default, no own head, no confidence head");
+        db_drafter_free(&d);
+        db_target_free(&t);
+    } else {
+        tap_ok(0, "dspark-f32 load: %s", err);
+    }
 }
 
 int main(void)
@@ -351,6 +426,16 @@ int main(void)
         check_lossless("dflash-v1-f32", blocks[i]);
     }
     check_lossless("dflash2-swa-f32", 8);
+    const char *dsparks[] = {"dspark-f32", "dspark-v16-f32"};
+    for (int i = 0; i < 2; i++) {
+        check_block_logits(dsparks[i]);
+        check_dspark_corrected(dsparks[i]);
+        check_cycle_trace(dsparks[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        check_lossless("dspark-f32", blocks[i]);
+        check_lossless_on("dspark-v16-f32", "qwen3-v16-f32", blocks[i]);
+    }
     db_backend_destroy(be);
     return tap_done();
 }

@@ -630,6 +630,37 @@ static void test_pair_scores(db_backend *g, const char *name)
     }
 }
 
+/* the DSpark correction: bitwise the CPU backend's (same summation order, no contraction) */
+static void test_markov_bias(db_backend *g, const char *name)
+{
+    static const int cases[][4] = {{3, 40, 33, 5}, {4, 300, 2100, 64}}; /* n, V, Vd, R */
+    static const db_dtype dts[][2] = {{DB_F32, DB_F32}, {DB_BF16, DB_BF16}, {DB_F16, DB_BF16}};
+    for (int ci = 0; ci < 2; ci++)
+        for (int di = 0; di < 3; di++) {
+            int n = cases[ci][0], V = cases[ci][1], Vd = cases[ci][2], R = cases[ci][3];
+            db_dtype d1 = dts[di][0], d2 = dts[di][1];
+            float *af = rand_floats((size_t)V * R, -1, 1), *bf = rand_floats((size_t)Vd * R, -1, 1);
+            void *ah = to_dtype(af, (size_t)V * R, d1), *bh = to_dtype(bf, (size_t)Vd * R, d2);
+            float *x = rand_floats((size_t)n * Vd, -2, 2);
+            int *prev = rand_ints((size_t)n, 0, V);
+            db_weight c1, c2, g1, g2;
+            db_weight_upload(cpu, &c1, ah, d1, V, R), db_weight_upload(cpu, &c2, bh, d2, Vd, R);
+            db_weight_upload(g, &g1, ah, d1, V, R), db_weight_upload(g, &g2, bh, d2, Vd, R);
+            size_t xb = sizeof(float) * (size_t)n * Vd;
+            float *xc = dev_put(cpu, x, xb), *xg = dev_put(g, x, xb);
+            cpu->ops->markov_bias(cpu, xc, prev, &c1, &c2, 0.5f, n);
+            g->ops->markov_bias(g, xg, prev, &g1, &g2, 0.5f, n);
+            float *oc = malloc(xb), *og = malloc(xb);
+            int rc = cpu->ops->download(cpu, oc, xc, xb) | g->ops->download(g, og, xg, xb);
+            if (rc) tap_diag("%s", g->err);
+            tap_ok(!rc && memcmp(oc, og, xb) == 0, "%s: markov_bias n=%d V=%d Vd=%d R=%d %s / %s: bitwise the CPU op",
+                   name, n, V, Vd, R, db_dtype_name(d1), db_dtype_name(d2));
+            db_weight_free(cpu, &c1), db_weight_free(cpu, &c2), db_weight_free(g, &g1), db_weight_free(g, &g2);
+            cpu->ops->dfree(cpu, xc), g->ops->dfree(g, xg);
+            free(af), free(bf), free(ah), free(bh), free(x), free(prev), free(oc), free(og);
+        }
+}
+
 /* ------------------------------------------------------------------------ the pipeline */
 
 enum { NPROMPT = 3, MAX_NEW = 24 };
@@ -662,7 +693,7 @@ static int generate(const db_backend_ops *ops, int deterministic, db_variant v, 
         return rc;
     }
     if (v != DB_VAR_AR) {
-        rc = db_drafter_load(&d, be, tu_data("dflash2-f32"), &t, err, sizeof err);
+        rc = db_drafter_load(&d, be, tu_data(v == DB_VAR_DSPARK ? "dspark-f32" : "dflash2-f32"), &t, err, sizeof err);
         has_d = rc == 0;
     }
     static const int p0[] = {1, 17, 4, 60, 2}, p1[] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, p2[] = {42};
@@ -704,6 +735,7 @@ static void test_pipeline(const db_backend_ops *ops, int quick)
     for (int det = 1; det >= 0; det--) {
         for (int v = DB_VAR_AR; v < DB_VAR_COUNT; v++) {
             if (v == DB_VAR_DFLASH) continue; /* a DFlash 1 checkpoint's; the fixture is DFlash 2 */
+            /* dspark runs on the DSpark fixture (generate) */
             if (quick && (v == DB_VAR_SELECTOR_OFF || v == DB_VAR_CONV_OFF || (!det && v != DB_VAR_DFLASH2)))
                 continue;
             int oc[NPROMPT][MAX_NEW], og[NPROMPT][MAX_NEW], nc[NPROMPT], ng[NPROMPT];
@@ -813,6 +845,7 @@ static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_ini
     test_probs(g, name);
     test_dynconv(g, name);
     test_pair_scores(g, name);
+    test_markov_bias(g, name);
     test_fill_random(g, name);
     int rc = g->ops->sync(g);
     tap_ok(rc == 0, "%s: no device error latched (%s)", name, rc ? g->err : "ok");

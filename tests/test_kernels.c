@@ -997,6 +997,48 @@ static void op_pair_scores(db_backend *be)
         }
 }
 
+/* DSpark correction: x[t][i] += s * W2[i] . W1[prev[t]], against double; mixed dtypes, a
+ * vocabulary slice wide enough for the threaded loop */
+static void op_markov_bias(db_backend *be)
+{
+    static const int shapes[][3] = {{10, 7, 4}, {300, 2048, 64}}; /* V, Vd, R */
+    for (int si = 0; si < 2; si++)
+        for (int di = 0; di < 3; di++) {
+            db_dtype d1 = dtypes[di], d2 = dtypes[(di + 1) % 3];
+            const int V = shapes[si][0], Vd = shapes[si][1], R = shapes[si][2], n = 3;
+            const float scale = 0.75f;
+            void *a = rand_weights(d1, (size_t)V * R), *b = rand_weights(d2, (size_t)Vd * R);
+            db_weight w1 = {a, d1, V, R}, w2 = {b, d2, Vd, R};
+            float *x = malloc(sizeof(float) * n * Vd), *x0 = malloc(sizeof(float) * n * Vd);
+            rand_fill(x0, (size_t)n * Vd, -3, 3);
+            memcpy(x, x0, sizeof(float) * n * Vd);
+            int prev[3] = {V - 1, 0, (int)(db_rng_next(&rng) % V)};
+            be->ops->markov_bias(be, x, prev, &w1, &w2, scale, n);
+            int bad = be->ops->sync(be) != 0;
+            double worst = 0;
+            for (int t = 0; t < n && !bad; t++)
+                for (int i = 0; i < Vd; i++) {
+                    double s = 0, S = 0;
+                    for (int j = 0; j < R; j++) {
+                        double term = dec(d2, b, (size_t)i * R + j) * dec(d1, a, (size_t)prev[t] * R + j);
+                        s += term;
+                        S += fabs(term);
+                    }
+                    double want = x0[(size_t)t * Vd + i] + scale * s;
+                    double e = fabs(x[(size_t)t * Vd + i] - want) /
+                               (tol_dot(R) * (scale * S + fabs(want)) + 1e-30);
+                    if (e > worst || e != e) worst = e;
+                    if (!(e <= 1.0)) bad++;
+                }
+            tap_ok(!bad, "markov_bias W1 %s / W2 %s, V %d, Vd %d, R %d: within 1e-5*sqrt(R) of double "
+                   "(worst %.3g)", db_dtype_name(d1), db_dtype_name(d2), V, Vd, R, worst);
+            free(a);
+            free(b);
+            free(x);
+            free(x0);
+        }
+}
+
 /* ---------------------------------------------------------------- 4. conversions */
 
 /* code of the value nearest to ax >= 0 among tab[0..ncodes) (increasing; the last entry is
@@ -1265,6 +1307,7 @@ int main(void)
     op_probs(fast);
     op_dynconv(fast);
     op_pair_scores(fast);
+    op_markov_bias(fast);
     op_attention_out_of_memory();
 
     db_backend_destroy(det);

@@ -279,10 +279,12 @@ static void variants(void)
 {
     db_sweep s;
     db_sweep_init(&s);
-    int same = s.n_variant == DB_VAR_COUNT - 1, j = 0;
+    int nd = 0, j = 0;
+    for (int i = 0; i < DB_VAR_COUNT; i++) nd += db_variant_table[i].in_default;
+    int same = s.n_variant == nd && !db_variant_table[DB_VAR_DFLASH2_BARE].in_default;
     for (int i = 0; same && i < DB_VAR_COUNT; i++)
-        if (i != DB_VAR_DFLASH2_BARE) same = !strcmp(s.variant[j++], db_variant_table[i].name);
-    tap_ok(same, "the default sweep runs every variant of the table but dflash2-bare, in table order");
+        if (db_variant_table[i].in_default) same = !strcmp(s.variant[j++], db_variant_table[i].name);
+    tap_ok(same, "the default sweep runs the variants marked in_default (never dflash2-bare), in table order");
     const char *root = getenv("DB_SOURCE_ROOT");
     char path[1024], *readme = NULL;
     snprintf(path, sizeof path, "%s/README.md", root ? root : ".");

@@ -1394,6 +1394,70 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* DSpark Markov correction                                                                 */
+
+/* one thread per (row t, draft id i): the dot product over R in order j = 0..R-1, as the C
+ * reference sums it (bitwise the same: -fmad=false) */
+template <int D1, int D2>
+__global__ void k_markov_bias(float *x, const int *prev, const void *w1, const void *w2, float scale,
+                              int n, int vd, int r)
+{
+    for (int t = blockIdx.y; t < n; t += gridDim.y) {
+        size_t p = (size_t)prev[t] * r;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < vd; i += gridDim.x * blockDim.x) {
+            float s = 0.0f;
+            for (int j = 0; j < r; j++) {
+                float tmp = load_elem<D2>(w2, (size_t)i * r + j) * load_elem<D1>(w1, p + j);
+                s += tmp;
+            }
+            x[(size_t)t * vd + i] += scale * s;
+        }
+    }
+}
+
+template <int D1>
+void launch_markov_bias(db_backend *be, dim3 grid, float *x, const int *dprev, const db_weight *w1,
+                        const db_weight *w2, float scale, int n)
+{
+    cudaStream_t st = ctx_of(be)->stream;
+    int vd = w2->rows, r = w2->cols;
+    switch (w2->dtype) {
+    case DB_F32: launch_kernel(k_markov_bias<D1, DB_F32>, grid, 256, 0, st, x, dprev, w1->data, w2->data, scale, n, vd, r); break;
+    case DB_BF16: launch_kernel(k_markov_bias<D1, DB_BF16>, grid, 256, 0, st, x, dprev, w1->data, w2->data, scale, n, vd, r); break;
+    case DB_F16: launch_kernel(k_markov_bias<D1, DB_F16>, grid, 256, 0, st, x, dprev, w1->data, w2->data, scale, n, vd, r); break;
+    default: break; /* quantized: refused in gpu_markov_bias */
+    }
+}
+
+void gpu_markov_bias(db_backend *be, float *x, const int *prev, const db_weight *w1, const db_weight *w2,
+                     float scale, int n)
+{
+    if (n <= 0 || w2->rows <= 0) return;
+    if (w1->cols != w2->cols) {
+        latch(be, "markov_bias: rank mismatch (%d vs %d)", w1->cols, w2->cols);
+        return;
+    }
+    if (db_dtype_is_quant(w1->dtype) || db_dtype_is_quant(w2->dtype)) {
+        latch(be, "markov_bias: %s Markov head weights are not run on the GPU (f32, bf16 or f16 only)",
+              db_dtype_name(db_dtype_is_quant(w1->dtype) ? w1->dtype : w2->dtype));
+        return;
+    }
+    size_t ib = sizeof(int) * (size_t)n;
+    if (arena_reserve(be, align_up(ib))) return;
+    const int *dprev = (const int *)arena_put(be, prev, ib);
+    if (!dprev) return;
+    unsigned bx = blocks_for((size_t)w2->rows, 256);
+    dim3 grid(bx < 1024 ? bx : 1024, (unsigned)n < MAX_GRID_Y ? (unsigned)n : MAX_GRID_Y);
+    switch (w1->dtype) {
+    case DB_F32: launch_markov_bias<DB_F32>(be, grid, x, dprev, w1, w2, scale, n); break;
+    case DB_BF16: launch_markov_bias<DB_BF16>(be, grid, x, dprev, w1, w2, scale, n); break;
+    case DB_F16: launch_markov_bias<DB_F16>(be, grid, x, dprev, w1, w2, scale, n); break;
+    default: break;
+    }
+    LAUNCH_CHECK(be, "k_markov_bias");
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* lifetime and memory                                                                      */
 
 int gpu_init(db_backend *be, const db_backend_opts *opts)
@@ -1611,6 +1675,7 @@ extern "C" const db_backend_ops DB_GPU_OPS = {
     .probs = gpu_probs,
     .dynconv = gpu_dynconv,
     .pair_scores = gpu_pair_scores,
+    .markov_bias = gpu_markov_bias,
     .fill_random = gpu_fill_random,
     .mem_available = gpu_mem_available,
 };

@@ -43,7 +43,7 @@ stats (dict):
   "recall": {"top1_hits", "top1_reached", "topk_hits", "topk_reached", "recall@1", "recall@k"} per
            position: the target's token at position P+i is taken from the final committed sequence
            (in hindsight; identical to the target's own greedy continuation at T = 0); top-1 / top-k are
-           of the drafter's row logits; position i is counted (reached) only where positions 1..i-1
+           of the drafter's row logits (dspark: of the corrected rows of the walk); position i is counted (reached) only where positions 1..i-1
            were all hits in the same sense and P+i lies inside the committed sequence,
   "min_margin" (T == 0 only): smallest top1 - top2 gap over every greedy decision taken (target rows
            used, drafter row argmax / selector score argmax, drafter top-k boundary) -- a tie check,
@@ -106,8 +106,8 @@ def speculative_generate(target, drafter, prompt_ids, variant, block_size, max_n
         assert cache.length == P
         d = drafter.draft_block(ctx, anchor, P, B, variant)
         picks, info = drafter.select(d, anchor, variant, temperature, top_p, top_k, gen)
-        row_top.append((P, [topk_desc(r, 1)[0] for r in d["logits"]],
-                        [topk_desc(r, rk) for r in d["logits"]]))
+        rows = info.get("corrected", d["logits"])  # dspark: the corrected rows of the walk
+        row_top.append((P, [topk_desc(r, 1)[0] for r in rows], [topk_desc(r, rk) for r in rows]))
         vlog, vtaps = target.forward([anchor] + picks, cache, tap_layers=taps_ids)
         a = 0
         bonus = None

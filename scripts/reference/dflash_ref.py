@@ -34,7 +34,21 @@ API:
         order, each token whose preceding cumulative probability is < top_p; renormalise).
 
 Variants: "dflash" (selector off, conv = identity), "selector-off" (conv on), "conv-off" (selector on,
-conv = identity), "dflash2" (both on).  "ar" has no drafter.
+conv = identity), "dflash2" (both on), "dspark" (a DSpark checkpoint: the DFlash 1 block, then the
+sequential Markov walk below).  "ar" has no drafter.
+
+DSpark (docs/checkpoints.md, "DSpark drafter"): config architectures DSparkDraftModel (aliases
+Qwen3DSparkModel, DSparkSpeculator), optional draft_vocab_size Vd (default V) and
+markov_head_type "vanilla".  Tensors markov_head.markov_w1.weight W1 [V, R] (rows by target id),
+markov_head.markov_w2.weight W2 [Vd, R], optional markov_head.markov_w2.scale s [1] (default 1),
+d2t [Vd] ints (draft id i -> target id i + d2t[i]), lm_head.weight [Vd, H] (own head; else the
+target's), confidence_head.proj.weight [1, H + R] / .bias [1] (checked, unused).
+    draft_block logits of a DSpark drafter: [B-1, V] with the Vd draft logits scattered to their
+        target ids, -inf at every other id.
+    drafter.markov_bias(prev) -> [V]: s * W2 . W1[prev] scattered like the logits (0 elsewhere).
+    select(..., "dspark"): prev = anchor; per row t: z_t = logits_t + markov_bias(prev); pick = argmax
+        z_t (ties -> smaller id) or a draw from filtered_probs(z_t); prev = pick.
+        info["corrected"] = the z rows [B-1, V]; info["q"] = the filtered z distributions.
 """
 import math
 
@@ -43,9 +57,10 @@ import torch
 from qwen3_ref import _get, apply_rope, attention, parse_rope_theta, rms_norm, argmax_smallest
 from safetensors_io import load_hf_dir
 
-VARIANTS = ("ar", "dflash", "selector-off", "conv-off", "dflash2")
-USES_SELECTOR = {"dflash": False, "selector-off": False, "conv-off": True, "dflash2": True}
-USES_CONV = {"dflash": False, "selector-off": True, "conv-off": False, "dflash2": True}
+VARIANTS = ("ar", "dflash", "selector-off", "conv-off", "dflash2", "dspark")
+USES_SELECTOR = {"dflash": False, "selector-off": False, "conv-off": True, "dflash2": True, "dspark": False}
+USES_CONV = {"dflash": False, "selector-off": True, "conv-off": False, "dflash2": True, "dspark": False}
+DSPARK_ARCHS = ("DSparkDraftModel", "Qwen3DSparkModel", "DSparkSpeculator")
 
 
 def default_target_layer_ids(N, n):
@@ -62,6 +77,9 @@ class DrafterConfig:
         dc = d.get("dflash_config") or {}
         archs = d.get("architectures") or []
         c.version = 2 if "DFlash2DraftModel" in archs else 1
+        c.dspark = any(a in archs for a in DSPARK_ARCHS)
+        if c.dspark and d.get("markov_head_type", "vanilla") not in (None, "vanilla"):
+            raise ValueError(f"markov_head_type {d['markov_head_type']!r} (only 'vanilla')")
         c.hidden_size = int(d["hidden_size"])
         c.intermediate_size = int(d["intermediate_size"])
         c.num_hidden_layers = int(d["num_hidden_layers"])
@@ -71,6 +89,7 @@ class DrafterConfig:
         c.rms_norm_eps = float(d.get("rms_norm_eps", 1e-6))
         c.rope_theta = parse_rope_theta(d)
         c.vocab_size = int(d["vocab_size"])
+        c.draft_vocab_size = int(d.get("draft_vocab_size") or c.vocab_size)
         c.block_size = int(d.get("block_size", dc.get("block_size", 16)))
         c.num_target_layers = int(d.get("num_target_layers", target_num_layers or 0))
         if "mask_token_id" not in dc and "mask_token_id" not in d:
@@ -194,6 +213,40 @@ class Drafter:
                 _get(tensors, "candidate_selector.successor_codebook", [V, r]),
             )
 
+        self.markov = None
+        if c.dspark:
+            V, Vd = c.vocab_size, c.draft_vocab_size
+            w1 = _get(tensors, "markov_head.markov_w1.weight")
+            R = w1.shape[1]
+            if list(w1.shape) != [V, R]:
+                raise ValueError(f"markov_w1 shape {list(w1.shape)} != [{V}, R]")
+            w2 = _get(tensors, "markov_head.markov_w2.weight", [Vd, R])
+            scale = 1.0
+            if "markov_head.markov_w2.scale" in self.tensor_names:
+                scale = float(_get(tensors, "markov_head.markov_w2.scale").reshape(-1)[0])
+            d2t = torch.arange(Vd)
+            for nm in ("d2t", "model.d2t"):
+                if nm in tensors:
+                    d2t = torch.arange(Vd) + tensors[nm].long().reshape(-1)
+            if Vd < V and "d2t" not in self.tensor_names:
+                raise ValueError("draft_vocab_size < vocab_size needs d2t")
+            if sorted(set(d2t.tolist())) != sorted(d2t.tolist()) or min(d2t.tolist()) < 0 or max(d2t.tolist()) >= V:
+                raise ValueError("d2t maps outside the vocabulary or twice to one id")
+            head = _get(tensors, "lm_head.weight", [Vd, H]) if "lm_head.weight" in self.tensor_names else None
+            if head is None and Vd < V:
+                raise ValueError("draft_vocab_size < vocab_size needs lm_head.weight")
+            if "confidence_head.proj.weight" in self.tensor_names:
+                _get(tensors, "confidence_head.proj.weight", [1, H + R])
+                _get(tensors, "confidence_head.proj.bias", [1])
+            self.markov = {"w1": w1, "w2": w2, "scale": scale, "d2t": d2t, "head": head, "rank": R}
+
+    def markov_bias(self, prev):
+        """[V] float32: s * W2 . W1[prev] at the mapped target ids, 0 elsewhere."""
+        m = self.markov
+        out = torch.zeros(self.cfg.vocab_size)
+        out[m["d2t"]] = m["scale"] * (m["w2"] @ m["w1"][prev])
+        return out
+
     @classmethod
     def from_dir(cls, path, target):
         cfg, tensors = load_hf_dir(path)
@@ -202,6 +255,8 @@ class Drafter:
     def check_variant(self, variant):
         if variant not in USES_SELECTOR:
             raise ValueError(f"unknown drafter variant {variant!r}")
+        if (variant == "dspark") != self.cfg.dspark and not (self.cfg.dspark and variant == "dflash"):
+            raise ValueError(f"variant {variant!r} and checkpoint kind (dspark: {self.cfg.dspark}) differ")
         missing = []
         if USES_CONV[variant]:
             for i in range(self.cfg.num_hidden_layers):
@@ -300,10 +355,15 @@ class Drafter:
                 z = self._conv(m, z, L["mlp_conv"], 1)
             x = x + z
         y = rms_norm(x, self.norm_w, eps)[1:]
-        logits = self.target.lm_head(y) * c.output_multiplier
+        own = self.markov is not None and self.markov["head"] is not None
+        logits = (y @ self.markov["head"].t() if own else self.target.lm_head(y)) * c.output_multiplier
         if c.final_logit_softcapping:
             sc = c.final_logit_softcapping
             logits = torch.tanh(logits / sc) * sc
+        if own:  # draft ids -> target ids, -inf at the ids the draft vocabulary lacks
+            full = torch.full((B - 1, c.vocab_size), float("-inf"))
+            full[:, self.markov["d2t"]] = logits
+            logits = full
         g = y @ self.selector[0].t() if (self.selector is not None and USES_SELECTOR[variant]) else None
         return {"logits": logits, "g": g}
 
@@ -315,8 +375,12 @@ class Drafter:
         cands = []
         prev = anchor
         margins = []
+        corrected = []
         for t in range(n):
             row = logits[t]
+            if variant == "dspark":
+                row = row + self.markov_bias(prev)
+                corrected.append(row)
             srt = torch.sort(row, descending=True).values
             margins.append(float(srt[0] - srt[1]))
             if USES_SELECTOR[variant]:
@@ -347,7 +411,10 @@ class Drafter:
                     pick = sample_from(p, generator)
             picks.append(pick)
             prev = pick
-        return picks, {"q": qs, "candidates": cands, "margins": margins}
+        info = {"q": qs, "candidates": cands, "margins": margins}
+        if variant == "dspark":
+            info["corrected"] = torch.stack(corrected)
+        return picks, info
 
 
 def argmax_smallest_id(S, C):

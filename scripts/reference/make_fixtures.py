@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerate every reference fixture under tests/data/ (fixed seeds, deterministic).
 
-    /usr/bin/python3 scripts/reference/make_fixtures.py [targets] [drafters] [v16]   (default: all, ~4 min)
+    /usr/bin/python3 scripts/reference/make_fixtures.py [targets] [drafters] [v16] [dspark]   (default: all)
 
 Writes random-weight checkpoints in the Hugging Face layout plus golden.json files computed by the
 independent references in this directory (qwen3_ref, dflash_ref, cycle_ref).  See README.md.
@@ -243,9 +243,10 @@ def train_drafter(tgt, cfg, tensors, seed, steps):
         if len(seq) >= 3 + dcfg.block_size + 4:
             seqs.append(seq)
     feats = [tgt.forward(s_, tap_layers=dcfg.target_layer_ids)[1] for s_ in seqs]
-    train = {k: v.clone().requires_grad_(not k.startswith("candidate_selector")) for k, v in tensors.items()}
+    train = {k: v.clone().requires_grad_(v.is_floating_point() and not k.startswith("candidate_selector"))
+             for k, v in tensors.items()}
     dr = Drafter(dcfg, train, tgt)
-    variant = "selector-off" if dcfg.version == 2 else "dflash"
+    variant = "selector-off" if dcfg.version == 2 else ("dspark" if dcfg.dspark else "dflash")
     B = dcfg.block_size
     w = torch.tensor([math.exp(-(k - 1) / 4.0) for k in range(1, B)])
     opt = torch.optim.Adam([v for v in train.values() if v.requires_grad], lr=3e-3)
@@ -259,7 +260,10 @@ def train_drafter(tgt, cfg, tensors, seed, steps):
             ctx = dr.new_context()
             dr.add_context(ctx, f[:a], list(range(a)))
             lg = dr.draft_block(ctx, seq[a], a, B, variant)["logits"]
+            if dcfg.dspark:  # the Markov head, teacher-forced: row k corrected by the true token before it
+                lg = lg + torch.stack([dr.markov_bias(p) for p in seq[a:a + B - 1]])
             ce = torch.nn.functional.cross_entropy(lg, torch.tensor(seq[a + 1:a + B]), reduction="none")
+            ce = torch.where(torch.isfinite(ce), ce, torch.zeros_like(ce))  # target outside a reduced vocab
             loss = loss + (w * ce).sum() / w.sum() / len(anchors)
         loss.backward()
         opt.step()
@@ -268,23 +272,28 @@ def train_drafter(tgt, cfg, tensors, seed, steps):
     return {k: v.detach().clone() for k, v in train.items()}
 
 
-def drafter_golden(name, cfg, seed, target_name):
-    """Writes drafter fixture + golden.json, returns (min margin, selector_changed)."""
+def drafter_golden(name, cfg, seed, target_name, make_tensors=None, steps=TRAIN_STEPS):
+    """Writes drafter fixture + golden.json, returns (min margin, selector_changed); for a DSpark
+    drafter selector_changed means: the Markov correction changes a greedy pick."""
     path = os.path.join(DATA, name)
     shutil.rmtree(path, ignore_errors=True)
     tgt = Target.from_dir(os.path.join(DATA, target_name))
     n_taps = len(cfg["dflash_config"].get("target_layer_ids") or [0, 0])
-    tens = train_drafter(tgt, cfg, drafter_tensors(seed, cfg, n_taps), seed, TRAIN_STEPS)
+    tens = (make_tensors or drafter_tensors)(seed, cfg, n_taps)
+    tens = train_drafter(tgt, cfg, tens, seed, steps)
     save_hf_dir(path, cfg, tens)
     dr = Drafter.from_dir(path, tgt)
-    variants = DRAFT_VARIANTS if dr.cfg.version == 2 else ["dflash"]
+    variants = ["dspark"] if dr.cfg.dspark else DRAFT_VARIANTS if dr.cfg.version == 2 else ["dflash"]
     k = dr.cfg.selector_top_k or 4
     B = dr.cfg.block_size
-    logits, taps = tgt.forward(CONTEXT_TOKENS, tap_layers=dr.cfg.target_layer_ids)
+    V = tgt.cfg.vocab_size
+    ctx_tokens = [t % V for t in CONTEXT_TOKENS]
+    logits, taps = tgt.forward(ctx_tokens, tap_layers=dr.cfg.target_layer_ids)
     anchor = int(torch.argmax(logits[-1]))
     margins = []
-    gold = {"target": target_name, "context_tokens": CONTEXT_TOKENS, "anchor": anchor,
+    gold = {"target": target_name, "context_tokens": ctx_tokens, "anchor": anchor,
             "block_size": B, "variants": {}}
+    changed = True
     for v in variants:
         ctx = dr.new_context()
         # feed the context in two chunks: projection is per position, so chunking must not matter
@@ -293,6 +302,17 @@ def drafter_golden(name, cfg, seed, target_name):
         out = dr.draft_block(ctx, anchor, len(CONTEXT_TOKENS), B, v)
         picks, info = dr.select(out, anchor, v)
         margins += info["margins"]
+        if v == "dspark":  # rows over the draft vocabulary (draft id order), prev of each row
+            m = dr.markov["d2t"]
+            raw, cor = out["logits"][:, m], info["corrected"][:, m]
+            margins += [float(r.sort(descending=True).values[k - 1] - r.sort(descending=True).values[k])
+                        for r in cor]
+            gold["draft_to_target"] = m.tolist()
+            gold["variants"][v] = {"logits": r9(raw), "topk_ids": [topk_desc(r, k) for r in raw],
+                                   "prev": [anchor] + picks[:-1], "corrected": r9(cor),
+                                   "corrected_topk_ids": [topk_desc(r, k) for r in cor], "picks": picks}
+            changed = picks != dr.select(out, anchor, "dflash")[0]
+            continue
         gold["variants"][v] = {"logits": r9(out["logits"]),
                                "topk_ids": [topk_desc(r, k) for r in out["logits"]],
                                "picks": picks}
@@ -307,7 +327,6 @@ def drafter_golden(name, cfg, seed, target_name):
         cyc["variants"][v] = {"output": o, "trace": st["trace"]}
         print(f"  {name}/{v}: tau {st['tau']:.3f} cycles {st['cycles']} accept {[t['accepted'] for t in st['trace']]}")
     gold["cycle"] = cyc
-    changed = True
     if dr.cfg.version == 2:
         pv = gold["variants"]
         changed = (pv["dflash2"]["picks"] != pv["selector-off"]["picks"]
@@ -326,6 +345,61 @@ def make_drafters():
         while True:
             m, changed = drafter_golden(name, cfg, seed, "qwen3-f32-tied")
             print(f"{name}: seed {seed} min margin {m:.4g} selector changes picks: {changed}")
+            if m > MIN_MARGIN and changed:
+                break
+            seed += 1
+
+
+def dspark_config(V, mask, eos, block, draft_vocab=None):
+    """a DFlash 1 drafter config as DSparkDraftModel (docs/checkpoints.md)"""
+    c = drafter_config(1, V, mask, eos)
+    c["architectures"] = ["DSparkDraftModel"]
+    c["block_size"] = block
+    c["markov_head_type"] = "vanilla"
+    if draft_vocab:
+        c["draft_vocab_size"] = draft_vocab
+    return c
+
+
+def dspark_tensors(rank, draft_ids=None, scale=None, own_head=False, confidence=False, prefix=""):
+    """make_tensors for drafter_golden: the DFlash 1 tensors plus the Markov head (W1 std 0.5,
+    W2 std 1/sqrt(R)) and the optional parts: d2t (I64 offsets to draft_ids), the scale, an own
+    lm_head [Vd, H], the confidence head; the Markov tensors get `prefix`."""
+    def make(seed, cfg, n_taps):
+        t = drafter_tensors(seed, cfg, n_taps)
+        g = torch.Generator().manual_seed(seed + 11)
+        V, H = cfg["vocab_size"], cfg["hidden_size"]
+        Vd = cfg.get("draft_vocab_size", V)
+        t[prefix + "markov_head.markov_w1.weight"] = 0.5 * torch.randn(V, rank, generator=g)
+        t[prefix + "markov_head.markov_w2.weight"] = torch.randn(Vd, rank, generator=g) / math.sqrt(rank)
+        if scale is not None:
+            t[prefix + "markov_head.markov_w2.scale"] = torch.tensor([scale])
+        if draft_ids is not None:
+            t["d2t"] = torch.tensor(draft_ids, dtype=torch.int64) - torch.arange(Vd)
+        if own_head:
+            t["lm_head.weight"] = torch.randn(Vd, H, generator=g)
+        if confidence:
+            t["confidence_head.proj.weight"] = lin(g, 1, H + rank)
+            t["confidence_head.proj.bias"] = torch.zeros(1)
+        return t
+    return make
+
+
+def make_dspark():
+    """dspark-f32: full vocabulary, block 16, trained like the other drafters (Markov head
+    teacher-forced).  dspark-v16-f32: for the 16-token target, draft vocabulary 12 with d2t, its
+    own lm_head, scale 0.8, a confidence head, `model.`-prefixed Markov tensors; untrained (the
+    chi-square sampling test and the reduced-vocabulary goldens)."""
+    specs = [
+        ("dspark-f32", 10000, dspark_config(96, 94, 95, 16), "qwen3-f32-tied", dspark_tensors(8), TRAIN_STEPS),
+        ("dspark-v16-f32", 11000, dspark_config(16, 14, 15, 8, draft_vocab=12), "qwen3-v16-f32",
+         dspark_tensors(4, draft_ids=[3, 0, 15, 7, 1, 9, 12, 4, 2, 11, 5, 8], scale=0.8, own_head=True,
+                        confidence=True, prefix="model."), 0),
+    ]
+    for name, seed, cfg, target, make, steps in specs:
+        while True:
+            m, changed = drafter_golden(name, cfg, seed, target, make, steps)
+            print(f"{name}: seed {seed} min margin {m:.4g} Markov head changes picks: {changed}")
             if m > MIN_MARGIN and changed:
                 break
             seed += 1
@@ -385,13 +459,15 @@ def make_v16():
 def main():
     os.makedirs(DATA, exist_ok=True)
     torch.manual_seed(0)
-    parts = sys.argv[1:] or ["targets", "drafters", "v16"]
+    parts = sys.argv[1:] or ["targets", "drafters", "v16", "dspark"]
     if "targets" in parts:
         make_targets()
     if "drafters" in parts:  # needs the targets on disk
         make_drafters()
     if "v16" in parts:
         make_v16()
+    if "dspark" in parts:  # needs the targets on disk
+        make_dspark()
     total = 0
     for root, _, files in os.walk(DATA):
         total += sum(os.path.getsize(os.path.join(root, f)) for f in files)

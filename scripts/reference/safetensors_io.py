@@ -10,7 +10,7 @@ API (stable; imported by the training pipeline):
         out in sorted-name order.
 
     load_safetensors(path) -> dict[str, torch.Tensor]
-        Reads a file written by any conforming writer (F32/BF16/F16 only; other
+        Reads a file written by any conforming writer (F32/BF16/F16, I64/I32; other
         dtypes raise ValueError naming the tensor and dtype).  Offsets and shapes
         are validated against the file size.
 
@@ -32,9 +32,10 @@ import struct
 import numpy as np
 import torch
 
-_DT_TO_STR = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
+_DT_TO_STR = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16",
+              torch.int64: "I64", torch.int32: "I32"}
 _STR_TO_DT = {v: k for k, v in _DT_TO_STR.items()}
-_ELEM = {"F32": 4, "BF16": 2, "F16": 2}
+_ELEM = {"F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4}
 
 
 def _tensor_bytes(t):
@@ -44,6 +45,10 @@ def _tensor_bytes(t):
         return t.view(torch.int16).numpy().astype("<i2").tobytes()
     if t.dtype == torch.float16:
         return t.numpy().astype("<f2").tobytes()
+    if t.dtype == torch.int64:
+        return t.numpy().astype("<i8").tobytes()
+    if t.dtype == torch.int32:
+        return t.numpy().astype("<i4").tobytes()
     return t.numpy().astype("<f4").tobytes()
 
 
@@ -54,7 +59,7 @@ def save_safetensors(path, tensors, metadata=None):
     for name in sorted(tensors):
         t = tensors[name]
         if t.dtype not in _DT_TO_STR:
-            raise ValueError(f"{name}: unsupported dtype {t.dtype} (F32/BF16/F16 only)")
+            raise ValueError(f"{name}: unsupported dtype {t.dtype} (F32/BF16/F16/I64/I32 only)")
         b = _tensor_bytes(t)
         header[name] = {"dtype": _DT_TO_STR[t.dtype], "shape": list(t.shape),
                         "data_offsets": [off, off + len(b)]}
@@ -99,7 +104,7 @@ def load_safetensors(path):
             continue
         dt = info.get("dtype")
         if dt not in _STR_TO_DT:
-            raise ValueError(f"{path}: tensor {name}: unsupported dtype {dt} (F32/BF16/F16 only)")
+            raise ValueError(f"{path}: tensor {name}: unsupported dtype {dt} (F32/BF16/F16/I64/I32 only)")
         shape = [int(s) for s in info["shape"]]
         b, e = (int(x) for x in info["data_offsets"])
         numel = int(np.prod(shape)) if shape else 1
@@ -111,6 +116,9 @@ def load_safetensors(path):
             t = torch.from_numpy(arr.copy())
         elif dt == "F16":
             arr = np.frombuffer(raw, dtype="<f2").astype(np.float16)
+            t = torch.from_numpy(arr.copy())
+        elif dt in ("I64", "I32"):
+            arr = np.frombuffer(raw, dtype="<i8" if dt == "I64" else "<i4").astype(np.int64)
             t = torch.from_numpy(arr.copy())
         else:
             arr = np.frombuffer(raw, dtype="<i2").astype(np.int16)

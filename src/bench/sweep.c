@@ -52,10 +52,11 @@ void db_sweep_init(db_sweep *s)
     s->block_size[0] = 8;
     s->block_size[1] = 16;
     s->n_block_size = 2;
-    /* every variant but dflash2-bare (the same cycle as dflash, on the DFlash 2 checkpoint) */
+    /* the variants marked in_default in variant.h (not dflash2-bare: the same cycle as dflash,
+     * on the DFlash 2 checkpoint) */
     s->n_variant = 0;
     for (int i = 0; i < DB_VAR_COUNT; i++)
-        if (i != DB_VAR_DFLASH2_BARE) strcpy(s->variant[s->n_variant++], db_variant_table[i].name);
+        if (db_variant_table[i].in_default) strcpy(s->variant[s->n_variant++], db_variant_table[i].name);
     s->temperature[0] = 0;
     s->n_temperature = 1;
     s->top_p = 1;
@@ -70,6 +71,7 @@ void db_sweep_init(db_sweep *s)
     strcpy(s->drafter[0], "models/tiny-qwen3-dflash2-b16");
     s->n_drafter = 1;
     strcpy(s->variant_drafter[DB_VAR_DFLASH], "models/tiny-qwen3-dflash-b16");
+    strcpy(s->variant_drafter[DB_VAR_DSPARK], "models/tiny-qwen3-dspark-b16");
     strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
     strcpy(s->dtype, "bf16");

@@ -5,6 +5,8 @@
  *   draft   one drafter call over A*B rows; top-k (ids, values) of rows 1..B-1 to the host
  *   select  the selector (selector.h): scoring of every row in one backend call, then the host
  *           walk per request; or the per-row argmax / sample when the selector is off
+ *   correct (dspark instead of select) the DSpark walk (dspark.h): per block position, one
+ *           batched correction of every request's row by its previous pick, then the pick
  *   verify  one target call over the A*B rows [anchor, d1..d(B-1)]; argmax (greedy) or the
  *           filtered distributions (sampling) to the host
  *   commit  acceptance per request, KV truncation, then one drafter call that materializes the
@@ -42,7 +44,7 @@ struct db_engine {
     db_drafter *d;
     db_backend *be;
     db_gen_params p;
-    int conc, B, V, k, sk, use_draft, use_conv, use_sel, sampling, prefill_chunk;
+    int conc, B, V, k, sk, use_draft, use_conv, use_sel, use_markov, sampling, prefill_chunk;
     slot_state *slots;
     db_request *reqs;
     int *active, *anchors;     /* [N] */
@@ -52,6 +54,9 @@ struct db_engine {
     int *draft, *targ;         /* [N*B] */
     float *p_host, *q_host;    /* [N*B*V] when sampling */
     float *residual;           /* [V] rejection sampling scratch */
+    int *mk_prev, *mk_rows;    /* [N] DSpark walk: previous picks, logits rows of a position */
+    int *mk_ids;               /* [N*k] DSpark walk: top-k draft ids of a position */
+    float *mk_q;               /* [N*Vd] DSpark walk, sampling: the corrected distributions */
     struct db_engine_test_hooks hooks; /* all zero outside the tests */
     db_row *rows;              /* [max(N*B, chunk)] */
     int *logit_rows;           /* [N*B] */
@@ -75,7 +80,8 @@ void db_engine_destroy(db_engine *e)
     if (e->slots)
         for (int i = 0; i < e->conc; i++) free(e->slots[i].ring);
     void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->draft,
-                    e->targ, e->p_host, e->q_host, e->residual, e->rows, e->logit_rows, e->ctx_slot,
+                    e->targ, e->p_host, e->q_host, e->residual, e->mk_prev, e->mk_rows,
+                    e->mk_ids, e->mk_q, e->rows, e->logit_rows, e->ctx_slot,
                     e->ctx_pos, e->ctx_src, e->ring_mem};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(e);
@@ -114,6 +120,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->use_draft = use_draft;
     e->use_conv = db_variant_uses_conv(p->variant);
     e->use_sel = db_variant_uses_selector(p->variant);
+    e->use_markov = db_variant_uses_markov(p->variant);
     e->sampling = p->temperature > 0;
     e->sk = e->use_sel ? d->cfg.selector_top_k : 0;
     int rk = p->recall_k > 0 ? p->recall_k : 16;
@@ -145,6 +152,13 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->p_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
     e->q_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
     e->residual = xcalloc(e->sampling ? V : 1, sizeof(float), &f);
+    if (e->use_markov) {
+        size_t Vd = (size_t)d->markov.vd;
+        e->mk_prev = xcalloc((size_t)concurrency, sizeof(int), &f);
+        e->mk_rows = xcalloc((size_t)concurrency, sizeof(int), &f);
+        e->mk_ids = xcalloc((size_t)concurrency * e->k, sizeof(int), &f);
+        e->mk_q = xcalloc(e->sampling ? (size_t)concurrency * Vd : 1, sizeof(float), &f);
+    }
     e->rows = xcalloc((size_t)max_rows, sizeof(db_row), &f);
     e->logit_rows = xcalloc((size_t)NB, sizeof(int), &f);
     e->ctx_slot = xcalloc((size_t)max_rows, sizeof(int), &f);
@@ -361,8 +375,51 @@ static int step_ar(db_engine *e, int na, double t0, char *err, size_t errlen)
 
 /* ---- one speculative cycle for every active request ---- */
 
-static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_select, char *err,
-                            size_t errlen)
+/* The DSpark walk (dspark.h) over the drafter's rows of the last block: position t = 1..B-1 of
+ * every request corrected by its pick at t-1 (the anchor for t = 1) in one batch, then picked:
+ * the argmax (greedy) or a draw from the filtered corrected distribution, which is q for the
+ * rejection rule (scattered from draft ids to target ids, 0 elsewhere). The top-k kept for the
+ * recall / oracle counts are the corrected rows'. */
+static int dspark_walk(db_engine *e, int na, char *err, size_t errlen)
+{
+    db_backend *be = e->be;
+    db_drafter *d = e->d;
+    const db_dspark_head *m = &d->markov;
+    int B = e->B, Vd = m->vd, k = e->k, kd = k < Vd ? k : Vd;
+    const float *logits = db_drafter_logits(d);
+    float *corr = d->s.corr;
+    for (int j = 0; j < na; j++) e->mk_prev[j] = e->anchors[j];
+    for (int t = 1; t < B; t++) {
+        for (int j = 0; j < na; j++) e->mk_rows[j] = j * (B - 1) + t - 1;
+        db_dspark_correct(m, be, corr, logits, e->mk_rows, e->mk_prev, na);
+        if (be->ops->topk(be, e->mk_ids, NULL, corr, na, Vd, kd) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        for (int j = 0; j < na; j++) {
+            int *ids = e->topk_ids + ((size_t)j * (B - 1) + t - 1) * k;
+            for (int i = 0; i < k; i++) ids[i] = i < kd ? m->d2t[e->mk_ids[(size_t)j * kd + i]] : -1;
+        }
+        if (e->sampling) {
+            be->ops->probs(be, corr, na, Vd, e->p.temperature, e->p.top_p, e->p.top_k);
+            if (be->ops->download(be, e->mk_q, corr, sizeof(float) * (size_t)na * Vd) != 0)
+                return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        }
+        for (int j = 0; j < na; j++) {
+            int pick = e->topk_ids[((size_t)j * (B - 1) + t - 1) * k];
+            if (e->sampling) {
+                float *q = e->q_host + ((size_t)j * B + t) * e->V;
+                memset(q, 0, sizeof(float) * (size_t)e->V);
+                for (int i = 0; i < Vd; i++) q[m->d2t[i]] = e->mk_q[(size_t)j * Vd + i];
+                pick = db_sample_index(q, e->V, &e->slots[e->active[j]].rng);
+            }
+            e->draft[j * B + t] = pick;
+            e->mk_prev[j] = pick;
+        }
+    }
+    return DB_OK;
+}
+
+static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_select,
+                            double *t_correct, char *err, size_t errlen)
 {
     db_backend *be = e->be;
     db_drafter *d = e->d;
@@ -371,6 +428,15 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
     int rc = db_drafter_block(d, e->active, e->anchors, na, B, e->use_conv, err, errlen);
     if (rc) return rc;
     float *logits = db_drafter_logits(d);
+    if (e->use_markov) {
+        double tb = db_now();
+        for (int j = 0; j < na; j++) e->draft[j * B] = e->anchors[j];
+        rc = dspark_walk(e, na, err, errlen);
+        *t_draft = tb - ta;
+        *t_select = 0;
+        *t_correct = db_now() - tb;
+        return rc;
+    }
     if (be->ops->topk(be, e->topk_ids, e->topk_vals, logits, R1, e->V, k) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
     double tb = db_now();
@@ -426,8 +492,8 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
     db_backend *be = e->be;
     int B = e->B, NB = na * B;
     for (int j = 0; j < na; j++) e->anchors[j] = e->slots[e->active[j]].anchor;
-    double t_draft = 0, t_select = 0;
-    int rc = draft_and_select(e, na, &t_draft, &t_select, err, errlen);
+    double t_draft = 0, t_select = 0, t_correct = 0;
+    int rc = draft_and_select(e, na, &t_draft, &t_select, &t_correct, err, errlen);
     if (rc) return rc;
     /* verify: one target call over every request's block */
     double tv = db_now();
@@ -506,6 +572,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
         db_request *r = &e->reqs[req_of[j]];
         r->st.t_draft += t_draft + (te - td);
         r->st.t_select += t_select;
+        r->st.t_correct += t_correct;
         r->st.t_verify += tc - tv;
         r->st.t_host += td - tc;
     }

@@ -34,4 +34,5 @@ void db_req_stats_add(db_req_stats *s, const db_req_stats *r)
     s->t_select += r->t_select;
     s->t_verify += r->t_verify;
     s->t_host += r->t_host;
+    s->t_correct += r->t_correct;
 }

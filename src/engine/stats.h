@@ -28,8 +28,9 @@ typedef struct {
     long recallk[DB_MAX_BLOCK];  /* target token among the drafter's top-k */
     long recall_n[DB_MAX_BLOCK]; /* denominators */
     long oracle_len_sum;         /* sum over cycles of the oracle acceptance length */
-    /* wall-clock split of this request's share of cycles, seconds */
-    double t_draft, t_select, t_verify, t_host;
+    /* wall-clock split of this request's share of cycles, seconds; t_correct: the DSpark
+     * sequential correction walk (dspark only) */
+    double t_draft, t_select, t_verify, t_host, t_correct;
     /* latency, seconds from the start of the timed phase */
     double t_admitted, t_first_token, t_finished;
     int finished_by_eos;

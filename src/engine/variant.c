@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DB_VARIANT_ROW_(e, name, needs, conv, sel, meaning) {name, needs, conv, sel, meaning},
+#define DB_VARIANT_ROW_(e, name, needs, conv, sel, dflt, meaning) {name, needs, conv, sel, dflt, meaning},
 const db_variant_info db_variant_table[DB_VAR_COUNT] = {DB_VARIANTS(DB_VARIANT_ROW_)};
 
 int db_variant_parse(const char *s, db_variant *v)
@@ -27,6 +27,7 @@ int db_variant_uses_drafter(db_variant v)
 }
 int db_variant_uses_conv(db_variant v) { return known(v) && db_variant_table[v].conv; }
 int db_variant_uses_selector(db_variant v) { return known(v) && db_variant_table[v].selector; }
+int db_variant_uses_markov(db_variant v) { return known(v) && db_variant_table[v].needs == DB_NEEDS_DSPARK; }
 
 static int fits_kind(db_variant v, db_drafter_kind kind)
 {
@@ -34,6 +35,7 @@ static int fits_kind(db_variant v, db_drafter_kind kind)
     case DB_NEEDS_DRAFTER: return 1;
     case DB_NEEDS_DFLASH1: return kind == DB_DRAFTER_V1;
     case DB_NEEDS_DFLASH2: return kind == DB_DRAFTER_V2;
+    case DB_NEEDS_DSPARK: return kind == DB_DRAFTER_DSPARK;
     default: return 0;
     }
 }
@@ -42,9 +44,9 @@ int db_variant_check_kind(db_variant v, db_drafter_kind kind, const char *path, 
                           size_t errlen)
 {
     if (!db_variant_uses_drafter(v) || fits_kind(v, kind)) return DB_OK;
-    return db_fail(err, errlen, DB_EINPUT, "variant %s needs a DFlash %d checkpoint; %s is DFlash %d",
-                   db_variant_name(v), db_variant_table[v].needs == DB_NEEDS_DFLASH1 ? 1 : 2, path,
-                   kind == DB_DRAFTER_V1 ? 1 : 2);
+    static const char *const kinds[] = {"?", "DFlash 1", "DFlash 2", "DSpark"};
+    return db_fail(err, errlen, DB_EINPUT, "variant %s needs a %s checkpoint; %s is %s", db_variant_name(v),
+                   db_variant_checkpoint(v), path, kinds[kind >= 1 && kind <= 3 ? kind : 0]);
 }
 
 int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen)
@@ -63,7 +65,7 @@ int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen
 
 const char *db_variant_checkpoint(db_variant v)
 {
-    static const char *const words[] = {"none", "DFlash 1 or 2", "DFlash 1", "DFlash 2"};
+    static const char *const words[] = {"none", "DFlash 1 or 2", "DFlash 1", "DFlash 2", "DSpark"};
     return words[known(v) ? db_variant_table[v].needs : DB_NEEDS_NOTHING];
 }
 

@@ -35,6 +35,8 @@ static int load_conv(db_dynconv_w *cw, db_backend *be, const db_st_set *st, cons
     int64_t dims[3] = {2, K, H};
     int rc = db_st_expect(st, n1, 3, dims, &t, err, errlen);
     if (rc) return rc;
+    if (t->int_bytes)
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is an integer tensor", db_st_file_of(st, t), n1);
     if (st->synthetic) {
         if ((rc = db_synth_conv_base(&cw->base, be, st, n1, K, H, err, errlen))) return rc;
         return db_load_matrix(&cw->proj, be, st, n2, 2 * K * G, H, err, errlen);
@@ -142,6 +144,9 @@ int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_
         if (rc > 0) d->has_conv = 0;
     }
     if (c->kind == DB_DRAFTER_V2 && (rc = load_selector(d, err, errlen))) goto fail;
+    if (c->kind == DB_DRAFTER_DSPARK &&
+        (rc = db_dspark_load(&d->markov, be, &d->st, H, c->base.vocab, c->draft_vocab, err, errlen)))
+        goto fail;
     return DB_OK;
 fail:
     db_drafter_free(d);
@@ -164,7 +169,7 @@ static void release_state(db_drafter *d)
 }
 
 /* floats of each state view, in db_drafter_state order */
-#define STATE_VIEWS 17
+#define STATE_VIEWS 18
 static void state_sizes(const db_drafter_config *c, const db_drafter_opts *o, size_t s[STATE_VIEWS])
 {
     const db_model_config *m = &c->base;
@@ -174,10 +179,11 @@ static void state_sizes(const db_drafter_config *c, const db_drafter_opts *o, si
            kvd = (size_t)m->n_kv_heads * m->head_dim, I = (size_t)m->intermediate,
            D = (size_t)2 * (c->conv_kernel > 0 ? c->conv_kernel : 1) *
                (c->conv_group > 0 ? H / (size_t)c->conv_group : 1),
-           V = (size_t)m->vocab;
+           V = (size_t)(c->draft_vocab > 0 ? c->draft_vocab : m->vocab),
+           C = c->kind == DB_DRAFTER_DSPARK ? (size_t)o->max_requests * V : 0;
     size_t v[STATE_VIEWS] = {Rc * H,   Rc * kvd, Rc * kvd, Rb * H,   Rb * H, Rb * H,
                              Rb * D,   Rb * qd,  Rb * kvd, Rb * kvd, Rb * qd, Rb * H,
-                             Rb * H,   Rb * I,   Rb * I,   R1 * H,   R1 * V};
+                             Rb * H,   Rb * I,   Rb * I,   R1 * H,   R1 * V,   C};
     memcpy(s, v, sizeof v);
 }
 
@@ -205,7 +211,8 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
     state_sizes(c, o, sizes);
     float **views[STATE_VIEWS] = {&d->s.u, &d->s.k, &d->s.v, &d->s.x, &d->s.xn, &d->s.xc,
                                   &d->s.delta, &d->s.q, &d->s.bk, &d->s.bv, &d->s.att, &d->s.z,
-                                  &d->s.zc, &d->s.gate, &d->s.up, &d->s.y, &d->s.logits};
+                                  &d->s.zc, &d->s.gate, &d->s.up, &d->s.y, &d->s.logits,
+                                  &d->s.corr};
     size_t total = db_drafter_state_bytes(c, o) / sizeof(float);
     d->scratch = d->be->ops->alloc(d->be, total * sizeof(float));
     size_t hr = Rc > Rb ? Rc : Rb;
@@ -248,6 +255,7 @@ void db_drafter_free(db_drafter *d)
     db_weight_free(be, &d->sel_proj);
     db_weight_free(be, &d->sel_pred);
     db_weight_free(be, &d->sel_succ);
+    db_dspark_free(&d->markov, be);
     if (d->hidden_norm) be->ops->dfree(be, d->hidden_norm);
     if (d->norm) be->ops->dfree(be, d->norm);
     release_state(d);
@@ -373,9 +381,11 @@ int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, 
     int R1 = nq * (B - 1);
     o->copy_rows(be, s->y, H, NULL, s->x, H, d->row_map, R1, H);
     o->rmsnorm(be, s->y, s->y, d->norm, R1, H, m->eps);
-    o->matmul(be, s->logits, s->y, &d->target->head, R1, 0);
+    const db_weight *head = d->markov.lm_head.data ? &d->markov.lm_head : &d->target->head;
+    o->matmul(be, s->logits, s->y, head, R1, 0);
     if (c->output_multiplier != 1.0f || c->softcap > 0.0f)
-        o->scale_softcap(be, s->logits, (size_t)R1 * m->vocab, c->output_multiplier, c->softcap);
+        o->scale_softcap(be, s->logits, (size_t)R1 * (c->draft_vocab > 0 ? c->draft_vocab : m->vocab),
+                         c->output_multiplier, c->softcap);
     return DB_OK;
 }
 

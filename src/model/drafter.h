@@ -6,7 +6,9 @@
  * Block: rows [anchor, MASK x (B-1)] at P..P+B-1, embedded with the TARGET's table; each layer
  * attends over all cached context keys plus all B block keys (window |q-k| < W on sliding
  * layers); DFlash 2 wraps attention and MLP in the two-tap dynamic convolution; logits of
- * rows 1..B-1 through the TARGET's head, x output_multiplier, softcapped.
+ * rows 1..B-1 through the TARGET's head, x output_multiplier, softcapped. A DSpark drafter
+ * (dspark.h) is a DFlash 1 drafter whose logits are over its draft vocabulary Vd (its own head
+ * when it has one) and that carries the Markov head the engine's sequential walk applies.
  * Block K/V are written past the slot's length and never committed.
  *
  * Notation: Nq = requests in a draft call, B = block, Rb = Nq*B block rows, H hidden (== the
@@ -15,6 +17,7 @@
 #define DB_DRAFTER_H
 
 #include "backend.h"
+#include "model/dspark.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "model/qwen3_layer.h"
@@ -45,7 +48,8 @@ typedef struct {
     float *zc;     /* [Rb, H] conv-finished sublayer output */
     float *gate, *up; /* [Rb, I] */
     float *y;      /* [Nq*(B-1), H] final-normed rows 1..B-1 */
-    float *logits; /* [Nq*(B-1), V] */
+    float *logits; /* [Nq*(B-1), Vo] (Vo = cfg.draft_vocab: V but for a reduced DSpark vocabulary) */
+    float *corr;   /* [Nq, Vo] DSpark corrected rows of one block position (DSpark only) */
 } db_drafter_state;
 
 typedef struct {
@@ -60,6 +64,7 @@ typedef struct {
     db_weight sel_proj;       /* [r, H] candidate_selector.hidden_projection */
     db_weight sel_pred;       /* [V, r] predecessor_codebook */
     db_weight sel_succ;       /* [V, r] successor_codebook */
+    db_dspark_head markov;    /* DSpark drafters (cfg.kind == DB_DRAFTER_DSPARK) */
     int has_conv, has_selector;
     char missing_conv[320], missing_selector[320]; /* first absent tensor, for errors */
     db_kv kv;
@@ -102,7 +107,7 @@ int db_drafter_add_context(db_drafter *d, const float *feats, const int *slot, c
 int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, int block,
                      int use_conv, char *err, size_t errlen);
 /* Results of the last db_drafter_block (device, request-major rows 1..B-1 of each block):
- * logits [nq*(B-1), V]; the final-normed hidden rows [nq*(B-1), H] the selector projects. */
+ * logits [nq*(B-1), Vo]; the final-normed hidden rows [nq*(B-1), H] the selector projects. */
 float *db_drafter_logits(const db_drafter *d);
 const float *db_drafter_block_hidden(const db_drafter *d);
 

@@ -209,6 +209,7 @@ static int parse_dflash(const db_gguf *g, db_drafter_config *d, int target_layer
     d->block_size = (int)bs, d->mask_token_id = (int)mask;
     d->output_multiplier = (float)mult, d->softcap = (float)cap;
     d->num_target_layers = target_layers;
+    d->draft_vocab = d->base.vocab;
     d->base.qk_norm = 1;
     snprintf(d->base.model_type, sizeof d->base.model_type, "qwen3");
     d->kind = db_gguf_find(g, ak(a, "conv_kernel_size")) ? DB_DRAFTER_V2 : DB_DRAFTER_V1;

@@ -197,6 +197,26 @@ static int has_arch(const cJSON *root, const char *name)
     return 0;
 }
 
+/* DSpark keys (docs/checkpoints.md): markov_head_type "vanilla" (or absent), draft_vocab_size
+ * Vd <= V (default V); the DFlash 2 convolution keys are refused (not implemented for DSpark) */
+static int parse_dspark(ctx *c, const cJSON *root, const cJSON *dc, db_drafter_config *d)
+{
+    static const char *const conv_keys[] = {"conv_kernel_size", "conv_group_size"};
+    for (int i = 0; i < 2; i++)
+        if (cJSON_GetObjectItemCaseSensitive(dc, conv_keys[i]) || cJSON_GetObjectItemCaseSensitive(root, conv_keys[i]))
+            return db_fail(c->err, c->errlen, DB_EINPUT,
+                           "%s: key '%s': a DSpark drafter with DFlash 2 convolutions is not supported",
+                           c->path, conv_keys[i]);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "markov_head_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(dc, "markov_head_type");
+    if (t && !cJSON_IsNull(t) && (!cJSON_IsString(t) || strcmp(t->valuestring, "vanilla") != 0))
+        return db_fail(c->err, c->errlen, DB_EINPUT,
+                       "%s: markov_head_type '%s' is not implemented (only 'vanilla')", c->path,
+                       cJSON_IsString(t) ? t->valuestring : "?");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "draft_vocab_size") ? root : dc;
+    return get_int(c, o, "draft_vocab_size", 0, d->base.vocab, 1, d->base.vocab, &d->draft_vocab);
+}
+
 int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_layers, char *err,
                            size_t errlen)
 {
@@ -210,12 +230,17 @@ int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_lay
     ctx c = {d->base.path, err, errlen};
     if (has_arch(root, "DFlash2DraftModel")) d->kind = DB_DRAFTER_V2;
     else if (has_arch(root, "DFlashDraftModel")) d->kind = DB_DRAFTER_V1;
+    else if (has_arch(root, "DSparkDraftModel") || has_arch(root, "Qwen3DSparkModel") ||
+             has_arch(root, "DSparkSpeculator"))
+        d->kind = DB_DRAFTER_DSPARK;
     else {
         cJSON_Delete(root);
         return db_fail(err, errlen, DB_EINPUT,
-                       "%s: architectures names neither DFlashDraftModel nor DFlash2DraftModel", c.path);
+                       "%s: architectures names none of DFlashDraftModel, DFlash2DraftModel, DSparkDraftModel",
+                       c.path);
     }
     rc = parse_base(&c, root, &d->base);
+    d->draft_vocab = d->base.vocab;
     const cJSON *dc = cJSON_GetObjectItemCaseSensitive(root, "dflash_config");
     if (!rc && !cJSON_IsObject(dc)) rc = db_fail(err, errlen, DB_EINPUT, "%s: missing object 'dflash_config'", c.path);
     if (!rc) {
@@ -266,6 +291,8 @@ int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_lay
         else if (d->selector_top_k > d->base.vocab)
             rc = db_fail(err, errlen, DB_EINPUT, "%s: selector_top_k exceeds the vocabulary", c.path);
     }
+    if (!rc && d->kind == DB_DRAFTER_DSPARK) rc = parse_dspark(&c, root, dc, d);
+    if (!rc && d->kind == DB_DRAFTER_DSPARK) rc = parse_dspark(&c, root, dc, d);
     cJSON_Delete(root);
     return rc;
 }

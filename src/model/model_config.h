@@ -35,7 +35,8 @@ typedef struct {
     int is_causal;         /* sliding layers causal unless is_causal: false */
 } db_model_config;
 
-typedef enum { DB_DRAFTER_V1 = 1, DB_DRAFTER_V2 = 2 } db_drafter_kind;
+/* DSPARK: a DFlash 1 drafter plus the DSpark Markov head (docs/checkpoints.md) */
+typedef enum { DB_DRAFTER_V1 = 1, DB_DRAFTER_V2 = 2, DB_DRAFTER_DSPARK = 3 } db_drafter_kind;
 
 typedef struct {
     db_model_config base;  /* Qwen3 shapes of the drafter's own layers */
@@ -52,6 +53,8 @@ typedef struct {
     int conv_group;              /* gs */
     int selector_rank;           /* r */
     int selector_top_k;          /* k */
+    /* DSpark */
+    int draft_vocab;             /* Vd: draft_vocab_size, default V (== base.vocab) */
 } db_drafter_config;
 
 /* dir: a checkpoint directory (reads dir/config.json) or the path of a config file */

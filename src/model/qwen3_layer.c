@@ -15,6 +15,9 @@ int db_load_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char
     int64_t dims[2] = {rows, cols};
     int rc = db_st_expect(st, name, 2, dims, &t, err, errlen);
     if (rc) return rc;
+    if (t->int_bytes)
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is an integer tensor (F32, BF16 or F16 expected)",
+                       db_st_file_of(st, t), name);
     if (db_dtype_is_quant(t->dtype) && !be->quant_weights)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is %s: backend %s runs f32/f16/bf16 weights only",
                        db_st_file_of(st, t), name, db_dtype_name(t->dtype), be->ops->name);
@@ -32,6 +35,9 @@ int db_load_vector(float **out, db_backend *be, const db_st_set *st, const char 
     int64_t dims[1] = {n};
     int rc = db_st_expect(st, name, 1, dims, &t, err, errlen);
     if (rc) return rc;
+    if (t->int_bytes)
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is an integer tensor (F32, BF16 or F16 expected)",
+                       db_st_file_of(st, t), name);
     *out = db_upload_f32(be, t->data, t->dtype, (size_t)n);
     if (!*out) return db_fail(err, errlen, DB_ERUNTIME, "cannot upload tensor '%s'", name);
     return DB_OK;

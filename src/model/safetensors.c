@@ -47,8 +47,15 @@ static int map_file(db_st_file *f, const char *path, char *err, size_t errlen)
     return DB_OK;
 }
 
-static int parse_dtype(const char *s, db_dtype *out)
+/* float dtypes; I32 / I64 (index tensors such as a DSpark d2t map) set int_bytes instead */
+static int parse_dtype(const char *s, db_dtype *out, int *int_bytes)
 {
+    *int_bytes = 0;
+    if (strcmp(s, "I32") == 0 || strcmp(s, "I64") == 0) {
+        *out = DB_F32; /* unused: int_bytes marks the tensor as integer */
+        *int_bytes = s[1] == '3' ? 4 : 8;
+        return 0;
+    }
     if (strcmp(s, "F32") == 0) *out = DB_F32;
     else if (strcmp(s, "BF16") == 0) *out = DB_BF16;
     else if (strcmp(s, "F16") == 0) *out = DB_F16;
@@ -105,9 +112,9 @@ static int parse_entry(const db_st_file *f, const cJSON *e, uint64_t data_size, 
         cJSON_GetArraySize(off) != 2)
         return db_fail(err, errlen, DB_EINPUT,
                        "%s: tensor '%s': header entry lacks dtype, shape or data_offsets", f->path, nm);
-    if (parse_dtype(dt->valuestring, &t->dtype) != 0)
+    if (parse_dtype(dt->valuestring, &t->dtype, &t->int_bytes) != 0)
         return db_fail(err, errlen, DB_EINPUT,
-                       "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16)", f->path, nm,
+                       "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16, I32, I64)", f->path, nm,
                        dt->valuestring);
     t->ndim = cJSON_GetArraySize(sh);
     if (t->ndim > DB_ST_MAX_DIMS)
@@ -133,10 +140,10 @@ static int parse_entry(const db_st_file *f, const cJSON *e, uint64_t data_size, 
                        "(%llu bytes; file truncated?)",
                        f->path, nm, (unsigned long long)*ob, (unsigned long long)oe,
                        (unsigned long long)data_size);
-    if (count > UINT64_MAX / db_dtype_size(t->dtype) || oe - *ob != count * db_dtype_size(t->dtype))
+    uint64_t esz = t->int_bytes ? (uint64_t)t->int_bytes : db_dtype_size(t->dtype);
+    if (count > UINT64_MAX / esz || oe - *ob != count * esz)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': %llu bytes of data but shape needs %llu",
-                       f->path, nm, (unsigned long long)(oe - *ob),
-                       (unsigned long long)(count * db_dtype_size(t->dtype)));
+                       f->path, nm, (unsigned long long)(oe - *ob), (unsigned long long)(count * esz));
     if (only) {
         const cJSON *want = cJSON_GetObjectItemCaseSensitive(only, nm);
         const char *base = strrchr(f->path, '/');

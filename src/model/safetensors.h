@@ -18,6 +18,7 @@
 typedef struct {
     char *name;
     db_dtype dtype;
+    int int_bytes;    /* 4 / 8 for an I32 / I64 tensor (dtype then means nothing), else 0 */
     int ndim;
     int64_t shape[DB_ST_MAX_DIMS];
     const void *data; /* inside the mapping, nbytes long */
