@@ -191,7 +191,7 @@ static void tables(void)
                           "throughput_stddev", "speedup", "speedup_ci_lo", "speedup_ci_hi", "tau",
                           "cycles", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99",
                           "e2e_ms_p50", "e2e_ms_p99", "draft_ms_per_cycle",
-                          "select_ms_per_cycle", "verify_ms_per_cycle", "peak_mem_mib",
+                          "select_ms_per_cycle", "correct_ms_per_cycle", "verify_ms_per_cycle", "peak_mem_mib",
                           "chat_template", "thinking", "acceptance_source", "weights",
                           "oracle_tau", "measured_over_predicted", "tool_version", "git_commit",
                           "device", "cpu_model", "cpu_cores", "cpu_threads", "simd", "compiler",

@@ -58,6 +58,7 @@ typedef struct {
     double tpot_ms_mean, tpot_ms_p50, tpot_ms_p90, tpot_ms_p99;
     double e2e_ms_mean, e2e_ms_p50, e2e_ms_p90, e2e_ms_p99;
     double draft_ms_per_cycle, select_ms_per_cycle, verify_ms_per_cycle, host_ms_per_cycle;
+    double correct_ms_per_cycle; /* the DSpark sequential correction walk (0 for the others) */
     double verify_cost_steps;   /* verify time per cycle / the paired ar's verify time per step */
     double oracle_tau;          /* mean oracle acceptance length over top-k */
     double measured_over_predicted; /* NAN without a prediction */

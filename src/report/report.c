@@ -207,6 +207,7 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     double cyc = t->cycles > 0 ? (double)t->cycles : NAN;
     o->draft_ms_per_cycle = 1e3 * t->t_draft / cyc;
     o->select_ms_per_cycle = 1e3 * t->t_select / cyc;
+    o->correct_ms_per_cycle = 1e3 * t->t_correct / cyc;
     o->verify_ms_per_cycle = 1e3 * t->t_verify / cyc;
     o->host_ms_per_cycle = 1e3 * t->t_host / cyc;
     o->measured_over_predicted =

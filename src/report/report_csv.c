@@ -142,6 +142,7 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "e2e_ms_p99", s->e2e_ms_p99);
     put_num(r, "draft_ms_per_cycle", s->draft_ms_per_cycle);
     put_num(r, "select_ms_per_cycle", s->select_ms_per_cycle);
+    put_num(r, "correct_ms_per_cycle", s->correct_ms_per_cycle);
     put_num(r, "verify_ms_per_cycle", s->verify_ms_per_cycle);
     put_num(r, "verify_cost_steps", s->verify_cost_steps);
     put_num(r, "host_ms_per_cycle", s->host_ms_per_cycle);
@@ -215,6 +216,7 @@ static void request_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "e2e_ms", q->output_tokens >= 1 ? 1e3 * (q->t_finished - q->t_admitted) : NAN);
     put_num(r, "draft_ms", 1e3 * q->t_draft);
     put_num(r, "select_ms", 1e3 * q->t_select);
+    put_num(r, "correct_ms", 1e3 * q->t_correct);
     put_num(r, "verify_ms", 1e3 * q->t_verify);
     put_num(r, "host_ms", 1e3 * q->t_host);
     put_int(r, "oracle_len_sum", q->oracle_len_sum);

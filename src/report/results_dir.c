@@ -425,11 +425,11 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
     db_csv_doc d;
     int rc = db_csv_read(path, &d, err, errlen);
     if (rc) return rc;
-    enum { ID, PI, REP, PT, OT, CY, CT, WALL, TA, TF, TE, DR, SE, VE, HO, OR, EOS, NCOL };
+    enum { ID, PI, REP, PT, OT, CY, CT, WALL, TA, TF, TE, DR, SE, CO, VE, HO, OR, EOS, NCOL };
     static const char *const names[NCOL] = {
         "point_id", "prompt_index", "repetition", "prompt_tokens", "output_tokens", "cycles", "cycle_tokens",
         "rep_wall_s", "t_admitted_ms", "t_first_token_ms", "t_finished_ms", "draft_ms",
-        "select_ms", "verify_ms", "host_ms", "oracle_len_sum", "finished_by_eos"};
+        "select_ms", "correct_ms", "verify_ms", "host_ms", "oracle_len_sum", "finished_by_eos"};
     int c[NCOL];
     for (int j = 0; j < NCOL; j++)
         if ((c[j] = db_csv_col(&d, names[j])) < 0) {
@@ -483,6 +483,7 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
         s->t_finished = strtod(f[c[TE]], NULL) * 1e-3;
         s->t_draft = strtod(f[c[DR]], NULL) * 1e-3;
         s->t_select = strtod(f[c[SE]], NULL) * 1e-3;
+        s->t_correct = strtod(f[c[CO]], NULL) * 1e-3;
         s->t_verify = strtod(f[c[VE]], NULL) * 1e-3;
         s->t_host = strtod(f[c[HO]], NULL) * 1e-3;
         s->oracle_len_sum = atol(f[c[OR]]);
