@@ -8,7 +8,8 @@
 3. Greedy speculative output == ar output for every variant, several block sizes and prompts.
 4. Lossless sampling: chi-square of (token1, token2) and of token3 from N speculative runs on the
    v16 pair against the exact target distributions in dflash2-v16-f32/golden.json, at T = 1 and
-   with the filtered setting (T 0.8, top-p 0.9, top-k 8), selector on and off.
+   with the filtered setting (T 0.8, top-p 0.9, top-k 8), selector on and off, and dspark on its
+   v16 fixture (dspark-v16-f32: a reduced draft vocabulary).
 """
 import json
 import math
@@ -61,11 +62,12 @@ def main():
         print(f"[ok] {name}: KV-cache decode == full forward (max err {e:.2e})")
 
     tgt = Target.from_dir(os.path.join(DATA, "qwen3-f32-tied"))
-    for dname in ("dflash-v1-f32", "dflash2-f32", "dflash2-swa-f32"):
+    for dname in ("dflash-v1-f32", "dflash2-f32", "dflash2-swa-f32", "dspark-f32"):
         dr = Drafter.from_dir(os.path.join(DATA, dname), tgt)
         ctx_ids = [5, 9, 30, 2, 44, 61, 7]
         _, taps = tgt.forward(ctx_ids, tap_layers=dr.cfg.target_layer_ids)
-        variants = ["dflash"] if dr.cfg.version == 1 else ["dflash", "selector-off", "conv-off", "dflash2"]
+        variants = (["dspark"] if dr.cfg.dspark else ["dflash"] if dr.cfg.version == 1
+                    else ["dflash", "selector-off", "conv-off", "dflash2"])
         for v in variants:
             a, b = dr.new_context(), dr.new_context()
             dr.add_context(a, taps, list(range(7)))
@@ -90,6 +92,7 @@ def main():
 
     t16 = Target.from_dir(os.path.join(DATA, "qwen3-v16-f32"))
     d16 = Drafter.from_dir(os.path.join(DATA, "dflash2-v16-f32"), t16)
+    ds16 = Drafter.from_dir(os.path.join(DATA, "dspark-v16-f32"), t16)  # draft vocabulary 12 of 16
     gold = json.load(open(os.path.join(DATA, "dflash2-v16-f32", "golden.json")))
     prompt = gold["prompt"]
     settings = [("T=1", 1.0, 1.0, 0, gold), ("filtered", 0.8, 0.9, 8, gold["filtered"])]
@@ -102,12 +105,12 @@ def main():
         joint[eos] = 0
         joint[eos, 0] = p1[eos]  # generation stops after a first-token EOS: one cell
         joint = joint.reshape(-1)
-        for v in ("selector-off", "dflash2"):
+        for v, dd in (("selector-off", d16), ("dflash2", d16), ("dspark", ds16)):
             c12 = torch.zeros(256)
             c3 = torch.zeros(16)
             acc = 0
             for s in range(N):
-                out, st = speculative_generate(t16, d16, prompt, v, 4, 3, temperature=T, top_p=tp,
+                out, st = speculative_generate(t16, dd, prompt, v, 4, 3, temperature=T, top_p=tp,
                                                top_k=tk, seed=(s * 2654435761 + 12345) % (1 << 62))
                 assert len(out) == 3 or out[-1] in t16.cfg.eos_token_ids
                 c12[out[0] * 16 + (out[1] if len(out) > 1 else 0)] += 1
