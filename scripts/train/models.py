@@ -218,12 +218,29 @@ class CandidateSelector(nn.Module):
         return U.float() + ((a * g).unsqueeze(-2) * bc).sum(-1)
 
 
-class DFlashDrafter(nn.Module):
-    """DFlashDraftModel (v2=False) or DFlash2DraftModel (v2=True).  No embed_tokens, no lm_head."""
+class MarkovHead(nn.Module):
+    """DSpark's low-rank sequential correction: bias(prev) = markov_w2 . markov_w1[prev], added to the
+    logits of block row k with prev = the token at row k-1 (the anchor for row 1).  W2 starts at zero,
+    so an untrained head leaves the DFlash logits unchanged."""
 
-    def __init__(self, cfg, v2):
+    def __init__(self, V, r):
         super().__init__()
-        self.cfg, self.v2 = cfg, v2
+        self.markov_w1 = nn.Embedding(V, r)
+        self.markov_w2 = nn.Linear(r, V, bias=False)
+        nn.init.normal_(self.markov_w1.weight, std=1.0 / math.sqrt(r))
+        nn.init.zeros_(self.markov_w2.weight)
+
+    def forward(self, prev):
+        return self.markov_w2(self.markov_w1(prev).float())
+
+
+class DFlashDrafter(nn.Module):
+    """DFlashDraftModel (v2=False), DFlash2DraftModel (v2=True) or, with markov_rank > 0, a DSpark
+    drafter (the v1 backbone plus MarkovHead).  No embed_tokens, no lm_head."""
+
+    def __init__(self, cfg, v2, markov_rank=0):
+        super().__init__()
+        self.cfg, self.v2, self.dspark = cfg, v2, markov_rank > 0
         H = cfg["hidden_size"]
         Lt = len(cfg["dflash_config"]["target_layer_ids"])
         self.fc = nn.Linear(Lt * H, H, bias=False)
@@ -236,6 +253,8 @@ class DFlashDrafter(nn.Module):
         if v2:
             dc = cfg["dflash_config"]
             self.candidate_selector = CandidateSelector(H, cfg["vocab_size"], dc["selector_rank"])
+        if self.dspark:
+            self.markov_head = MarkovHead(cfg["vocab_size"], markov_rank)
 
     def forward(self, feats, ctx_len, block_emb, anchors, use_conv=True):
         """feats [b,S,Lt*H] target tap features; ctx_len unused placeholder for clarity.

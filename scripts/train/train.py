@@ -130,22 +130,19 @@ def generate(target, prompts, max_new, temperature, seed, stop_ids):
 
 
 def distill_data(target, prompts, max_new, stop_ids, seed, batch=192, logf=None):
-    """prompts: list of (family, ids).  Half greedy, half sampled at T=0.8.  Returns list of
-    dicts {ids, plen, greedy, family}."""
-    rng = random.Random(seed)
-    order = list(range(len(prompts)))
-    rng.shuffle(order)
-    # sort by prompt length inside chunks to limit padding
+    """prompts: list of (family, ids, temperature); temperature 0 = greedy.  Returns list of dicts
+    {ids, plen, greedy, family} (prompt + continuation up to and including the first stop token)."""
     seqs = []
     t0 = time.time()
-    for bi in range(0, len(order), batch):
-        chunk = sorted(order[bi: bi + batch], key=lambda i: len(prompts[i][1]))
-        temp = 0.0 if (bi // batch) % 2 == 0 else 0.8
-        outs = generate(target, [prompts[i][1] for i in chunk], max_new, temp, seed + bi, stop_ids)
-        for i, o in zip(chunk, outs):
-            seqs.append({"ids": prompts[i][1] + o, "plen": len(prompts[i][1]), "greedy": temp == 0.0,
-                         "family": prompts[i][0]})
-        log(f"distill {len(seqs)}/{len(prompts)} {time.time() - t0:.0f}s", logf)
+    for temp in sorted({p[2] for p in prompts}):
+        order = sorted((i for i, p in enumerate(prompts) if p[2] == temp), key=lambda i: len(prompts[i][1]))
+        for bi in range(0, len(order), batch):
+            chunk = order[bi: bi + batch]
+            outs = generate(target, [prompts[i][1] for i in chunk], max_new, temp, seed + bi, stop_ids)
+            for i, o in zip(chunk, outs):
+                seqs.append({"ids": prompts[i][1] + o, "plen": len(prompts[i][1]), "greedy": temp == 0.0,
+                             "family": prompts[i][0]})
+            log(f"distill T={temp} {len(seqs)}/{len(prompts)} {time.time() - t0:.0f}s", logf)
     return seqs
 
 
@@ -188,6 +185,8 @@ def drafter_losses(drafter, target, feats, block_ids, anchors, labels, prev, gam
     with torch.autocast(**AUTOCAST):
         y = drafter(feats, None, F.embedding(block_ids, E), anchors)
         logits = drafter.logits(y[:, :, 1:], E)
+    if drafter.dspark:  # teacher forcing: row k's predecessor is the true token at row k-1
+        logits = logits + drafter.markov_head(prev)
     V = logits.shape[-1]
     w = torch.exp(-(torch.arange(1, B, dtype=torch.float32) - 1) / gamma).view(1, 1, B - 1)
     valid = labels >= 0
@@ -243,6 +242,13 @@ def block_tau(drafter, target, seqs, taps, B, mask_id, topk, use_selector=True, 
                 p = torch.gather(C[:, :, t], -1, s.argmax(-1, keepdim=True)).squeeze(-1)
                 picks.append(p)
             d = torch.stack(picks, -1)
+        elif drafter.dspark:
+            p = block_ids[:, :, 0]
+            picks = []
+            for t in range(B - 1):
+                p = (logits[:, :, t].float() + drafter.markov_head(p).float()).argmax(-1)
+                picks.append(p)
+            d = torch.stack(picks, -1)
         else:
             d = logits.argmax(-1)
         full = (labels[:, :, -1] >= 0)  # the whole block lies inside the sequence
@@ -258,10 +264,15 @@ def block_tau(drafter, target, seqs, taps, B, mask_id, topk, use_selector=True, 
     return (tot / max(cyc, 1)), (per_pos / max(cyc, 1)).tolist(), cyc
 
 
-def train_drafters(cfgs, target, seqs, val_seqs, budget_s, seed, B=16, gamma=7.0, batch=16, n_anchor=32,
-                   peak_lr=2e-3, logf=None, steps=None):
-    """Trains the DFlash (v1) and DFlash 2 drafters jointly: same batches, same anchors, same
-    target features, same number of steps."""
+def train_drafters(cfgs, target, seqs, val_seqs, seed, steps, B=16, gamma=7.0, batch=16, n_anchor=32,
+                   peak_lr=2e-3, markov_rank=8, logf=None, ckpt=None, deadline=None, ckpt_every=50):
+    """Trains the DFlash (v1), DFlash 2 (v2) and DSpark (v1 backbone + Markov head) drafters jointly:
+    same batches, same anchors, same target features, same number of steps, same initial backbone.
+
+    ckpt: path of a resumable checkpoint (models, optimizers, data order and every RNG state), written
+    every ckpt_every steps and when `deadline` (a time.time() value) passes; an existing one is resumed.
+    Returns (models dict, info) or (None, info) when the deadline stopped training early."""
+    import os
     torch.manual_seed(seed)
     taps = cfgs["v1"]["dflash_config"]["target_layer_ids"]
     mask_id = cfgs["v1"]["dflash_config"]["mask_token_id"]
@@ -269,33 +280,58 @@ def train_drafters(cfgs, target, seqs, val_seqs, budget_s, seed, B=16, gamma=7.0
     d1 = DFlashDrafter(cfgs["v1"], v2=False)
     torch.manual_seed(seed)
     d2 = DFlashDrafter(cfgs["v2"], v2=True)
+    torch.manual_seed(seed)
+    d3 = DFlashDrafter(cfgs["dspark"], v2=False, markov_rank=markov_rank)
     # same initial shared weights for a fair comparison
     sd1 = d1.state_dict()
     d2.load_state_dict({**d2.state_dict(), **sd1})
-    log(f"drafter params v1 {count_params(d1)} v2 {count_params(d2)}", logf)
+    d3.load_state_dict({**d3.state_dict(), **sd1})
+    models = {"v1": d1, "v2": d2, "dspark": d3}
+    log("drafter params " + " ".join(f"{k} {count_params(m)}" for k, m in models.items()), logf)
     for p in target.parameters():
         p.requires_grad_(False)
     opts = {k: torch.optim.AdamW(m.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=0.01)
-            for k, m in (("v1", d1), ("v2", d2))}
-    models = {"v1": d1, "v2": d2}
+            for k, m in models.items()}
     gen = torch.Generator().manual_seed(seed)
     rng = random.Random(seed)
-    order = []
-    hist = {"v1": [], "v2": [], "sel": []}
+    st = {"order": [], "step": 0, "ema": None, "wall_s": 0.0, "val": []}
+
+    if ckpt and os.path.exists(ckpt):
+        c = torch.load(ckpt)
+        if c["steps"] != steps or c["n_seqs"] != len(seqs):
+            raise SystemExit(f"{ckpt}: a checkpoint of a different run ({c['steps']} steps, {c['n_seqs']} "
+                             f"sequences; this run: {steps}, {len(seqs)}); remove it to start over")
+        for k, m in models.items():
+            m.load_state_dict(c["models"][k])
+            opts[k].load_state_dict(c["opts"][k])
+        gen.set_state(c["gen"])
+        rng.setstate(c["rng"])
+        torch.set_rng_state(c["torch_rng"])
+        st = c["st"]
+        log(f"drafters: resumed at step {st['step']}/{steps} from {ckpt}", logf)
+
+    def save():
+        if not ckpt:
+            return
+        tmp = ckpt + ".tmp"
+        torch.save({"steps": steps, "n_seqs": len(seqs), "st": st, "gen": gen.get_state(), "rng": rng.getstate(),
+                    "torch_rng": torch.get_rng_state(),
+                    "models": {k: m.state_dict() for k, m in models.items()},
+                    "opts": {k: o.state_dict() for k, o in opts.items()}}, tmp)
+        os.replace(tmp, ckpt)
 
     def next_batch():
-        nonlocal order
-        if len(order) < batch:
-            order = order + rng.sample(range(len(seqs)), len(seqs))
-        ch, order = order[:batch], order[batch:]
+        if len(st["order"]) < batch:
+            st["order"] = st["order"] + rng.sample(range(len(seqs)), len(seqs))
+        ch, st["order"] = st["order"][:batch], st["order"][batch:]
         return [seqs[i] for i in ch]
 
-    def step(i, total):
+    def step(i):
         feats, block_ids, anchors, labels, prev = make_batch(next_batch(), target, taps, n_anchor, B, mask_id, gen)
         res = {}
         for k, m in models.items():
             for pg in opts[k].param_groups:
-                pg["lr"] = lr_at(i, total, peak_lr, 50)
+                pg["lr"] = lr_at(i, steps, peak_lr, 50)
             out = drafter_losses(m, target, feats, block_ids, anchors, labels, prev, gamma, topk)
             opts[k].zero_grad(set_to_none=True)
             out["total"].backward()
@@ -304,30 +340,34 @@ def train_drafters(cfgs, target, seqs, val_seqs, budget_s, seed, B=16, gamma=7.0
             res[k] = {n: float(v) for n, v in out.items()}
         return res
 
-    t0 = time.time()
-    probe = 6
-    for i in range(probe):
-        r = step(i, 10 ** 9)
-    dt = (time.time() - t0) / probe
-    total = steps or max(probe + 1, int(budget_s / dt))
-    log(f"drafters: {dt:.3f}s/step -> {total} steps", logf)
-    ema = {"v1": r["v1"]["base"], "v2": r["v2"]["base"], "sel": r["v2"]["sel"]}
-    for i in range(probe, total):
-        r = step(i, total)
-        ema["v1"] = 0.98 * ema["v1"] + 0.02 * r["v1"]["base"]
-        ema["v2"] = 0.98 * ema["v2"] + 0.02 * r["v2"]["base"]
-        ema["sel"] = 0.98 * ema["sel"] + 0.02 * r["v2"]["sel"]
-        if i % 50 == 0 or i == total - 1:
-            log(f"drafter step {i}/{total} v1 {r['v1']['base']:.3f} (ema {ema['v1']:.3f} acc1 {r['v1']['acc1']:.3f}) "
-                f"v2 {r['v2']['base']:.3f} (ema {ema['v2']:.3f} acc1 {r['v2']['acc1']:.3f}) sel {r['v2']['sel']:.3f} "
-                f"sel_acc {r['v2']['sel_acc']:.3f} {time.time() - t0:.0f}s", logf)
-        if i % 400 == 0 and i > 0:
-            t1, _, _ = block_tau(d1, target, val_seqs[:64], taps, B, mask_id, topk)
-            t2, _, _ = block_tau(d2, target, val_seqs[:64], taps, B, mask_id, topk)
-            log(f"  val block-tau v1 {t1:.3f} v2 {t2:.3f}", logf)
-    info = {"steps": total, "batch_sequences": batch, "anchors_per_sequence": n_anchor, "block_size": B,
-            "gamma": gamma, "peak_lr": peak_lr, "wall_s": round(time.time() - t0, 1),
+    t0 = time.time() - st["wall_s"]
+    while st["step"] < steps:
+        i = st["step"]
+        r = step(i)
+        cur = {"v1": r["v1"]["base"], "v2": r["v2"]["base"], "sel": r["v2"]["sel"], "dspark": r["dspark"]["base"]}
+        st["ema"] = cur if st["ema"] is None else {k: 0.98 * st["ema"][k] + 0.02 * v for k, v in cur.items()}
+        st["step"] = i + 1
+        st["wall_s"] = time.time() - t0
+        ema = st["ema"]
+        if i % 25 == 0 or i == steps - 1:
+            log(f"drafter step {i}/{steps} v1 {cur['v1']:.3f} (ema {ema['v1']:.3f}) v2 {cur['v2']:.3f} "
+                f"(ema {ema['v2']:.3f} acc1 {r['v2']['acc1']:.3f}) sel {cur['sel']:.3f} dspark {cur['dspark']:.3f} "
+                f"(ema {ema['dspark']:.3f} acc1 {r['dspark']['acc1']:.3f}) {st['wall_s']:.0f}s", logf)
+        if i % 250 == 0 and i > 0:
+            vt = {k: round(block_tau(m, target, val_seqs[:64], taps, B, mask_id, topk)[0], 3) for k, m in models.items()}
+            st["val"].append({"step": i, **vt})
+            log(f"  val block-tau {vt}", logf)
+        if st["step"] % ckpt_every == 0 or st["step"] == steps:
+            save()
+        if deadline and time.time() > deadline and st["step"] < steps:
+            save()
+            log(f"drafters: time budget spent at step {st['step']}/{steps}; checkpoint {ckpt}; rerun to resume", logf)
+            return None, {"stopped_at": st["step"]}
+    ema = st["ema"]
+    info = {"steps": steps, "batch_sequences": batch, "anchors_per_sequence": n_anchor, "block_size": B,
+            "gamma": gamma, "peak_lr": peak_lr, "markov_rank": markov_rank, "wall_s": round(st["wall_s"], 1),
+            "val_block_tau_during_training": st["val"],
             "final_loss_ema": {"dflash_v1_base": round(ema["v1"], 4), "dflash2_base": round(ema["v2"], 4),
-                               "dflash2_selector": round(ema["sel"], 4)},
-            "params": {"v1": count_params(d1), "v2": count_params(d2)}}
-    return d1, d2, info
+                               "dflash2_selector": round(ema["sel"], 4), "dspark_base": round(ema["dspark"], 4)},
+            "params": {k: count_params(m) for k, m in models.items()}}
+    return models, info
