@@ -15,8 +15,7 @@
 #   DB_CPU_KERNEL, and with f16 K/V caches: --kv-dtype f16) and exits 1 on a planted mismatch;
 #   a run with --kv-dtype f16 records kv_dtype f16 in its rows and meta.json;
 #   dspark: check-lossless passes at B = 4, 8, 16 on the DSpark fixture pair (tests/data), and a
-#   run naming dspark without its default checkpoint (models/tiny-qwen3-dspark-b16) present
-#   fails with exit 2 and one line naming that directory.
+#   run naming a missing dspark checkpoint fails with exit 2 and one line naming that directory.
 set -u
 . "$(dirname "$0")/tap.sh"
 
@@ -182,20 +181,21 @@ def sha(m):  # one weight file: its sha256 (what sha256sum prints)
     f = glob.glob(os.path.join(models, m, '*.safetensors'))
     assert len(f) == 1, f
     return hashlib.sha256(open(f[0], 'rb').read()).hexdigest()
-v1, v2 = sha('tiny-qwen3-dflash-b16'), sha('tiny-qwen3-dflash2-b16')
+v1, v2, sp = sha('tiny-qwen3-dflash-b16'), sha('tiny-qwen3-dflash2-b16'), sha('tiny-qwen3-dspark-b16')
 rows = list(csv.DictReader(open(os.path.join(d, 'summary.csv'), newline='')))
 problems = []
 seen = sorted({r['variant'] for r in rows})
-if seen != sorted(['ar', 'dflash', 'selector-off', 'conv-off', 'dflash2']) or len(rows) != 9:
-    problems.append(f'variants {seen}, {len(rows)} rows (want the default five, 9 rows)')
+if seen != sorted(['ar', 'dflash', 'selector-off', 'conv-off', 'dflash2', 'dspark']) or len(rows) != 11:
+    problems.append(f'variants {seen}, {len(rows)} rows (want the default six, 11 rows)')
 for r in rows:
-    want = {'ar': ('', ''), 'dflash': ('tiny-qwen3-dflash-b16', v1)}.get(r['variant'], ('tiny-qwen3-dflash2-b16', v2))
+    want = {'ar': ('', ''), 'dflash': ('tiny-qwen3-dflash-b16', v1),
+            'dspark': ('tiny-qwen3-dspark-b16', sp)}.get(r['variant'], ('tiny-qwen3-dflash2-b16', v2))
     if (r['drafter'], r['drafter_sha256']) != want:
         problems.append(f"{r['variant']} B{r['block_size']}: drafter {r['drafter']} {r['drafter_sha256'][:12]}, want {want[0]} {want[1][:12]}")
 print('\n'.join(problems) if problems else 'OK')
 EOF
 )
-ok "$([ "$check" = OK ]; echo $?)" "dflash rows name the DFlash 1 checkpoint's sha256, the DFlash 2 variants the v2 one"
+ok "$([ "$check" = OK ]; echo $?)" "dflash rows name the DFlash 1 checkpoint's sha256, dspark the DSpark one, the DFlash 2 variants the v2 one"
 [ "$check" = OK ] || echo "$check" | diag
 
 # ---- plots ----
@@ -248,16 +248,11 @@ rc=$?
 ok "$([ "$rc" = 0 ] && [ "$(grep -c '^ok  dspark' "$tmp/cld")" = 3 ]; echo $?)" \
     "check-lossless passes for dspark at B 4, 8, 16 on the DSpark fixture (rc $rc)"
 [ "$rc" = 0 ] || sed 's/^/# /' "$tmp/cld"
-if [ ! -e "$ROOT/models/tiny-qwen3-dspark-b16" ]; then
-    "$BIN" run --target "$TARGET" -v ar,dspark --dataset math --max-samples 1 -n 4 -c 1 -B 4 \
-        --warmup 0 -r 1 --threads 1 --out "$tmp/rds" >"$tmp/rds.out" 2>"$tmp/rds.err"
-    rc=$?
-    ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/rds.err")" = 1 ] && grep -q "tiny-qwen3-dspark-b16" "$tmp/rds.err" &&
-          [ ! -e "$tmp/rds" ]; echo $?)" "dspark without its default checkpoint: exit 2, one line naming it, no results (rc $rc)"
-    [ "$rc" = 2 ] || sed 's/^/# /' "$tmp/rds.err"
-else
-    n=$((n + 1))
-    echo "ok $n - dspark without its default checkpoint # SKIP models/tiny-qwen3-dspark-b16 is present"
-fi
+"$BIN" run --target "$TARGET" -v ar,dspark -d "dspark=$tmp/no-such-dspark" --dataset math --max-samples 1 -n 4 \
+    -c 1 -B 4 --warmup 0 -r 1 --threads 1 --out "$tmp/rds" >"$tmp/rds.out" 2>"$tmp/rds.err"
+rc=$?
+ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/rds.err")" = 1 ] && grep -q "no-such-dspark" "$tmp/rds.err" &&
+      [ ! -e "$tmp/rds" ]; echo $?)" "dspark with a missing checkpoint: exit 2, one line naming it, no results (rc $rc)"
+[ "$rc" = 2 ] || sed 's/^/# /' "$tmp/rds.err"
 
 done_testing

@@ -29,7 +29,7 @@ typedef enum {
     X(CONV_OFF,     "conv-off",     DB_NEEDS_DFLASH2, 0, 1, 1, "DFlash 2 without the two-tap convolutions") \
     X(DFLASH2,      "dflash2",      DB_NEEDS_DFLASH2, 1, 1, 1, "full DFlash 2") \
     X(DFLASH2_BARE, "dflash2-bare", DB_NEEDS_DFLASH2, 0, 0, 0, "DFlash 2 checkpoint, convolutions and selector off (not DFlash 1)") \
-    X(DSPARK,       "dspark",       DB_NEEDS_DSPARK,  0, 0, 0, "DSpark: a DFlash 1 drafter whose block positions are corrected one by one by the previous pick (low-rank Markov head)")
+    X(DSPARK,       "dspark",       DB_NEEDS_DSPARK,  0, 0, 1, "DSpark: a DFlash 1 drafter whose block positions are corrected one by one by the previous pick (low-rank Markov head)")
 /* clang-format on */
 
 #define DB_VARIANT_ENUM_(e, ...) DB_VAR_##e,
