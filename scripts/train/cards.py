@@ -107,7 +107,8 @@ def write_cards(models_dir, res, build, sweep):
                 f"max_new_tokens {res['max_new_tokens']}. tau = tokens committed by drafting cycles / drafting cycles "
                 f"(the prefill is no cycle), the definition of `run`'s `tau` column; oracle tau = what a perfect "
                 f"selector over the drafter's top-16 would reach. `run` columns: `dflash-bench run -c 1` on the same "
-                f"models (the default sweep at concurrency 1).\n")
+                f"models (the default sweep at concurrency 1; on a CPU this cache-resident 2M-parameter pair verifies B rows "
+                f"for nearly B times a decode step, so its speedups stay near or below 1: the taus are what it is for).\n")
     train = (f"- Training: {d['steps']} steps x {d['batch_sequences']} sequences x {d['anchors_per_sequence']} anchors, "
              f"AdamW peak lr {d['peak_lr']}, cosine; the DFlash, DFlash 2 and DSpark drafters trained jointly on "
              f"identical batches, anchors and step counts from the same initial backbone; wall time (all three) "
