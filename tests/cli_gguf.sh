@@ -37,9 +37,10 @@ gen() { # target drafter variant -> ids on stdout, statistics without timings in
         -B 16 -T 0 --threads 1 2>"$tmp/stats.raw"
     grep -v "tok/s\|load " "$tmp/stats.raw" | sed 's/draft [0-9.]* ms.*host [0-9.]* ms; //' >"$tmp/stats"
 }
-for v in ar dflash dflash2; do
+for v in ar dflash dflash2 dspark; do
     d=tiny-qwen3-dflash2-b16
     [ "$v" = dflash ] && d=tiny-qwen3-dflash-b16
+    [ "$v" = dspark ] && d=tiny-qwen3-dspark-b16
     a=$(gen "$M/tiny-qwen3" "$M/$d" "$v"); cp "$tmp/stats" "$tmp/stats.st"
     b=$(gen "$tmp/tiny-qwen3-f32.gguf" "$tmp/$d-f32.gguf" "$v")
     same=1
@@ -55,6 +56,12 @@ for t in q8_0 q4_k; do
     ok "$rc" "check-lossless on the $t pair: every variant == ar of the $t target"
     [ "$rc" = 0 ] || tail -5 "$tmp/cl.out" | diag
 done
+"$BIN" check-lossless --target "$tmp/tiny-qwen3-q8_0.gguf" --drafter "$tmp/tiny-qwen3-dspark-b16-q8_0.gguf" \
+    -B 4,8,16 --threads 1 >"$tmp/cl.out" 2>&1
+rc=$?
+ok "$([ "$rc" = 0 ] && [ "$(grep -c '^ok  dspark' "$tmp/cl.out")" = 3 ]; echo $?)" \
+    "check-lossless on the q8_0 DSpark GGUF: dspark == ar at B 4, 8, 16"
+[ "$rc" = 0 ] || tail -5 "$tmp/cl.out" | diag
 
 printf 'Hello world, 12345 tokens!\n  the  \303\234ber caf\303\251 \346\227\245\346\234\254 <|im_end|> it'"'"'s 3.14159\n\n\tx' \
     >"$tmp/text.txt"

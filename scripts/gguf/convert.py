@@ -54,7 +54,11 @@ GLOBAL = {"embed_tokens.weight": "token_embd.weight", "norm.weight": "output_nor
           "hidden_norm.weight": "enc.output_norm.weight",
           "candidate_selector.hidden_projection.weight": "selector_hidden.weight",
           "candidate_selector.predecessor_codebook": "selector_predecessor.weight",
-          "candidate_selector.successor_codebook": "selector_successor.weight"}
+          "candidate_selector.successor_codebook": "selector_successor.weight",
+          "markov_head.markov_w1.weight": "markov_w1.weight", "markov_head.markov_w2.weight": "markov_w2.weight",
+          "markov_head.markov_w2.scale": "markov_w2.scale",
+          "confidence_head.proj.weight": "conf_proj.weight", "confidence_head.proj.bias": "conf_proj.bias"}
+DSPARK_ARCHS = ("DSparkDraftModel", "Qwen3DSparkModel", "DSparkSpeculator")
 
 
 def read_safetensors(d):
@@ -105,7 +109,7 @@ def permute(w, heads):
 def tensor_type(name, a, want):
     if a.ndim == 1 or name.endswith("_conv_base"):
         return Q.F32
-    if name.startswith("selector_predecessor") or name.startswith("selector_successor"):
+    if name.startswith(("selector_predecessor", "selector_successor", "markov_w")):
         return want if want in (Q.F32, Q.F16, Q.BF16) else Q.F16
     t = want
     if a.shape[-1] % Q.BLOCK[t]:
@@ -205,6 +209,12 @@ def add_dflash(w, cfg):
     if not ids:
         raise SystemExit("drafter config has no dflash_config.target_layer_ids")
     w.add_array("dflash.target_layers", G.I32, [i + 1 for i in ids])
+    if any(a in DSPARK_ARCHS for a in cfg.get("architectures") or []):
+        # DSpark (llama.cpp's keys): row 0 of a block is the anchor, not a prediction slot
+        w.add("dflash.sample_from_anchor", G.BOOL, False)
+        vd = cfg.get("draft_vocab_size") or cfg["vocab_size"]
+        if vd != cfg["vocab_size"]:
+            raise SystemExit("a DSpark drafter with a reduced draft vocabulary (d2t) is not converted to GGUF")
     lt = cfg.get("layer_types")
     if lt and "sliding_attention" in lt:
         w.add("dflash.attention.sliding_window", G.U32, cfg["sliding_window"])
@@ -215,7 +225,7 @@ def add_dflash(w, cfg):
 def convert(model_dir, out, want, target_dir=None):
     cfg = json.load(open(Path(model_dir) / "config.json"))
     archs = cfg.get("architectures") or []
-    drafter = any(a in ("DFlashDraftModel", "DFlash2DraftModel") for a in archs)
+    drafter = any(a in ("DFlashDraftModel", "DFlash2DraftModel") + DSPARK_ARCHS for a in archs)
     arch = "dflash" if drafter else cfg["model_type"]
     if arch not in ("dflash", "qwen3", "llama"):
         raise SystemExit(f"{model_dir}: model_type {arch} is not converted (qwen3, llama)")
@@ -262,7 +272,7 @@ def main():
         outdir.mkdir(parents=True, exist_ok=True)
         sfx = a.type.lower()
         convert(root / "tiny-qwen3", outdir / f"tiny-qwen3-{sfx}.gguf", t)
-        for d in ("tiny-qwen3-dflash-b16", "tiny-qwen3-dflash2-b16"):
+        for d in ("tiny-qwen3-dflash-b16", "tiny-qwen3-dflash2-b16", "tiny-qwen3-dspark-b16"):
             convert(root / d, outdir / f"{d}-{sfx}.gguf", t, root / "tiny-qwen3")
         return
     if not a.out:

@@ -39,6 +39,11 @@ static const char *const model_names[][3] = {
      "candidate_selector.predecessor_codebook"},
     {"selector_successor.weight", "candidate_selector.successor_codebook",
      "candidate_selector.successor_codebook"},
+    {"markov_w1.weight", "markov_head.markov_w1.weight", "markov_head.markov_w1.weight"},
+    {"markov_w2.weight", "markov_head.markov_w2.weight", "markov_head.markov_w2.weight"},
+    {"markov_w2.scale", "markov_head.markov_w2.scale", "markov_head.markov_w2.scale"},
+    {"conf_proj.weight", "confidence_head.proj.weight", "confidence_head.proj.weight"},
+    {"conf_proj.bias", "confidence_head.proj.bias", "confidence_head.proj.bias"},
 };
 
 /* the Hugging Face name of GGUF tensor `name` into out; unknown names pass unchanged */
@@ -213,6 +218,21 @@ static int parse_dflash(const db_gguf *g, db_drafter_config *d, int target_layer
     d->base.qk_norm = 1;
     snprintf(d->base.model_type, sizeof d->base.model_type, "qwen3");
     d->kind = db_gguf_find(g, ak(a, "conv_kernel_size")) ? DB_DRAFTER_V2 : DB_DRAFTER_V1;
+    if (db_gguf_tensor_find(g, "markov_w1.weight")) { /* DSpark: a v1 drafter plus the Markov head */
+        int from_anchor;
+        if (d->kind == DB_DRAFTER_V2)
+            return db_fail(err, errlen, DB_EINPUT, "%s: a DSpark drafter with DFlash 2 convolutions is not supported", g->path);
+        if (db_gguf_tensor_find(g, "d2t"))
+            return db_fail(err, errlen, DB_EINPUT, "%s: a DSpark drafter with a reduced draft vocabulary (d2t) is read from "
+                           "safetensors only", g->path);
+        /* our block layout: row 0 is the anchor, rows 1.. predict; a file whose slot 0 predicts is another layout */
+        if ((rc = db_gguf_bool(g, ak(a, "sample_from_anchor"), 1, 0, &from_anchor, err, errlen))) return rc;
+        if (from_anchor)
+            return db_fail(err, errlen, DB_EINPUT, "%s: dflash.sample_from_anchor = true (slot 0 predicts) is not this "
+                           "tool's block layout (row 0 = the anchor)", g->path);
+        d->kind = DB_DRAFTER_DSPARK;
+        return DB_OK;
+    }
     if (d->kind == DB_DRAFTER_V1) return DB_OK;
     if ((rc = db_gguf_int(g, ak(a, "conv_kernel_size"), 1, 0, 1, 64, &v, err, errlen))) return rc;
     d->conv_kernel = (int)v;
