@@ -152,6 +152,22 @@ typedef struct {
                           const uint16_t *vcache, int cap, const db_attn_row *rows, int n, int nh,
                           int nkv, int hd, float scale);
 
+    /* Optional sampling on the device (NULL: the engine downloads the [N, V] distributions and
+     * draws on the host, with the same references). The uniforms u are drawn by the engine, per
+     * request in the order the host path draws them, so both paths pick the same tokens.
+     * sample: out[r] = db_sample_index_u(row r of probs [N, V] (device), V, u[r]); u, out HOST
+     *   [N]. 0, or -1 with the message in be->err.
+     * accept: nq requests of `block` rows each: accepted[j], bonus[j] = db_accept_sample_u(
+     *   draft + j*block, p rows j*block.. (device [nq*block, V]: the target's distributions),
+     *   q rows j*(block-1).., u + j*block). q: dense device rows [nq*(block-1), V] (q_ids NULL)
+     *   or sparse: q_vals / q_ids HOST [nq*(block-1), q_k] (q NULL). draft, u,
+     *   accepted, bonus HOST. The rows of p may be overwritten (the residual max(p - q, 0) is
+     *   formed in place). 0, or -1 with the message in be->err. */
+    int (*sample)(db_backend *be, int *out, const float *probs, int n, int v, const double *u);
+    int (*accept)(db_backend *be, int *accepted, int *bonus, float *p, const float *q,
+                  const float *q_vals, const int *q_ids, int q_k, const int *draft,
+                  const double *u, int nq, int block, int v);
+
     /* Bytes the device can still allocate (CPU: MemAvailable of /proc/meminfo, capped by the
      * cgroup limit); 0 when unknown. Optional: NULL means unknown. */
     size_t (*mem_available)(db_backend *be);
@@ -192,6 +208,27 @@ void db_weight_free(db_backend *be, db_weight *w);
  * (1 = all), renormalised. Backends and the engine share it so both sides filter alike.
  * 0, or -1 when the filter's sort buffer cannot be allocated (x is then unfiltered). */
 int db_probs_host(float *x, int n, float temperature, float top_p, int top_k);
+
+/* Sampling references (sampling.c), shared by the engine's host path and the backends' ops.
+ * db_sample_index_u: the index drawn from probs[0..n) (entries <= 0 never drawn; the row need
+ * not be normalised) by the uniform u in [0, 1). The row is cut into chunks of DB_SAMPLE_CHUNK;
+ * S_c = the sum of chunk c's positive entries in index order (double), P_c = S_0 + ... + S_{c-1}
+ * in order, total = P_last + S_last; the pick is the first positive i with
+ * u * total < P_c(i) + s_i, s_i = the running sum of i's chunk through i. None (rounding at the
+ * top): the last positive entry; an all-zero row: 0. For n <= DB_SAMPLE_CHUNK it is the plain
+ * running sum; the chunks let a device sum them in parallel and get the same bits. */
+#define DB_SAMPLE_CHUNK 1024
+int db_sample_index_u(const float *probs, int n, double u);
+/* Lossless rejection sampling of one block (the Leviathan / Chen rule). draft[1..B-1] the
+ * drafted tokens; p [B, V]: row t-1 the target's distribution for position t (row B-1 the one
+ * after a full accept); q: row t-1 the distribution draft t was drawn from, dense [B-1, V]
+ * (q_ids NULL) or sparse [B-1, q_k] values with distinct ids q_ids (zero elsewhere); u [B]
+ * uniforms, used in order: u[t-1] tests draft t (accepted when u < p[d] / q[d]); at the first
+ * rejection, position t, the bonus = db_sample_index_u(max(p - q, 0), or p when that is all
+ * zero, u[t]); after a full accept bonus = db_sample_index_u(p row B-1, u[B-1]). res [V]
+ * scratch. Returns a, the drafts accepted; min(a + 2, B) uniforms were used. */
+int db_accept_sample_u(const int *draft, const float *p, const float *q, const int *q_ids,
+                       int q_k, int block, int v, const double *u, float *res, int *bonus);
 
 /* The fill_random value of element k of stream `seed` (before the dtype conversion):
  *   z = seed + (k + 1) * 0x9E3779B97F4A7C15                    (mod 2^64; splitmix64's k-th state)

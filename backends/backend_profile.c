@@ -17,12 +17,12 @@
 enum {
     P_MATMUL, P_RMSNORM, P_ROPE, P_ATTENTION, P_SWIGLU, P_EMBED, P_ADD, P_COPY_ROWS,
     P_SCALE_SOFTCAP, P_TOPK, P_PROBS, P_DYNCONV, P_PAIR_SCORES, P_UPLOAD, P_DOWNLOAD,
-    P_KV_STORE_F16, P_ATTENTION_F16, P_MARKOV_BIAS, P_N
+    P_KV_STORE_F16, P_ATTENTION_F16, P_MARKOV_BIAS, P_SAMPLE, P_ACCEPT, P_N
 };
 static const char *const op_names[P_N] = {
     "matmul", "rmsnorm", "rope", "attention", "swiglu", "embed", "add", "copy_rows",
     "scale_softcap", "topk", "probs", "dynconv", "pair_scores", "upload", "download",
-    "kv_store_f16", "attention_f16", "markov_bias",
+    "kv_store_f16", "attention_f16", "markov_bias", "sample", "accept",
 };
 
 static const db_backend_ops *real; /* the profiled backend's own table */
@@ -188,6 +188,24 @@ static void p_attention_f16(db_backend *be, float *out, const float *q, const ui
     done(be, P_ATTENTION_F16, t0);
 }
 
+static int p_sample(db_backend *be, int *out, const float *probs, int n, int v, const double *u)
+{
+    double t0 = now();
+    int rc = real->sample(be, out, probs, n, v, u);
+    done(be, P_SAMPLE, t0);
+    return rc;
+}
+
+static int p_accept(db_backend *be, int *accepted, int *bonus, float *p, const float *q,
+                    const float *q_vals, const int *q_ids, int q_k, const int *draft,
+                    const double *u, int nq, int block, int v)
+{
+    double t0 = now();
+    int rc = real->accept(be, accepted, bonus, p, q, q_vals, q_ids, q_k, draft, u, nq, block, v);
+    done(be, P_ACCEPT, t0);
+    return rc;
+}
+
 void db_profile_attach(db_backend *be)
 {
     const char *v = getenv("DB_PROFILE_OPS");
@@ -203,6 +221,8 @@ void db_profile_attach(db_backend *be)
     /* optional ops stay NULL where the backend has none */
     if (real->kv_store_f16) wrapped.kv_store_f16 = p_kv_store_f16;
     if (real->attention_f16) wrapped.attention_f16 = p_attention_f16;
+    if (real->sample) wrapped.sample = p_sample;
+    if (real->accept) wrapped.accept = p_accept;
     be->ops = &wrapped;
     memset(tot, 0, sizeof tot);
 }

@@ -18,11 +18,12 @@
  *   matmul through cuBLAS with bf16 / f16 weights (activations rounded to the
  *   weight dtype, non-deterministic mode, n >= 16):                              1e-2
  * Exact (bitwise): embed, add, copy_rows, topk (ids and values, ties -> smaller id, -0 == +0),
- * fill_random (== db_fill_random_host), the support of probs (which entries survive top-k /
- * top-p; their values to 1e-5), batch invariance of deterministic matmul and of attention (a
- * row alone == the row among others). Matmul runs three ways: deterministic (the row-dot
- * kernel at every n), fast (cuBLAS from 16 rows) and fast with DB_GPU_NO_BLAS=1 (the
- * backend's own tiled GEMM, HIP's large-n path). Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
+ * fill_random (== db_fill_random_host), sample and accept (== db_sample_index_u /
+ * db_accept_sample_u of backends/sampling.c: the ids, a and the bonus), the support of probs
+ * (which entries survive top-k / top-p; their values to 1e-5), batch invariance of
+ * deterministic matmul and of attention (a row alone == the row among others). Matmul runs
+ * three ways: deterministic (the row-dot kernel at every n), fast (cuBLAS from 16 rows) and
+ * fast with DB_GPU_NO_BLAS=1 (the backend's own tiled GEMM, HIP's large-n path). Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
  * Q6_K, random blocks): matmul against the C dequantizer (backends/quant.c) in double and the
  * CPU backend, 1e-5, batch-invariant in both modes; embed bitwise.
  *
@@ -571,6 +572,124 @@ static void test_probs(db_backend *g, const char *name)
     }
 }
 
+/* ------------------------------------------------------------------------ sample, accept */
+
+/* a probability row of v entries: random masses with ~1/3 zeros, normalised (mode 0), or
+ * mode 1: one-hot, mode 2: all zero, mode 3: a few tiny masses at the far end */
+static void prob_row(float *x, int v, int mode)
+{
+    double s = 0.0;
+    for (int i = 0; i < v; i++) {
+        x[i] = mode == 0 && urand(0, 1) > 0.33f ? urand(0, 1) : 0.0f;
+        s += x[i];
+    }
+    if (mode == 1) x[(int)urand(0, (float)v) % v] = 1.0f;
+    if (mode == 3)
+        for (int i = v - 3; i < v; i++) x[i > 0 ? i : 0] = 1e-30f;
+    if (mode == 0 && s > 0)
+        for (int i = 0; i < v; i++) x[i] = (float)(x[i] / s);
+}
+
+/* sample == db_sample_index_u, bitwise, over vocabularies below, at and across the chunk size
+ * (one to many chunks), all-zero / one-hot / tiny rows, u = 0, u -> 1 and random u */
+static void test_sample(db_backend *g, const char *name)
+{
+    static const int vs[] = {7, DB_SAMPLE_CHUNK, DB_SAMPLE_CHUNK + 1, 5000, 151936};
+    for (size_t vi = 0; vi < sizeof vs / sizeof *vs; vi++) {
+        int v = vs[vi], n = v > 10000 ? 3 : 12;
+        size_t len = (size_t)n * v;
+        float *x = malloc(sizeof(float) * len);
+        double *u = malloc(sizeof(double) * n);
+        int *ref = malloc(sizeof(int) * n), *out = malloc(sizeof(int) * n);
+        for (int r = 0; r < n; r++) {
+            prob_row(x + (size_t)r * v, v, r < 4 ? r : 0);
+            u[r] = r == 4 ? 0.0 : r == 5 ? 1.0 - 0x1p-53 : db_rng_uniform(&rng);
+            ref[r] = db_sample_index_u(x + (size_t)r * v, v, u[r]);
+        }
+        float *xg = dev_put(g, x, sizeof(float) * len);
+        memset(out, 0xff, sizeof(int) * n);
+        int rg = g->ops->sample(g, out, xg, n, v, u);
+        if (rg) tap_diag("%s", g->err);
+        tap_ok(rg == 0 && memcmp(out, ref, sizeof(int) * n) == 0,
+               "%s: sample V=%d, %d rows (all-zero, one-hot, tiny, u = 0 and 1-2^-53) == db_sample_index_u", name, v, n);
+        g->ops->dfree(g, xg);
+        free(x), free(u), free(ref), free(out);
+    }
+}
+
+/* accept == db_accept_sample_u per request (a and the bonus), dense and sparse q, on requests
+ * built to reach every branch: full accepts, rejections with a residual, and rejections whose
+ * residual is all zero (p = q/2, so the bonus is drawn from p) */
+static void test_accept(db_backend *g, const char *name)
+{
+    static const int cases[][3] = {{5, 2, 50}, {6, 5, 3000}, {4, 8, DB_SAMPLE_CHUNK + 7}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        int nq = cases[ci][0], B = cases[ci][1], v = cases[ci][2];
+        for (int sparse = 0; sparse <= 1; sparse++) {
+            const int qk = 4;
+            size_t R1 = (size_t)nq * (B - 1), plen = (size_t)nq * B * v;
+            float *p = malloc(sizeof(float) * plen), *q = calloc(R1 * v, sizeof(float));
+            float *qv = malloc(sizeof(float) * R1 * qk), *res = malloc(sizeof(float) * v);
+            int *qi = malloc(sizeof(int) * R1 * qk), *draft = calloc((size_t)nq * B, sizeof(int));
+            double *u = malloc(sizeof(double) * nq * B);
+            int *ar = malloc(sizeof(int) * nq), *br = malloc(sizeof(int) * nq);
+            int *ag = malloc(sizeof(int) * nq), *bg = malloc(sizeof(int) * nq);
+            for (int j = 0; j < nq; j++) {
+                int kind = j % 3; /* 0 random, 1 p close to q (accepts), 2 p = q/2 (zero residual) */
+                for (int t = 0; t < B; t++) prob_row(p + ((size_t)j * B + t) * v, v, 0);
+                for (int t = 1; t < B; t++) {
+                    size_t row = (size_t)j * (B - 1) + t - 1;
+                    float *qr = q + row * v, *pr = p + ((size_t)j * B + t - 1) * v;
+                    if (!sparse) {
+                        prob_row(qr, v, 0);
+                    } else { /* qk distinct ids, masses summing to 1 */
+                        double s = 0;
+                        for (int c = 0; c < qk; c++) {
+                            qi[row * qk + c] = (c * v) / qk + (int)urand(0, (float)(v / qk)) % (v / qk > 0 ? v / qk : 1);
+                            qv[row * qk + c] = urand(0.05f, 1);
+                            s += qv[row * qk + c];
+                        }
+                        for (int c = 0; c < qk; c++) {
+                            qv[row * qk + c] = (float)(qv[row * qk + c] / s);
+                            qr[qi[row * qk + c]] = qv[row * qk + c];
+                        }
+                    }
+                    if (kind == 1)
+                        for (int i = 0; i < v; i++) pr[i] = qr[i] > 0 ? qr[i] * 1.01f : pr[i] * 0.01f;
+                    if (kind == 2)
+                        for (int i = 0; i < v; i++) pr[i] = qr[i] * 0.5f;
+                    /* the draft: the largest entry of q (always in its support) */
+                    int d = 0;
+                    for (int i = 1; i < v; i++)
+                        if (qr[i] > qr[d]) d = i;
+                    draft[j * B + t] = d;
+                }
+                for (int t = 0; t < B; t++) u[j * B + t] = db_rng_uniform(&rng);
+            }
+            int full = 0, rej = 0;
+            for (int j = 0; j < nq; j++) {
+                const float *qj = sparse ? qv + (size_t)j * (B - 1) * qk : q + (size_t)j * (B - 1) * v;
+                ar[j] = db_accept_sample_u(draft + j * B, p + (size_t)j * B * v, qj,
+                                           sparse ? qi + (size_t)j * (B - 1) * qk : NULL, qk, B, v, u + j * B,
+                                           res, &br[j]);
+                full += ar[j] == B - 1;
+                rej += ar[j] < B - 1;
+            }
+            float *pg = dev_put(g, p, sizeof(float) * plen);
+            float *qg = sparse ? NULL : dev_put(g, q, sizeof(float) * R1 * v);
+            memset(ag, 0xff, sizeof(int) * nq), memset(bg, 0xff, sizeof(int) * nq);
+            int rg = g->ops->accept(g, ag, bg, pg, qg, sparse ? qv : NULL, sparse ? qi : NULL, qk, draft, u, nq, B, v);
+            if (rg) tap_diag("%s", g->err);
+            tap_ok(rg == 0 && memcmp(ag, ar, sizeof(int) * nq) == 0 && memcmp(bg, br, sizeof(int) * nq) == 0,
+                   "%s: accept %s q, %d requests, B=%d V=%d (%d full accepts, %d rejections) == db_accept_sample_u", name,
+                   sparse ? "sparse" : "dense", nq, B, v, full, rej);
+            g->ops->dfree(g, pg);
+            if (qg) g->ops->dfree(g, qg);
+            free(p), free(q), free(qv), free(res), free(qi), free(draft), free(u), free(ar), free(br), free(ag), free(bg);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------ DFlash 2 ops */
 
 static void test_dynconv(db_backend *g, const char *name)
@@ -846,6 +965,8 @@ static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_ini
     test_dynconv(g, name);
     test_pair_scores(g, name);
     test_markov_bias(g, name);
+    test_sample(g, name);
+    test_accept(g, name);
     test_fill_random(g, name);
     int rc = g->ops->sync(g);
     tap_ok(rc == 0, "%s: no device error latched (%s)", name, rc ? g->err : "ok");

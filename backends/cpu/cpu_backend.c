@@ -491,6 +491,37 @@ static void cpu_probs(db_backend *be, float *x, int n, int v, float temperature,
     if (failed) latch(be, "probs (top-k / top-p filter)", sizeof(int) * 2 * (size_t)v);
 }
 
+/* sample / accept: the host references themselves (backend.h), rows of host memory */
+static int cpu_sample(db_backend *be, int *out, const float *probs, int n, int v, const double *u)
+{
+    if (((cpu_ctx *)be->ctx)->failed) return -1;
+    for (int r = 0; r < n; r++) out[r] = db_sample_index_u(probs + (size_t)r * v, v, u[r]);
+    return 0;
+}
+
+static int cpu_accept(db_backend *be, int *accepted, int *bonus, float *p, const float *q,
+                      const float *q_vals, const int *q_ids, int q_k, const int *draft,
+                      const double *u, int nq, int block, int v)
+{
+    if (((cpu_ctx *)be->ctx)->failed) return -1;
+    float *res = malloc(sizeof(float) * (size_t)(v > 0 ? v : 1));
+    if (!res) {
+        snprintf(be->err, sizeof be->err, "accept: cannot allocate %zu bytes of scratch memory",
+                 sizeof(float) * (size_t)v);
+        return -1;
+    }
+    size_t qrows = (size_t)(block - 1);
+    for (int j = 0; j < nq; j++)
+        accepted[j] = q_ids ? db_accept_sample_u(draft + (size_t)j * block, p + (size_t)j * block * v,
+                                                 q_vals + (size_t)j * qrows * q_k, q_ids + (size_t)j * qrows * q_k,
+                                                 q_k, block, v, u + (size_t)j * block, res, &bonus[j])
+                            : db_accept_sample_u(draft + (size_t)j * block, p + (size_t)j * block * v,
+                                                 q + (size_t)j * qrows * v, NULL, 0, block, v,
+                                                 u + (size_t)j * block, res, &bonus[j]);
+    free(res);
+    return 0;
+}
+
 static void cpu_dynconv(db_backend *be, float *out, const float *in, const float *base,
                         const float *delta, int phase, int n_blocks, int block, int h, int k, int g)
 {
@@ -672,6 +703,8 @@ const db_backend_ops db_cpu_backend_ops = {
     .dynconv = cpu_dynconv,
     .pair_scores = cpu_pair_scores,
     .markov_bias = cpu_markov_bias,
+    .sample = cpu_sample,
+    .accept = cpu_accept,
     .fill_random = cpu_fill_random,
     .mem_available = cpu_mem_available,
 };

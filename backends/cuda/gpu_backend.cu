@@ -1325,6 +1325,212 @@ void gpu_probs(db_backend *be, float *x, int n, int v, float temperature, float 
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* sampling and acceptance: db_sample_index_u, db_accept_sample_u (backends/sampling.c)       */
+
+constexpr int MAX_SAMPLE_CHUNKS = 1024; /* sample / accept: V <= MAX_SAMPLE_CHUNKS * chunk */
+
+/* db_sample_index_u(row, v, u) by the whole block; every thread gets the index. The chunk sums
+ * run in parallel (a thread per chunk, each in index order), their prefix and the chosen
+ * chunk's running sum in thread 0 (staged in shared memory): the reference's double additions
+ * in its order, so the pick is its pick bit for bit. */
+__device__ int block_sample(const float *row, int v, double u)
+{
+    __shared__ double csum[MAX_SAMPLE_CHUNKS];
+    __shared__ float chunk[DB_SAMPLE_CHUNK];
+    __shared__ int s_c, s_search, s_pick;
+    __shared__ double s_before, s_x;
+    int nch = (v + DB_SAMPLE_CHUNK - 1) / DB_SAMPLE_CHUNK;
+    for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+        int lo = c * DB_SAMPLE_CHUNK, hi = lo + DB_SAMPLE_CHUNK < v ? lo + DB_SAMPLE_CHUNK : v;
+        double s = 0.0;
+        for (int i = lo; i < hi; i++) {
+            float x = row[i];
+            if (x > 0.0f) s += x;
+        }
+        csum[c] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double total = 0.0;
+        for (int c = 0; c < nch; c++) total += csum[c];
+        double x = u * total, before = 0.0;
+        int pick_c = -1, last_c = -1;
+        for (int c = 0; c < nch && pick_c < 0; c++) {
+            if (csum[c] > 0.0) { /* a chunk with a positive entry */
+                last_c = c;
+                if (x < before + csum[c]) {
+                    pick_c = c;
+                    break;
+                }
+            }
+            before += csum[c];
+        }
+        s_search = pick_c >= 0;
+        s_c = pick_c >= 0 ? pick_c : last_c;
+        s_before = before;
+        s_x = x;
+        s_pick = 0; /* an all-zero row */
+    }
+    __syncthreads();
+    int c = s_c;
+    if (c >= 0) {
+        int lo = c * DB_SAMPLE_CHUNK, len = v - lo < DB_SAMPLE_CHUNK ? v - lo : DB_SAMPLE_CHUNK;
+        for (int i = threadIdx.x; i < len; i += blockDim.x) chunk[i] = row[lo + i];
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double s = 0.0, x = s_x, before = s_before;
+            int last = lo;
+            for (int i = 0; i < len; i++) {
+                if (!(chunk[i] > 0.0f)) continue;
+                s += chunk[i];
+                last = lo + i;
+                if (s_search && x < before + s) break;
+            }
+            s_pick = last; /* the match, or the row's last positive entry */
+        }
+    }
+    __syncthreads();
+    return s_pick;
+}
+
+__global__ void k_sample(int *out, const float *probs, const double *u, int v)
+{
+    int pick = block_sample(probs + (size_t)blockIdx.x * v, v, u[blockIdx.x]);
+    if (threadIdx.x == 0) out[blockIdx.x] = pick;
+}
+
+/* One block per request: the ratio tests in thread 0, then at a rejection the residual
+ * max(p - q, 0) formed in place in p's row (only when it has a positive entry; else the row
+ * stays p, which the reference then draws from), then block_sample of that row. */
+__global__ void k_accept(int *acc, int *bonus, float *p, const float *q, const float *qv, const int *qi,
+                         int qk, const int *draft, const double *u, int block, int v)
+{
+    __shared__ int ired[MAX_WARPS];
+    __shared__ int s_t, s_any;
+    int j = blockIdx.x;
+    float *pj = p + (size_t)j * block * v;
+    const int *dj = draft + (size_t)j * block;
+    const double *uj = u + (size_t)j * block;
+    size_t qrow0 = (size_t)j * (block - 1);
+    if (threadIdx.x == 0) {
+        int t = 1;
+        for (; t < block; t++) {
+            size_t qr = qrow0 + t - 1;
+            int d = dj[t];
+            float qd = 0.0f;
+            if (!qi) qd = q[qr * v + d];
+            else
+                for (int c = 0; c < qk; c++)
+                    if (qi[qr * qk + c] == d) {
+                        qd = qv[qr * qk + c];
+                        break;
+                    }
+            double ratio = qd > 0.0f ? (double)pj[(size_t)(t - 1) * v + d] / qd : 0.0;
+            if (!(uj[t - 1] < ratio)) break;
+        }
+        s_t = t;
+    }
+    __syncthreads();
+    int t = s_t;
+    float *row = pj + (size_t)(t < block ? t - 1 : block - 1) * v;
+    if (t < block) {
+        size_t qr = qrow0 + t - 1;
+        int cnt = 0;
+        if (!qi) {
+            const float *qt = q + qr * v;
+            for (int i = threadIdx.x; i < v; i += blockDim.x) cnt += row[i] - qt[i] > 0.0f;
+            cnt = block_sum(cnt, ired);
+            if (threadIdx.x == 0) s_any = cnt > 0;
+            __syncthreads();
+            if (s_any)
+                for (int i = threadIdx.x; i < v; i += blockDim.x) {
+                    float r = row[i] - qt[i];
+                    row[i] = r > 0.0f ? r : 0.0f;
+                }
+        } else { /* positive entries off the candidates, plus candidates with p > q */
+            for (int i = threadIdx.x; i < v; i += blockDim.x) cnt += row[i] > 0.0f;
+            cnt = block_sum(cnt, ired);
+            if (threadIdx.x == 0) {
+                int any = 0;
+                for (int c = 0; c < qk; c++) {
+                    float pc = row[qi[qr * qk + c]];
+                    cnt -= pc > 0.0f;
+                    any |= pc - qv[qr * qk + c] > 0.0f;
+                }
+                s_any = any || cnt > 0;
+                if (s_any)
+                    for (int c = 0; c < qk; c++) {
+                        int id = qi[qr * qk + c];
+                        float r = row[id] - qv[qr * qk + c];
+                        row[id] = r > 0.0f ? r : 0.0f;
+                    }
+            }
+        }
+        __syncthreads();
+    }
+    int pick = block_sample(row, v, uj[t < block ? t : block - 1]);
+    if (threadIdx.x == 0) {
+        acc[j] = t - 1;
+        bonus[j] = pick;
+    }
+}
+
+int sample_check(db_backend *be, const char *op, int v)
+{
+    if (ctx_of(be)->failed) return -1;
+    if (v < 1 || v > MAX_SAMPLE_CHUNKS * DB_SAMPLE_CHUNK) {
+        snprintf(be->err, sizeof be->err, "%s: vocabulary %d outside 1..%d", op, v, MAX_SAMPLE_CHUNKS * DB_SAMPLE_CHUNK);
+        return -1;
+    }
+    return 0;
+}
+
+int gpu_sample(db_backend *be, int *out, const float *probs, int n, int v, const double *u)
+{
+    gpu_ctx *c = ctx_of(be);
+    if (sample_check(be, "sample", v)) return -1;
+    if (n <= 0) return 0;
+    size_t ub = sizeof(double) * (size_t)n, ob = sizeof(int) * (size_t)n;
+    if (arena_reserve(be, align_up(ub) + align_up(ob))) return -1;
+    const double *du = (const double *)arena_put(be, u, ub);
+    int *dout = (int *)arena_take(be, ob);
+    if (!du) return -1;
+    launch_kernel(k_sample, n, SELECT_THREADS, 0, c->stream, dout, probs, du, v);
+    if (LAUNCH_CHECK(be, "k_sample")) return -1;
+    if (CUDA_CHECK(be, cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
+    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    return c->failed ? -1 : 0;
+}
+
+int gpu_accept(db_backend *be, int *accepted, int *bonus, float *p, const float *q, const float *q_vals,
+               const int *q_ids, int q_k, const int *draft, const double *u, int nq, int block, int v)
+{
+    gpu_ctx *c = ctx_of(be);
+    if (sample_check(be, "accept", v)) return -1;
+    if (block < 1 || (!q_ids && !q) || (q_ids && (!q_vals || q_k < 1))) {
+        snprintf(be->err, sizeof be->err, "accept: block %d, no draft distributions", block);
+        return -1;
+    }
+    if (nq <= 0) return 0;
+    size_t nb = (size_t)nq * block, db = sizeof(int) * nb, ub = sizeof(double) * nb;
+    size_t nqk = q_ids ? (size_t)nq * (block - 1) * q_k : 0, ob = sizeof(int) * (size_t)nq;
+    if (arena_reserve(be, align_up(db) + align_up(ub) + 2 * align_up(sizeof(float) * nqk) + 2 * align_up(ob)))
+        return -1;
+    const int *dd = (const int *)arena_put(be, draft, db);
+    const double *du = (const double *)arena_put(be, u, ub);
+    const float *dqv = q_ids ? (const float *)arena_put(be, q_vals, sizeof(float) * nqk) : nullptr;
+    const int *dqi = q_ids ? (const int *)arena_put(be, q_ids, sizeof(int) * nqk) : nullptr;
+    int *dacc = (int *)arena_take(be, ob), *dbonus = (int *)arena_take(be, ob);
+    if (!dd || !du || (q_ids && (!dqv || !dqi))) return -1;
+    launch_kernel(k_accept, nq, SELECT_THREADS, 0, c->stream, dacc, dbonus, p, q, dqv, dqi, q_k, dd, du, block, v);
+    if (LAUNCH_CHECK(be, "k_accept")) return -1;
+    if (CUDA_CHECK(be, cudaMemcpyAsync(accepted, dacc, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
+    if (CUDA_CHECK(be, cudaMemcpyAsync(bonus, dbonus, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
+    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    return c->failed ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* selector pair scores                                                                     */
 
 template <int DP, int DS>
@@ -1677,6 +1883,8 @@ extern "C" const db_backend_ops DB_GPU_OPS = {
     .pair_scores = gpu_pair_scores,
     .markov_bias = gpu_markov_bias,
     .fill_random = gpu_fill_random,
+    .sample = gpu_sample,
+    .accept = gpu_accept,
     .mem_available = gpu_mem_available,
 };
 #endif

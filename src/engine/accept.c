@@ -1,21 +1,10 @@
 /* accept.c — see accept.h. */
 #include "engine/accept.h"
 
-#include <math.h>
 
 int db_sample_index(const float *probs, int n, db_rng *rng)
 {
-    double total = 0.0;
-    for (int i = 0; i < n; i++) total += probs[i];
-    double u = db_rng_uniform(rng) * total, c = 0.0;
-    int last = 0;
-    for (int i = 0; i < n; i++) {
-        if (probs[i] <= 0.0f) continue;
-        c += probs[i];
-        last = i;
-        if (u < c) return i;
-    }
-    return last; /* rounding at the top end */
+    return db_sample_index_u(probs, n, db_rng_uniform(rng));
 }
 
 int db_accept_greedy(const int *draft, const int *target_argmax, int block, int *bonus)
@@ -29,22 +18,21 @@ int db_accept_greedy(const int *draft, const int *target_argmax, int block, int 
 int db_accept_sample(const int *draft, const float *p, const float *q, int block, int v,
                      db_rng *rng, float *res, int *bonus)
 {
-    for (int t = 1; t < block; t++) {
-        const float *pt = p + (size_t)(t - 1) * v, *qt = q + (size_t)t * v;
-        int d = draft[t];
-        double ratio = qt[d] > 0.0f ? (double)pt[d] / qt[d] : 0.0;
-        double u = db_rng_uniform(rng);
-        if (u < ratio) continue;
-        /* rejected: bonus ~ normalize(max(p - q, 0)) */
-        double sum = 0.0;
-        for (int i = 0; i < v; i++) {
-            float r = pt[i] - qt[i];
-            res[i] = r > 0.0f ? r : 0.0f;
-            sum += res[i];
-        }
-        *bonus = sum > 0.0 ? db_sample_index(res, v, rng) : db_sample_index(pt, v, rng);
-        return t - 1;
-    }
-    *bonus = db_sample_index(p + (size_t)(block - 1) * v, v, rng);
-    return block - 1;
+    double u[DB_MAX_BLOCK];
+    db_accept_uniforms(rng, block, u);
+    int a = db_accept_sample_u(draft, p, q + v, NULL, 0, block, v, u, res, bonus);
+    db_accept_consume(rng, block, a);
+    return a;
+}
+
+void db_accept_uniforms(const db_rng *rng, int block, double *u)
+{
+    db_rng peek = *rng;
+    for (int i = 0; i < block; i++) u[i] = db_rng_uniform(&peek);
+}
+
+void db_accept_consume(db_rng *rng, int block, int accepted)
+{
+    int used = accepted + 2 < block ? accepted + 2 : block;
+    for (int i = 0; i < used; i++) (void)db_rng_uniform(rng);
 }
