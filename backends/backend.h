@@ -167,6 +167,17 @@ typedef struct {
     int (*accept)(db_backend *be, int *accepted, int *bonus, float *p, const float *q,
                   const float *q_vals, const int *q_ids, int q_k, const int *draft,
                   const double *u, int nq, int block, int v);
+    /* Optional DFlash 2 selector: the pair scores (as pair_scores: g device [R1, r], prev /
+     * cand HOST [R1*k]) and the walk over them in one call, so the scores stay on the device
+     * (NULL: pair_scores to the host, the walk there). R1 = nq*steps rows, request-major;
+     * request j's walk is db_select_walk_u over its rows of uvals (HOST [R1*k], U_t at the
+     * candidates), of the scores, of cand and of u (HOST [R1]; unused at temperature 0). Out,
+     * HOST: draft [R1] the picked ids; q [R1*k] the candidates' filtered distribution
+     * (temperature > 0; NULL when greedy). k <= 64. 0, or -1 with the message in be->err. */
+    int (*select_walk)(db_backend *be, int *draft, float *q, const float *g, const int *prev,
+                       const int *cand, const db_weight *pred, const db_weight *succ,
+                       const float *uvals, const double *u, int nq, int steps, int k, int r,
+                       float temperature, float top_p, int top_k);
 
     /* Bytes the device can still allocate (CPU: MemAvailable of /proc/meminfo, capped by the
      * cgroup limit); 0 when unknown. Optional: NULL means unknown. */
@@ -229,6 +240,15 @@ int db_sample_index_u(const float *probs, int n, double u);
  * scratch. Returns a, the drafts accepted; min(a + 2, B) uniforms were used. */
 int db_accept_sample_u(const int *draft, const float *p, const float *q, const int *q_ids,
                        int q_k, int block, int v, const double *u, float *res, int *bonus);
+/* The DFlash 2 selector walk of one request over `steps` draft rows of k candidates:
+ * S_s[c] = uvals[s*k + c] + pairs[s][i][c], i = the pick at s-1 (0, the anchor's row, at
+ * s = 0); pairs [steps, k, k]. Temperature 0: the pick = argmax S_s, ties to the smaller
+ * cand[s*k + c]; else db_probs_host(S_s, k, temperature, top_p, top_k), which goes to
+ * q[s*k..] (q may be NULL), and the pick = db_sample_index_u(S_s, k, u[s]).
+ * draft[s] = cand[s*k + pick]. scores [k] scratch. 0, or -1 when db_probs_host fails. */
+int db_select_walk_u(const float *uvals, const float *pairs, const int *cand, int steps, int k,
+                     float temperature, float top_p, int top_k, const double *u, float *scores,
+                     float *q, int *draft);
 
 /* The fill_random value of element k of stream `seed` (before the dtype conversion):
  *   z = seed + (k + 1) * 0x9E3779B97F4A7C15                    (mod 2^64; splitmix64's k-th state)

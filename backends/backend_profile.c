@@ -17,12 +17,12 @@
 enum {
     P_MATMUL, P_RMSNORM, P_ROPE, P_ATTENTION, P_SWIGLU, P_EMBED, P_ADD, P_COPY_ROWS,
     P_SCALE_SOFTCAP, P_TOPK, P_PROBS, P_DYNCONV, P_PAIR_SCORES, P_UPLOAD, P_DOWNLOAD,
-    P_KV_STORE_F16, P_ATTENTION_F16, P_MARKOV_BIAS, P_SAMPLE, P_ACCEPT, P_N
+    P_KV_STORE_F16, P_ATTENTION_F16, P_MARKOV_BIAS, P_SAMPLE, P_ACCEPT, P_SELECT_WALK, P_N
 };
 static const char *const op_names[P_N] = {
     "matmul", "rmsnorm", "rope", "attention", "swiglu", "embed", "add", "copy_rows",
     "scale_softcap", "topk", "probs", "dynconv", "pair_scores", "upload", "download",
-    "kv_store_f16", "attention_f16", "markov_bias", "sample", "accept",
+    "kv_store_f16", "attention_f16", "markov_bias", "sample", "accept", "select_walk",
 };
 
 static const db_backend_ops *real; /* the profiled backend's own table */
@@ -206,6 +206,18 @@ static int p_accept(db_backend *be, int *accepted, int *bonus, float *p, const f
     return rc;
 }
 
+static int p_select_walk(db_backend *be, int *draft, float *q, const float *g, const int *prev,
+                         const int *cand, const db_weight *pred, const db_weight *succ,
+                         const float *uvals, const double *u, int nq, int steps, int k, int r,
+                         float temperature, float top_p, int top_k)
+{
+    double t0 = now();
+    int rc = real->select_walk(be, draft, q, g, prev, cand, pred, succ, uvals, u, nq, steps, k, r,
+                               temperature, top_p, top_k);
+    done(be, P_SELECT_WALK, t0);
+    return rc;
+}
+
 void db_profile_attach(db_backend *be)
 {
     const char *v = getenv("DB_PROFILE_OPS");
@@ -223,6 +235,7 @@ void db_profile_attach(db_backend *be)
     if (real->attention_f16) wrapped.attention_f16 = p_attention_f16;
     if (real->sample) wrapped.sample = p_sample;
     if (real->accept) wrapped.accept = p_accept;
+    if (real->select_walk) wrapped.select_walk = p_select_walk;
     be->ops = &wrapped;
     memset(tot, 0, sizeof tot);
 }

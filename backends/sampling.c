@@ -1,8 +1,10 @@
 /* sampling.c — the host reference of the sampling ops (backend.h: db_sample_index_u,
- * db_accept_sample_u): drawing an index from a probability row, and the lossless
- * rejection-sampling acceptance of one speculative block. The engine's host path and the CPU
- * backend's `sample` / `accept` ops run these; the GPU kernels reproduce them bit for bit (same
- * double sums in the same order), so a cycle's tokens do not depend on where it was decided.
+ * db_accept_sample_u, db_select_walk_u): drawing an index from a probability row, the lossless
+ * rejection-sampling acceptance of one speculative block, and the DFlash 2 selector walk. The
+ * engine's host path and the CPU backend's `sample` / `accept` / `select_walk` ops run these;
+ * the GPU kernels reproduce them (same double sums in the same order: bit for bit, except the
+ * walk's softmax, whose expf a GPU rounds within 2 ulp of the host's), so a cycle's tokens do
+ * not depend on where it was decided.
  *
  * Notation: n / V entries per row, C = DB_SAMPLE_CHUNK, B block, u uniforms in [0, 1). */
 #include "backend.h"
@@ -70,4 +72,29 @@ int db_accept_sample_u(const int *draft, const float *p, const float *q, const i
     }
     *bonus = db_sample_index_u(p + (size_t)(block - 1) * v, v, u[block - 1]);
     return block - 1;
+}
+
+int db_select_walk_u(const float *uvals, const float *pairs, const int *cand, int steps, int k,
+                     float temperature, float top_p, int top_k, const double *u, float *scores,
+                     float *q, int *draft)
+{
+    int ip = 0;
+    for (int st = 0; st < steps; st++) {
+        const int *cs = cand + (size_t)st * k;
+        const float *pair = pairs + ((size_t)st * k + ip) * k;
+        for (int c = 0; c < k; c++) scores[c] = uvals[(size_t)st * k + c] + pair[c];
+        int pick = 0;
+        if (temperature <= 0) {
+            for (int c = 1; c < k; c++)
+                if (scores[c] > scores[pick] || (scores[c] == scores[pick] && cs[c] < cs[pick])) pick = c;
+        } else {
+            if (db_probs_host(scores, k, temperature, top_p, top_k) != 0) return -1;
+            pick = db_sample_index_u(scores, k, u[st]);
+            if (q)
+                for (int c = 0; c < k; c++) q[(size_t)st * k + c] = scores[c];
+        }
+        draft[st] = cs[pick];
+        ip = pick;
+    }
+    return 0;
 }

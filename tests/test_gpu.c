@@ -19,7 +19,9 @@
  *   weight dtype, non-deterministic mode, n >= 16):                              1e-2
  * Exact (bitwise): embed, add, copy_rows, topk (ids and values, ties -> smaller id, -0 == +0),
  * fill_random (== db_fill_random_host), sample and accept (== db_sample_index_u /
- * db_accept_sample_u of backends/sampling.c: the ids, a and the bonus), the support of probs
+ * db_accept_sample_u of backends/sampling.c: the ids, a and the bonus), select_walk's picks
+ * (== its pair scores walked by db_select_walk_u; q bitwise under the emulation, 1e-5 on a
+ * device, whose expf differs from the host's in the last bits), the support of probs
  * (which entries survive top-k / top-p; their values to 1e-5), batch invariance of
  * deterministic matmul and of attention (a row alone == the row among others). Matmul runs
  * three ways: deterministic (the row-dot kernel at every n), fast (cuBLAS from 16 rows) and
@@ -904,6 +906,63 @@ __attribute__((unused)) static void test_check_lossless(const char *name)
 
 /* ------------------------------------------------------------------------ main */
 
+/* select_walk == its own pair_scores followed by db_select_walk_u per request: the picks
+ * exactly, q bitwise under the emulation (host expf) and to 1e-5 on a device (its expf);
+ * greedy (with all-tied scores: ties to the smaller candidate id) and sampled with and without
+ * top-p / top-k filters */
+static void test_select_walk(db_backend *g, const char *name)
+{
+    static const struct {
+        int nq, steps, k, ties;
+        float t, p;
+        int topk;
+    } cs[] = {{3, 7, 4, 0, 0.0f, 1.0f, 0}, {2, 5, 16, 1, 0.0f, 1.0f, 0}, {4, 7, 16, 0, 1.0f, 1.0f, 0},
+              {3, 3, 16, 0, 0.7f, 0.9f, 0}, {3, 15, 8, 0, 1.0f, 0.95f, 3}, {2, 4, 16, 1, 1.0f, 0.5f, 20}};
+    const int V = 80, r = 8;
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
+        int nq = cs[ci].nq, steps = cs[ci].steps, k = cs[ci].k, R1 = nq * steps;
+        size_t nk = (size_t)R1 * k;
+        float *pf = rand_floats((size_t)V * r, -1, 1), *sf = rand_floats((size_t)V * r, -1, 1);
+        if (cs[ci].ties) memset(pf, 0, sizeof(float) * V * r); /* every pair score 0 */
+        float *gv = rand_floats((size_t)R1 * r, -1, 1), *uv = rand_floats(nk, -3, 3);
+        if (cs[ci].ties)
+            for (size_t i = 0; i < nk; i++) uv[i] = uv[i] > 0 ? 0.5f : 0.0f;
+        int *prev = rand_ints(nk, 0, V), *cand = malloc(sizeof(int) * nk);
+        for (size_t i = 0; i < nk; i++) /* distinct per row, not in index order */
+            cand[i] = (int)((k - 1 - (int)(i % k)) * (V / k) + (int)urand(0, (float)(V / k)) % (V / k));
+        double *u = malloc(sizeof(double) * R1);
+        for (int i = 0; i < R1; i++) u[i] = db_rng_uniform(&rng);
+        db_weight pw, sw;
+        db_weight_upload(g, &pw, pf, DB_F32, V, r), db_weight_upload(g, &sw, sf, DB_F32, V, r);
+        float *gg = dev_put(g, gv, sizeof(float) * R1 * r);
+        float *pairs = malloc(sizeof(float) * nk * k), *qr = calloc(nk, sizeof(float)), *qg = calloc(nk, sizeof(float));
+        float *scratch = malloc(sizeof(float) * k);
+        int *dr = malloc(sizeof(int) * R1), *dg = malloc(sizeof(int) * R1);
+        int rc = g->ops->pair_scores(g, pairs, gg, prev, cand, &pw, &sw, R1, k, r);
+        for (int j = 0; j < nq && !rc; j++)
+            rc = db_select_walk_u(uv + (size_t)j * steps * k, pairs + (size_t)j * steps * k * k, cand + (size_t)j * steps * k,
+                                  steps, k, cs[ci].t, cs[ci].p, cs[ci].topk, u + j * steps, scratch,
+                                  qr + (size_t)j * steps * k, dr + j * steps);
+        memset(dg, 0xff, sizeof(int) * R1);
+        int rg = g->ops->select_walk(g, dg, cs[ci].t > 0 ? qg : NULL, gg, prev, cand, &pw, &sw, uv, u, nq, steps, k, r,
+                                     cs[ci].t, cs[ci].p, cs[ci].topk);
+        if (rg) tap_diag("%s", g->err);
+        double e = rc || rg ? INFINITY : rel_err(qg, qr, nk);
+#if DB_TEST_GPU_EMU
+        int q_ok = !rc && !rg && memcmp(qg, qr, sizeof(float) * nk) == 0;
+#else
+        int q_ok = e <= 1e-5;
+#endif
+        tap_ok(!rc && !rg && memcmp(dg, dr, sizeof(int) * R1) == 0 && q_ok,
+               "%s: select_walk %d requests x %d steps, k=%d, %s T=%.1f top_p=%.2f top_k=%d: picks == db_select_walk_u, q rel err %.2e",
+               name, nq, steps, k, cs[ci].ties ? "all ties," : "", cs[ci].t, cs[ci].p, cs[ci].topk, e);
+        db_weight_free(g, &pw), db_weight_free(g, &sw);
+        g->ops->dfree(g, gg);
+        free(pf), free(sf), free(gv), free(uv), free(prev), free(cand), free(u), free(pairs), free(qr), free(qg);
+        free(scratch), free(dr), free(dg);
+    }
+}
+
 /* ------------------------------------------------------------------------ synthetic weights */
 
 static void test_fill_random(db_backend *g, const char *name)
@@ -967,6 +1026,7 @@ static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_ini
     test_markov_bias(g, name);
     test_sample(g, name);
     test_accept(g, name);
+    test_select_walk(g, name);
     test_fill_random(g, name);
     int rc = g->ops->sync(g);
     tap_ok(rc == 0, "%s: no device error latched (%s)", name, rc ? g->err : "ok");

@@ -1664,6 +1664,144 @@ void gpu_markov_bias(db_backend *be, float *x, const int *prev, const db_weight 
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* selector walk: db_select_walk_u (backends/sampling.c) over pair scores kept on the device   */
+
+/* db_probs_host on k <= MAX_TOPK scores, by one thread: the same operations in the same order
+ * (the filter's order: value descending, index ascending, by insertion sort) */
+__device__ void probs_small(float *x, int n, float temperature, float top_p, int top_k)
+{
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf((x[i] - mx) / temperature);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] = (float)(x[i] / sum);
+    if (!((top_k > 0 && top_k < n) || top_p < 1.0f)) return;
+    float bv[MAX_TOPK];
+    int bi[MAX_TOPK];
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        while (j > 0 && (bv[j - 1] < x[i] || (bv[j - 1] == x[i] && bi[j - 1] > i))) {
+            bv[j] = bv[j - 1];
+            bi[j] = bi[j - 1];
+            j--;
+        }
+        bv[j] = x[i];
+        bi[j] = i;
+    }
+    int keep = top_k > 0 && top_k < n ? top_k : n, kp = 0;
+    double kmass = 0.0, cum = 0.0;
+    for (int j = 0; j < keep; j++) kmass += bv[j];
+    while (kp < keep) {
+        cum += bv[kp];
+        kp++;
+        if (cum >= top_p * kmass) break;
+    }
+    double kept = 0.0;
+    for (int j = 0; j < kp; j++) kept += bv[j];
+    for (int j = kp; j < n; j++) x[bi[j]] = 0.0f;
+    for (int j = 0; j < kp; j++) x[bi[j]] = (float)(bv[j] / kept);
+}
+
+/* db_sample_index_u for n <= DB_SAMPLE_CHUNK entries (one chunk: the running sum) */
+__device__ int sample_small(const float *p, int n, double u)
+{
+    double total = 0.0;
+    for (int i = 0; i < n; i++)
+        if (p[i] > 0.0f) total += p[i];
+    double x = u * total, s = 0.0;
+    int last = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(p[i] > 0.0f)) continue;
+        s += p[i];
+        last = i;
+        if (x < 0.0 + s) return i;
+    }
+    return last;
+}
+
+/* one thread per request walks its `steps` rows (each pick depends on the one before) */
+__global__ void k_select_walk(int *draft, float *q, const float *pairs, const int *cand, const float *uvals,
+                              const double *u, int nq, int steps, int k, float temperature, float top_p, int top_k)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= nq) return;
+    float sc[MAX_TOPK];
+    int ip = 0;
+    for (int st = 0; st < steps; st++) {
+        size_t row = (size_t)j * steps + st;
+        const int *cs = cand + row * k;
+        const float *pair = pairs + (row * k + ip) * k;
+        for (int c = 0; c < k; c++) sc[c] = uvals[row * k + c] + pair[c];
+        int pick = 0;
+        if (temperature <= 0) {
+            for (int c = 1; c < k; c++)
+                if (sc[c] > sc[pick] || (sc[c] == sc[pick] && cs[c] < cs[pick])) pick = c;
+        } else {
+            probs_small(sc, k, temperature, top_p, top_k);
+            pick = sample_small(sc, k, u[row]);
+            for (int c = 0; c < k; c++) q[row * k + c] = sc[c];
+        }
+        draft[row] = cs[pick];
+        ip = pick;
+    }
+}
+
+int gpu_select_walk(db_backend *be, int *draft, float *q, const float *g, const int *prev, const int *cand,
+                    const db_weight *pred, const db_weight *succ, const float *uvals, const double *u, int nq,
+                    int steps, int k, int r, float temperature, float top_p, int top_k)
+{
+    gpu_ctx *c = ctx_of(be);
+    if (pred->cols != r || succ->cols != r) {
+        snprintf(be->err, sizeof be->err, "select_walk: codebook rank mismatch");
+        return -1;
+    }
+    if (k < 1 || k > MAX_TOPK) {
+        snprintf(be->err, sizeof be->err, "select_walk: k=%d outside 1..%d", k, MAX_TOPK);
+        return -1;
+    }
+    if (c->failed) return -1;
+    if (db_dtype_is_quant(pred->dtype) || db_dtype_is_quant(succ->dtype)) {
+        latch(be, "select_walk: %s selector codebooks are not run on the GPU (f32, bf16 or f16 only)",
+              db_dtype_name(db_dtype_is_quant(pred->dtype) ? pred->dtype : succ->dtype));
+        return -1;
+    }
+    int n = nq * steps;
+    if (n <= 0) return 0;
+    int sampled = temperature > 0;
+    size_t ib = sizeof(int) * (size_t)n * k, pb = sizeof(float) * (size_t)n * k * k, ub = sizeof(double) * (size_t)n;
+    size_t db = sizeof(int) * (size_t)n;
+    if (arena_reserve(be, 3 * align_up(ib) + align_up(pb) + align_up(ub) + align_up(db) + align_up(ib))) return -1;
+    const int *dprev = (const int *)arena_put(be, prev, ib);
+    const int *dcand = (const int *)arena_put(be, cand, ib);
+    const float *duv = (const float *)arena_put(be, uvals, ib);
+    const double *du = sampled ? (const double *)arena_put(be, u, ub) : nullptr;
+    float *dpairs = (float *)arena_take(be, pb);
+    int *ddraft = (int *)arena_take(be, db);
+    float *dq = (float *)arena_take(be, ib);
+    if (!dprev || !dcand || !duv || (sampled && !du)) return -1;
+    unsigned threads = k * k < 256 ? (unsigned)((k * k + c->warp - 1) / c->warp * c->warp) : 256u;
+    switch (pred->dtype) {
+    case DB_F32: launch_pair_scores<DB_F32>(be, threads, dpairs, g, dprev, dcand, pred, succ, n, k, r); break;
+    case DB_BF16: launch_pair_scores<DB_BF16>(be, threads, dpairs, g, dprev, dcand, pred, succ, n, k, r); break;
+    case DB_F16: launch_pair_scores<DB_F16>(be, threads, dpairs, g, dprev, dcand, pred, succ, n, k, r); break;
+    default: break; /* quantized: refused above */
+    }
+    if (LAUNCH_CHECK(be, "k_pair_scores")) return -1;
+    unsigned wt = (unsigned)c->warp;
+    launch_kernel(k_select_walk, blocks_for((size_t)nq, wt), wt, 0, c->stream, ddraft, dq, dpairs, dcand, duv, du, nq,
+                  steps, k, temperature, top_p, top_k);
+    if (LAUNCH_CHECK(be, "k_select_walk")) return -1;
+    if (CUDA_CHECK(be, cudaMemcpyAsync(draft, ddraft, db, cudaMemcpyDeviceToHost, c->stream))) return -1;
+    if (sampled && q && CUDA_CHECK(be, cudaMemcpyAsync(q, dq, ib, cudaMemcpyDeviceToHost, c->stream))) return -1;
+    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    return c->failed ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* lifetime and memory                                                                      */
 
 int gpu_init(db_backend *be, const db_backend_opts *opts)
@@ -1885,6 +2023,7 @@ extern "C" const db_backend_ops DB_GPU_OPS = {
     .fill_random = gpu_fill_random,
     .sample = gpu_sample,
     .accept = gpu_accept,
+    .select_walk = gpu_select_walk,
     .mem_available = gpu_mem_available,
 };
 #endif
