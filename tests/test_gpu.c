@@ -32,10 +32,12 @@
  * Then the pipeline: greedy generation with the tests/data/qwen3-f32-tied target and the
  * tests/data/dflash2-f32 drafter, variants ar, dflash, selector-off, conv-off, dflash2 at
  * concurrency 2, deterministic and fast mode, must give the CPU backend's tokens, and
- * `dflash-bench check-lossless --backend NAME` must pass. */
+ * `dflash-bench check-lossless --backend NAME` must pass. Sampled generation (ar, selector-off,
+ * dflash2) on the device path must give the host path's tokens on the same backend. */
 #include "config.h"
 #include "backend.h"
 #include "engine/engine.h"
+#include "engine/engine_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"
@@ -800,9 +802,10 @@ static db_backend *make_backend(const db_backend_ops *ops, int deterministic, ch
     return be;
 }
 
-/* greedy generation of three prompts at concurrency 2 on backend `ops` */
-static int generate(const db_backend_ops *ops, int deterministic, db_variant v, int max_new,
-                    int out[NPROMPT][MAX_NEW], int nout[NPROMPT])
+/* generation of three prompts at concurrency 2 on backend `ops`: greedy (temperature 0) or
+ * sampled (top_p 0.95, top_k 20), on the device path or (host_path) the host one */
+static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v, int max_new, float temperature,
+                      int host_path, int out[NPROMPT][MAX_NEW], int nout[NPROMPT])
 {
     db_backend *be = make_backend(ops, deterministic, err, sizeof err);
     if (!be) return -1;
@@ -820,7 +823,10 @@ static int generate(const db_backend_ops *ops, int deterministic, db_variant v, 
     static const int p0[] = {1, 17, 4, 60, 2}, p1[] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, p2[] = {42};
     const int *prompts[NPROMPT] = {p0, p1, p2};
     const int lens[NPROMPT] = {5, 12, 1};
-    db_gen_params p = {.variant = v, .block_size = 8, .top_p = 1.0f, .max_new_tokens = max_new, .seed = 1};
+    struct db_engine_test_hooks hooks = {.host_path = host_path};
+    db_gen_params p = {.variant = v, .block_size = 8, .top_p = temperature > 0 ? 0.95f : 1.0f,
+                       .top_k = temperature > 0 ? 20 : 0, .temperature = temperature,
+                       .max_new_tokens = max_new, .seed = 1, .test_hooks = &hooks};
     db_engine *e = NULL;
     if (!rc) rc = db_engine_create(&e, &t, has_d ? &d : NULL, &p, 2, 12, err, sizeof err);
     if (!rc) {
@@ -843,6 +849,35 @@ static int generate(const db_backend_ops *ops, int deterministic, db_variant v, 
     db_target_free(&t);
     db_backend_destroy(be);
     return rc;
+}
+
+static int generate(const db_backend_ops *ops, int deterministic, db_variant v, int max_new,
+                    int out[NPROMPT][MAX_NEW], int nout[NPROMPT])
+{
+    return generate_t(ops, deterministic, v, max_new, 0.0f, 0, out, nout);
+}
+
+/* sampling (T = 0.9): the device path (the backend's sample / accept ops) picks the tokens the
+ * host path (the [N, V] rows downloaded, the same references on the host) picks, token for
+ * token, on the same backend: ar (sample), selector-off (dense q on the device) and dflash2
+ * (the selector's sparse q). Equal tokens make the sampling statistics (test_sampling's
+ * chi-square tests, run on the CPU backend's device path) hold here too. */
+static void test_sampling_paths(const db_backend_ops *ops, int max_new)
+{
+    static const db_variant vs[] = {DB_VAR_AR, DB_VAR_SELECTOR_OFF, DB_VAR_DFLASH2};
+    for (size_t vi = 0; vi < sizeof vs / sizeof *vs; vi++) {
+        int oh[NPROMPT][MAX_NEW], od[NPROMPT][MAX_NEW], nh[NPROMPT], nd[NPROMPT];
+        memset(od, 0xff, sizeof od);
+        int rh = generate_t(ops, 1, vs[vi], max_new, 0.9f, 1, oh, nh);
+        if (rh) tap_diag("%s host path: %s", ops->name, err);
+        int rd = rh ? -1 : generate_t(ops, 1, vs[vi], max_new, 0.9f, 0, od, nd);
+        if (!rh && rd) tap_diag("%s device path: %s", ops->name, err);
+        int same = !rh && !rd;
+        for (int i = 0; same && i < NPROMPT; i++)
+            same = nh[i] == nd[i] && memcmp(oh[i], od[i], sizeof(int) * (size_t)nh[i]) == 0;
+        tap_ok(same, "%s: sampled %s (T=0.9, top_p 0.95, top_k 20): device path == host path, %d prompts x %d tokens",
+               ops->name, db_variant_name(vs[vi]), NPROMPT, max_new);
+    }
 }
 
 /* every variant, deterministic and fast mode: the GPU's tokens == the CPU backend's. The CPU's
@@ -872,6 +907,8 @@ static void test_pipeline(const db_backend_ops *ops, int quick)
                    db_variant_name((db_variant)v), det ? "deterministic" : "fast", NPROMPT, max_new);
         }
     }
+    test_sampling_paths(ops, max_new);
+    if (quick) test_sampling_paths(&db_cpu_backend_ops, max_new);
 }
 
 __attribute__((unused)) static void test_check_lossless(const char *name)

@@ -4,13 +4,19 @@
  * Per cycle, for the A active requests (request-major rows, B rows each):
  *   draft   one drafter call over A*B rows; top-k (ids, values) of rows 1..B-1 to the host
  *   select  the selector (selector.h): scoring of every row in one backend call, then the host
- *           walk per request; or the per-row argmax / sample when the selector is off
+ *           walk per request (or scoring and walk in one call on the device path); or the
+ *           per-row argmax / sample when the selector is off
  *   correct (dspark instead of select) the DSpark walk (dspark.h): per block position, one
  *           batched correction of every request's row by its previous pick, then the pick
- *   verify  one target call over the A*B rows [anchor, d1..d(B-1)]; argmax (greedy) or the
- *           filtered distributions (sampling) to the host
+ *           (on the host path: dspark's q rows are host rows)
+ *   verify  one target call over the A*B rows [anchor, d1..d(B-1)]; argmax (greedy) to the
+ *           host; sampling: the filtered distributions stay on the device and the backend's
+ *           `accept` op returns a and the bonus per request (the device path), or, on a backend
+ *           without the sampling ops, they come to the host (the host path)
  *   commit  acceptance per request, KV truncation, then one drafter call that materializes the
  *           accepted rows' tap features as context
+ * Both paths draw the same uniforms from each request's rng in the same order (accept.h), so
+ * they pick the same tokens.
  * Notation: A active requests, B block, V vocabulary, k kept top-k width, sk selector top-k. */
 #include "engine/engine.h"
 #include "engine/accept.h"
@@ -45,6 +51,7 @@ struct db_engine {
     db_backend *be;
     db_gen_params p;
     int conc, B, V, k, sk, use_draft, use_conv, use_sel, use_markov, sampling, prefill_chunk;
+    int dev;                   /* sampling on the device: the backend's sample / accept ops */
     slot_state *slots;
     db_request *reqs;
     int *active, *anchors;     /* [N] */
@@ -52,7 +59,10 @@ struct db_engine {
     float *topk_vals;          /* [N*(B-1)*k] */
     db_selector sel;           /* when the drafter has a selector */
     int *draft, *targ;         /* [N*B] */
-    float *p_host, *q_host;    /* [N*B*V] when sampling */
+    float *p_host, *q_host;    /* [N*B*V] when sampling on the host path */
+    float *q_sel;              /* [N*(B-1)*sk] the selector's q_t at its candidates (device path) */
+    double *u;                 /* [N*B] uniforms handed to the sample / accept ops */
+    int *acc, *bonus;          /* [N] the accept op's results */
     float *residual;           /* [V] rejection sampling scratch */
     int *mk_prev, *mk_rows;    /* [N] DSpark walk: previous picks, logits rows of a position */
     int *mk_ids;               /* [N*k] DSpark walk: top-k draft ids of a position */
@@ -80,9 +90,9 @@ void db_engine_destroy(db_engine *e)
     if (e->slots)
         for (int i = 0; i < e->conc; i++) free(e->slots[i].ring);
     void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->draft,
-                    e->targ, e->p_host, e->q_host, e->residual, e->mk_prev, e->mk_rows,
-                    e->mk_ids, e->mk_q, e->rows, e->logit_rows, e->ctx_slot,
-                    e->ctx_pos, e->ctx_src, e->ring_mem};
+                    e->targ, e->p_host, e->q_host, e->q_sel, e->u, e->acc, e->bonus, e->residual,
+                    e->mk_prev, e->mk_rows, e->mk_ids, e->mk_q, e->rows, e->logit_rows,
+                    e->ctx_slot, e->ctx_pos, e->ctx_src, e->ring_mem};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(e);
 }
@@ -122,6 +132,9 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->use_sel = db_variant_uses_selector(p->variant);
     e->use_markov = db_variant_uses_markov(p->variant);
     e->sampling = p->temperature > 0;
+    /* dspark's walk builds its q rows on the host: it stays on the host path */
+    e->dev = e->be->ops->sample && e->be->ops->accept && !e->hooks.host_path &&
+             !e->hooks.broken_accept && !e->use_markov;
     e->sk = e->use_sel ? d->cfg.selector_top_k : 0;
     int rk = p->recall_k > 0 ? p->recall_k : 16;
     e->k = rk > e->sk ? rk : e->sk;
@@ -149,9 +162,14 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->topk_vals = xcalloc((size_t)R1 * e->k, sizeof(float), &f);
     e->draft = xcalloc((size_t)NB, sizeof(int), &f);
     e->targ = xcalloc((size_t)NB, sizeof(int), &f);
-    e->p_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
-    e->q_host = xcalloc(e->sampling ? (size_t)NB * V : 1, sizeof(float), &f);
-    e->residual = xcalloc(e->sampling ? V : 1, sizeof(float), &f);
+    int host_rows = e->sampling && !e->dev;
+    e->p_host = xcalloc(host_rows ? (size_t)NB * V : 1, sizeof(float), &f);
+    e->q_host = xcalloc(host_rows ? (size_t)NB * V : 1, sizeof(float), &f);
+    e->residual = xcalloc(host_rows ? V : 1, sizeof(float), &f);
+    e->q_sel = xcalloc(e->sampling && e->dev ? (size_t)R1 * (e->sk > 0 ? e->sk : 1) : 1, sizeof(float), &f);
+    e->u = xcalloc((size_t)NB, sizeof(double), &f);
+    e->acc = xcalloc((size_t)concurrency, sizeof(int), &f);
+    e->bonus = xcalloc((size_t)concurrency, sizeof(int), &f);
     if (e->use_markov) {
         size_t Vd = (size_t)d->markov.vd;
         e->mk_prev = xcalloc((size_t)concurrency, sizeof(int), &f);
@@ -260,6 +278,12 @@ static int pick_tokens(db_engine *e, float *logits, int n, const int *slot_of_ro
         return DB_OK;
     }
     be->ops->probs(be, logits, n, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
+    if (e->dev) {
+        for (int i = 0; i < n; i++) e->u[i] = db_rng_uniform(&e->slots[slot_of_row[i]].rng);
+        if (be->ops->sample(be, out, logits, n, e->V, e->u) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        return DB_OK;
+    }
     if (be->ops->download(be, e->p_host, logits, sizeof(float) * (size_t)n * e->V) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
     for (int i = 0; i < n; i++)
@@ -441,20 +465,35 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
         return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
     double tb = db_now();
     for (int j = 0; j < na; j++) e->draft[j * B] = e->anchors[j];
-    if (e->use_sel) {
+    if (e->use_sel && e->dev && be->ops->select_walk) { /* scores and walk on the device */
+        for (int row = 0; row < R1 && e->sampling; row++)
+            e->u[row] = db_rng_uniform(&e->slots[e->active[row / (B - 1)]].rng);
+        rc = db_selector_score_walk(&e->sel, e->anchors, e->topk_ids, e->topk_vals, k, na, B,
+                                    e->p.temperature, e->p.top_p, e->p.top_k, e->u,
+                                    e->sampling ? e->q_sel : NULL, e->targ, err, errlen);
+        if (rc) return rc;
+        for (int row = 0; row < R1; row++) e->draft[(row / (B - 1)) * B + row % (B - 1) + 1] = e->targ[row];
+    } else if (e->use_sel) {
         rc = db_selector_score(&e->sel, e->anchors, e->topk_ids, k, na, B, err, errlen);
         for (int j = 0; j < na && !rc; j++)
             rc = db_selector_walk(&e->sel, j, B, e->topk_vals, k, e->p.temperature, e->p.top_p,
                                   e->p.top_k, &e->slots[e->active[j]].rng,
-                                  e->q_host + (size_t)j * B * e->V, e->V, e->draft + j * B, err,
-                                  errlen);
+                                  e->dev ? NULL : e->q_host + (size_t)j * B * e->V, e->V,
+                                  e->sampling && e->dev ? e->q_sel + (size_t)j * (B - 1) * e->sk : NULL,
+                                  e->draft + j * B, err, errlen);
         if (rc) return rc;
     } else if (!e->sampling) {
         for (int row = 0; row < R1; row++)
             e->draft[(row / (B - 1)) * B + row % (B - 1) + 1] = e->topk_ids[(size_t)row * k];
     } else {
         be->ops->probs(be, logits, R1, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
-        for (int row = 0; row < R1; row++) {
+        if (e->dev) { /* q stays on the device (the drafter's logits rows), for the accept op */
+            for (int row = 0; row < R1; row++) e->u[row] = db_rng_uniform(&e->slots[e->active[row / (B - 1)]].rng);
+            if (be->ops->sample(be, e->targ, logits, R1, e->V, e->u) != 0)
+                return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+            for (int row = 0; row < R1; row++) e->draft[(row / (B - 1)) * B + row % (B - 1) + 1] = e->targ[row];
+        }
+        for (int row = 0; row < R1 && !e->dev; row++) {
             int j = row / (B - 1), t = row % (B - 1) + 1;
             float *q = e->q_host + ((size_t)j * B + t) * e->V;
             if (be->ops->download(be, q, logits + (size_t)row * e->V, sizeof(float) * (size_t)e->V) != 0)
@@ -469,12 +508,13 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
 
 /* Acceptance replay for request j of the batch: position i is accepted with the profile's
  * conditional rate once positions < i were; the bonus is the target's argmax at the stop row
- * (from the downloaded distribution when sampling: the same argmax, ties to the smaller id). */
+ * (when sampling, of the filtered distribution: the topk op on the device path, else from the
+ * downloaded rows; ties to the smaller id either way). */
 static int replay_accept(db_engine *e, int j, slot_state *ss, int *bonus)
 {
     int B = e->B, a = 0;
     while (a < B - 1 && db_rng_uniform(&ss->replay_rng) < (double)e->p.replay_rates[a]) a++;
-    if (!e->sampling) {
+    if (!e->sampling || e->dev) {
         *bonus = e->targ[j * B + a];
     } else {
         const float *p = e->p_host + ((size_t)j * B + a) * e->V;
@@ -512,8 +552,20 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
     } else {
         be->ops->probs(be, logits, NB, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
-        if (be->ops->download(be, e->p_host, logits, sizeof(float) * (size_t)NB * e->V) != 0)
+        if (e->dev && e->p.replay_rates) { /* only the argmax of each row is needed */
+            if (be->ops->topk(be, e->targ, NULL, logits, NB, e->V, 1) != 0)
+                return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        } else if (e->dev) { /* a and the bonus per request, decided on the device */
+            for (int j = 0; j < na; j++) db_accept_uniforms(&e->slots[e->active[j]].rng, B, e->u + (size_t)j * B);
+            int rs = e->use_sel
+                         ? be->ops->accept(be, e->acc, e->bonus, logits, NULL, e->q_sel, e->sel.cand_ids, e->sk,
+                                           e->draft, e->u, na, B, e->V)
+                         : be->ops->accept(be, e->acc, e->bonus, logits, db_drafter_logits(e->d), NULL, NULL, 0,
+                                           e->draft, e->u, na, B, e->V);
+            if (rs != 0) return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        } else if (be->ops->download(be, e->p_host, logits, sizeof(float) * (size_t)NB * e->V) != 0) {
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        }
     }
     double tc = db_now();
     /* commit */
@@ -528,7 +580,10 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
             a = replay_accept(e, j, ss, &bonus);
         else if (!e->sampling)
             a = db_accept_greedy(e->draft + j * B, e->targ + j * B, B, &bonus);
-        else if (e->hooks.broken_accept) /* the wrong rule: every draft, bonus ~ p[B-1] */
+        else if (e->dev) {
+            a = e->acc[j], bonus = e->bonus[j];
+            db_accept_consume(&ss->rng, B, a);
+        } else if (e->hooks.broken_accept) /* the wrong rule: every draft, bonus ~ p[B-1] */
             a = B - 1, bonus = db_sample_index(e->p_host + ((size_t)j * B + B - 1) * e->V, e->V, &ss->rng);
         else
             a = db_accept_sample(e->draft + j * B, e->p_host + (size_t)j * B * e->V,
