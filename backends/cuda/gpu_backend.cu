@@ -1564,6 +1564,21 @@ void launch_pair_scores(db_backend *be, unsigned threads, float *dout, const flo
     }
 }
 
+/* the pair scores of n rows into device memory dout, for both dtypes of the codebooks: what
+ * gpu_pair_scores returns and what gpu_select_walk walks */
+static void pair_scores_device(db_backend *be, float *dout, const float *g, const int *dprev, const int *dcand,
+                               const db_weight *pred, const db_weight *succ, int n, int k, int r)
+{
+    int warp = ctx_of(be)->warp;
+    unsigned threads = k * k < 256 ? (unsigned)((k * k + warp - 1) / warp * warp) : 256u;
+    switch (pred->dtype) {
+    case DB_F32: launch_pair_scores<DB_F32>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
+    case DB_BF16: launch_pair_scores<DB_BF16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
+    case DB_F16: launch_pair_scores<DB_F16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
+    default: break; /* quantized: refused by the callers */
+    }
+}
+
 int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev, const int *cand,
                     const db_weight *pred, const db_weight *succ, int n, int k, int r)
 {
@@ -1586,13 +1601,7 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
     const int *dcand = (const int *)arena_put(be, cand, ib);
     float *dout = (float *)arena_take(be, ob);
     if (!dprev || !dcand) return -1;
-    unsigned threads = k * k < 256 ? (unsigned)((k * k + c->warp - 1) / c->warp * c->warp) : 256u;
-    switch (pred->dtype) {
-    case DB_F32: launch_pair_scores<DB_F32>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
-    case DB_BF16: launch_pair_scores<DB_BF16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
-    case DB_F16: launch_pair_scores<DB_F16>(be, threads, dout, g, dprev, dcand, pred, succ, n, k, r); break;
-    default: break; /* quantized: refused above */
-    }
+    pair_scores_device(be, dout, g, dprev, dcand, pred, succ, n, k, r);
     if (LAUNCH_CHECK(be, "k_pair_scores")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
     if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
@@ -1783,13 +1792,7 @@ int gpu_select_walk(db_backend *be, int *draft, float *q, const float *g, const 
     int *ddraft = (int *)arena_take(be, db);
     float *dq = (float *)arena_take(be, ib);
     if (!dprev || !dcand || !duv || (sampled && !du)) return -1;
-    unsigned threads = k * k < 256 ? (unsigned)((k * k + c->warp - 1) / c->warp * c->warp) : 256u;
-    switch (pred->dtype) {
-    case DB_F32: launch_pair_scores<DB_F32>(be, threads, dpairs, g, dprev, dcand, pred, succ, n, k, r); break;
-    case DB_BF16: launch_pair_scores<DB_BF16>(be, threads, dpairs, g, dprev, dcand, pred, succ, n, k, r); break;
-    case DB_F16: launch_pair_scores<DB_F16>(be, threads, dpairs, g, dprev, dcand, pred, succ, n, k, r); break;
-    default: break; /* quantized: refused above */
-    }
+    pair_scores_device(be, dpairs, g, dprev, dcand, pred, succ, n, k, r);
     if (LAUNCH_CHECK(be, "k_pair_scores")) return -1;
     unsigned wt = (unsigned)c->warp;
     launch_kernel(k_select_walk, blocks_for((size_t)nq, wt), wt, 0, c->stream, ddraft, dq, dpairs, dcand, duv, du, nq,
