@@ -40,8 +40,6 @@
 #endif
 #define SUPER 16
 #define KC 4096
-/* weight prefetch distance in elements (1 KB of f16 ahead of the loads); see tile() */
-#define PD 512
 
 static inline __m512 load16(const void *w, db_dtype dt, size_t i)
 {
@@ -63,25 +61,31 @@ static inline __m512 load16_mask(const void *w, db_dtype dt, size_t i, __mmask16
  * activation rows, both at the block's first k; acc[r * RO + j] in/out. len is a multiple of
  * 16 except in the last block of a row, whose tail is masked.
  *
- * pf: the first tile of a row group prefetches its weight rows PD elements ahead, one cache
- * line per row each 64 bytes of progress (it may run past the block into the next one, or past
- * the matrix: prefetches never fault). The hardware prefetchers alone left the 16- and 32-row
- * forwards waiting on DRAM: measured single-threaded on a 2816 x 1024 f16 matrix streamed from
- * memory, 8 / 16 / 32 rows went from 76 / 81 / 105 to 98 / 109 / 124 GFLOP/s, 1 row unchanged. */
-static inline __attribute__((always_inline)) void tile(int R, int pf, __m512 *acc,
+ * Prefetch: NPF byte pointers pf[i], advanced with k, one cache line of each per 64 bytes of
+ * weights consumed (prefetches never fault, so they may run past a row or the matrix). Two
+ * uses (block()): the weights of this tile themselves PD elements ahead (the first tile of a
+ * thread, and any row group served by a single tile), and the next row group's weights, split
+ * over the tiles after the first. Why the second: the first tile of a group used to pull its
+ * six rows from DRAM while the next three tiles re-read them from L1 and fetched nothing, so
+ * the memory traffic came in bursts at twice what two cores can draw and the first tile waited
+ * on it (a third of the kernel's samples sat on its weight loads, 16 rows, f16 from memory);
+ * spread over the whole group the same bytes arrive while the FMAs run. */
+#define PD 512
+static inline __attribute__((always_inline)) void tile(int R, int NPF, __m512 *acc,
                                                        const void *const *wr, db_dtype wdt,
-                                                       const float *const *xr, int len)
+                                                       const float *const *xr, int len,
+                                                       const char *const *pf)
 {
     __m512 a[RN * RO];
     _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) a[i] = acc[i];
     int k = 0, k1 = len;
+    const size_t es = wdt == DB_F32 ? 4 : 2;
     for (; k + 16 <= k1; k += 16) {
         __m512 wv[RO];
         _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++) wv[j] = load16(wr[j], wdt, (size_t)k);
-        if (pf && (wdt == DB_F32 || (k & 31) == 0)) {
-            size_t off = (size_t)(k + PD) * (wdt == DB_F32 ? 4 : 2);
-            _Pragma("GCC unroll 32") for (int j = 0; j < RO; j++)
-                _mm_prefetch((const char *)wr[j] + off, _MM_HINT_T0);
+        if (NPF && (wdt == DB_F32 || (k & 31) == 0)) {
+            _Pragma("GCC unroll 32") for (int i = 0; i < NPF; i++)
+                _mm_prefetch(pf[i] + (size_t)k * es, _MM_HINT_T0);
         }
         _Pragma("GCC unroll 32") for (int r = 0; r < R; r++) {
             __m512 xv = _mm512_loadu_ps(xr[r] + k);
@@ -100,20 +104,24 @@ static inline __attribute__((always_inline)) void tile(int R, int pf, __m512 *ac
     _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) acc[i] = a[i];
 }
 
-static void tile_n(int rn, int pf, __m512 *acc, const void *const *wr, db_dtype wdt,
-                   const float *const *xr, int len)
+static void tile_n(int rn, int npf, __m512 *acc, const void *const *wr, db_dtype wdt,
+                   const float *const *xr, int len, const char *const *pf)
 {
-    /* dtype and row count as compile-time constants: no branch in the inner loop */
-#define TILE_PF(R, PF)                                                                          \
+    /* dtype, row count and prefetch count as compile-time constants: no branch in the loop */
+#define TILE_PF(R, NPF)                                                                         \
     do {                                                                                         \
-        if (wdt == DB_F32) tile(R, PF, acc, wr, DB_F32, xr, len);                              \
-        else if (wdt == DB_F16) tile(R, PF, acc, wr, DB_F16, xr, len);                         \
-        else tile(R, PF, acc, wr, DB_BF16, xr, len);                                           \
+        if (wdt == DB_F32) tile(R, NPF, acc, wr, DB_F32, xr, len, pf);                         \
+        else if (wdt == DB_F16) tile(R, NPF, acc, wr, DB_F16, xr, len, pf);                    \
+        else tile(R, NPF, acc, wr, DB_BF16, xr, len, pf);                                      \
     } while (0)
 #define TILE_DT(R)                                                                              \
     do {                                                                                         \
-        if (pf) TILE_PF(R, 1);                                                                   \
-        else TILE_PF(R, 0);                                                                      \
+        switch (npf) {                                                                           \
+        case 6: TILE_PF(R, 6); break;                                                            \
+        case 3: TILE_PF(R, 3); break;                                                            \
+        case 2: TILE_PF(R, 2); break;                                                            \
+        default: TILE_PF(R, 0); break;                                                           \
+        }                                                                                        \
     } while (0)
     switch (rn) {
 #if RN > 4
@@ -129,9 +137,12 @@ static void tile_n(int rn, int pf, __m512 *acc, const void *const *wr, db_dtype 
 #undef TILE_PF
 }
 
-/* weight rows [o, o + 6) (the last ones clamped to o_last) x activation rows [r0, r0 + nr) */
+/* weight rows [o, o + 6) (the last ones clamped to o_last) x activation rows [r0, r0 + nr).
+ * self_pf: the tiles fetch their own weights (nothing fetched them before); next: the first of
+ * the next group's weight rows (row-major, I elements apart, nnext of them), or NULL */
 static void block(float *y, const float *x, const void *w, db_dtype dt, int O, int I, int o,
-                  int o_last, int r0, int nr, int accumulate)
+                  int o_last, int r0, int nr, int accumulate, int self_pf, const char *next,
+                  int nnext)
 {
     __m512 abuf[(SUPER + RN) * RO]; /* accumulators of the row group, [nr][6] */
     size_t es = db_dtype_size(dt);
@@ -140,16 +151,29 @@ static void block(float *y, const float *x, const void *w, db_dtype dt, int O, i
         int oj = o + j <= o_last ? o + j : o_last;
         wrow[j] = (const char *)w + (size_t)oj * (size_t)I * es;
     }
+    const int ntiles = (nr + RN - 1) / RN;
+    /* the next group's rows are shared out among the tiles after the first */
+    const int npf_next = ntiles > 1 ? (RO + ntiles - 2) / (ntiles - 1) : 0;
     for (int i = 0; i < nr * RO; i++) abuf[i] = _mm512_setzero_ps();
     for (int k0 = 0; k0 < I; k0 += KC) {
         int len = I - k0 < KC ? I - k0 : KC;
         const void *wr[RO];
         for (int j = 0; j < RO; j++) wr[j] = (const char *)wrow[j] + (size_t)k0 * es;
-        for (int r = 0; r < nr; r += RN) {
+        for (int r = 0, t = 0; r < nr; r += RN, t++) {
             int rn = nr - r < RN ? nr - r : RN;
             const float *xr[RN];
             for (int i = 0; i < rn; i++) xr[i] = x + (size_t)(r0 + r + i) * I + k0;
-            tile_n(rn, r == 0, abuf + r * RO, wr, dt, xr, len);
+            const char *pf[RO];
+            int npf = 0;
+            if (t == 0 && (self_pf || ntiles == 1)) { /* a lone tile fetches its own */
+                for (int j = 0; j < RO; j++) pf[j] = (const char *)wr[j] + (size_t)PD * es;
+                npf = RO;
+            } else if (next && t > 0) {
+                int j0 = (t - 1) * npf_next; /* a short last share repeats its last row */
+                for (int i = 0; j0 < nnext && i < npf_next; i++, npf++)
+                    pf[i] = next + ((size_t)(j0 + i < nnext ? j0 + i : nnext - 1) * I + (size_t)k0) * es;
+            }
+            tile_n(rn, npf, abuf + r * RO, wr, dt, xr, len, pf);
         }
     }
     for (int r = 0; r < nr; r++) {
@@ -198,9 +222,15 @@ void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int 
         else gemv_rows(y, x, w, DB_F32, I, o0, o1, accumulate);
         return;
     }
+    size_t row_bytes = (size_t)I * db_dtype_size(dt);
     for (int o = o0; o < o1; o += RO)
-        for (int r0 = 0; r0 < n; r0 += SUPER)
-            block(y, x, w, dt, O, I, o, o1 - 1, r0, n - r0 < SUPER ? n - r0 : SUPER, accumulate);
+        for (int r0 = 0; r0 < n; r0 += SUPER) {
+            /* the last row group of these weights fetches the next weights */
+            int last = r0 + SUPER >= n, nnext = o1 - (o + RO) < RO ? o1 - (o + RO) : RO;
+            const char *next = last && nnext > 0 ? (const char *)w + (size_t)(o + RO) * row_bytes : NULL;
+            block(y, x, w, dt, O, I, o, o1 - 1, r0, n - r0 < SUPER ? n - r0 : SUPER, accumulate,
+                  o == o0 && r0 == 0, next, next ? nnext : 0);
+        }
 }
 
 /* attention's q.k (cpu_kernels.h): 16 keys at a time, one accumulator per key summing the
@@ -224,8 +254,13 @@ static inline __attribute__((always_inline)) void scores_dt(float *out, const fl
             int left = hd - 16 * v;
             __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
             __m512 qv = _mm512_maskz_loadu_ps(m, q + 16 * v);
-            for (int j = 0; j < nj; j++)
-                acc[j] = _mm512_fmadd_ps(qv, load16_mask(k, dt, (size_t)(j0 + j) * stride + 16 * (size_t)v, m), acc[j]);
+            /* all 16 keys every time, absent ones as all-masked (fault-free) loads of zeros: a
+             * loop bound known at compile time keeps acc[] in registers (with j < nj as the bound
+             * it lived on the stack, a store and a load per FMA) */
+            _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {
+                __mmask16 mj = j < nj ? m : (__mmask16)0;
+                acc[j] = _mm512_fmadd_ps(qv, load16_mask(k, dt, (size_t)(j0 + j) * stride + 16 * (size_t)v, mj), acc[j]);
+            }
         }
         __m512 t[8], w[4], y[2];
         for (int i = 0; i < 8; i++)
@@ -250,6 +285,17 @@ static inline __attribute__((always_inline)) void wsum_dt(float *o, const float 
 {
     for (int i0 = 0; i0 < hd; i0 += 128) {
         __m512 acc[8];
+        if (hd - i0 >= 128) { /* 8 whole vectors: no masks, so acc[] stays in registers */
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) acc[t] = _mm512_loadu_ps(o + i0 + 16 * t);
+            for (int j = 0; j < nk; j++) {
+                __m512 pj = _mm512_set1_ps(p[j]);
+                size_t vj = (size_t)j * stride + (size_t)i0;
+                _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
+                    acc[t] = _mm512_fmadd_ps(pj, load16(v, dt, vj + 16 * (size_t)t), acc[t]);
+            }
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) _mm512_storeu_ps(o + i0 + 16 * t, acc[t]);
+            continue;
+        }
         __mmask16 m[8];
         int nv = (hd - i0 + 15) / 16 < 8 ? (hd - i0 + 15) / 16 : 8;
         for (int t = 0; t < 8; t++) {
