@@ -76,7 +76,12 @@ static void walk_blocks(const db_attn_args *a, const attn_task *t, float *sc, si
                        (size_t)rows[t->r0].slot * a->cap * W * es;
     for (int j0 = t->lo; j0 < t->hi; j0 += KB) {
         int j1 = imin(j0 + KB, t->hi);
-        for (int g = t->g0; g < t->g1; g++)
+        for (int g = t->g0; g < t->g1; g++) {
+            /* the next block's keys of this head, while this block is computed */
+            const char *nb = base + ((size_t)(j0 + KB) * W + (size_t)g * hd) * es;
+            for (int j = 0; j < imin(KB, t->hi - j1); j++)
+                for (size_t b = 0; b < (size_t)hd * es; b += 64)
+                    __builtin_prefetch(nb + (size_t)j * W * es + b, 0, 3);
             for (int r = t->r0; r < t->r1; r++) {
                 int ja = imax(j0, rows[r].key_lo), jb = imin(j1, rows[r].key_hi);
                 if (ja >= jb) continue;
@@ -88,6 +93,7 @@ static void walk_blocks(const db_attn_args *a, const attn_task *t, float *sc, si
                     else wsum_at(a, a->out + ((size_t)r * nh + h) * hd, s, kv, W, jb - ja);
                 }
             }
+        }
     }
 }
 
