@@ -340,7 +340,12 @@ static int edit_distance(const char *a, const char *b)
 int db_closest(const char *s, const char *const *names, int n)
 {
     int best = -1, bd = 3;
+    size_t ls = strlen(s);
     for (int i = 0; i < n; i++) {
+        /* the distance is at least the length difference: skip names that cannot beat bd (a
+         * long unknown key no longer costs a full table per name) */
+        size_t ln = strlen(names[i]);
+        if ((ln > ls ? ln - ls : ls - ln) >= (size_t)bd) continue;
         int d = edit_distance(s, names[i]);
         if (d < bd) best = i, bd = d;
     }
