@@ -94,15 +94,21 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
 
 /* ---- measuring the device ---- */
 
-/* best of >= 3 calls and >= 0.3 s of calls */
-static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n)
+/* best of >= 3 calls and >= 0.3 s of calls; nslice > 1: call `it` multiplies the slice
+ * it % nslice of w (w->rows rows each, consecutive in memory), so that no call finds its
+ * weights in a cache the previous one filled */
+static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n,
+                          int nslice)
 {
+    db_weight s = *w;
+    size_t slice_bytes = (size_t)w->rows * db_dtype_bytes(w->dtype, (size_t)w->cols);
     be->ops->matmul(be, y, x, w, n, 0); /* warm-up */
     be->ops->sync(be);
     double best = 1e30, total = 0;
     for (int it = 0; it < 50 && (it < 3 || total < 0.3); it++) {
+        s.data = (char *)w->data + (size_t)(1 + it) % (size_t)nslice * slice_bytes;
         double t0 = db_now();
-        be->ops->matmul(be, y, x, w, n, 0);
+        be->ops->matmul(be, y, x, &s, n, 0);
         be->ops->sync(be);
         double dt = db_now() - t0;
         total += dt;
@@ -111,7 +117,18 @@ static double time_matmul(db_backend *be, float *y, const float *x, const db_wei
     return best;
 }
 
-int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *err, size_t errlen)
+double db_hw_rate(const db_hw *hw, double rows)
+{
+    if (hw->rate[0] <= 0 || rows >= 512) return hw->flops;
+    if (rows <= 1) return hw->rate[0];
+    double l = log2(rows);
+    int i = (int)l;
+    double hi = i + 1 < DB_HW_RATE_ROWS ? hw->rate[i + 1] : hw->flops; /* 256 -> 512: flops */
+    return hw->rate[i] * pow(hi / hw->rate[i], l - i);
+}
+
+int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, int rate_k, db_hw *hw, char *err,
+                  size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
     if (db_dtype_is_quant(dt)) dt = DB_BF16; /* random weights are not made quantized */
@@ -142,13 +159,22 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *er
                 db_fill_random(be, x, (size_t)N * I, DB_F32, 3, 0, 1.0f, 0.0f) != 0))
         rc = db_fail(err, errlen, DB_ERUNTIME, "measuring the device: %s", be->err);
     if (!rc) {
-        double t = time_matmul(be, y, x, &w, 1);
+        double t = time_matmul(be, y, x, &w, 1, 1);
         hw->bw = (double)O * I * es / t;
         snprintf(hw->bw_source, sizeof hw->bw_source,
                  "measured: GEMV, 1 row x [%d, %d] %s weights (%.0f MiB read once), best of several",
                  O, I, db_dtype_name(dt), (double)O * I * es / DB_MIB);
-        t = time_matmul(be, y, x, &m, N);
+        t = time_matmul(be, y, x, &m, N, 1);
         hw->flops = 2.0 * N * I * (double)I / t;
+        db_weight sl = w; /* [4096, K] slices of the big weight, K = rate_k */
+        int K = rate_k > 0 && rate_k <= I ? rate_k : I;
+        sl.cols = K;
+        sl.rows = (int)((size_t)O * I / K < 4096 ? (size_t)O * I / K : 4096);
+        int nslice = (int)((size_t)O * I / ((size_t)sl.rows * K));
+        for (int i = 0; i < DB_HW_RATE_ROWS; i++) {
+            int r = 1 << i;
+            hw->rate[i] = 2.0 * r * sl.rows * (double)K / time_matmul(be, y, x, &sl, r, nslice);
+        }
         snprintf(hw->flops_source, sizeof hw->flops_source,
                  "measured: matmul, %d rows x [%d, %d] %s weights, best of several", N, I, I,
                  db_dtype_name(dt));
@@ -161,11 +187,11 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *er
     return rc;
 }
 
-int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, db_hw *hw, char *err,
-                  size_t errlen)
+int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, int rate_k, db_hw *hw,
+                  char *err, size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
-    int rc = bw_gbs > 0 && gflops > 0 ? DB_OK : db_hw_measure(be, dt, 0, hw, err, errlen);
+    int rc = bw_gbs > 0 && gflops > 0 ? DB_OK : db_hw_measure(be, dt, 0, rate_k, hw, err, errlen);
     if (rc) return rc;
     if (bw_gbs > 0) {
         hw->bw = bw_gbs * 1e9;
@@ -173,6 +199,7 @@ int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, db_
     }
     if (gflops > 0) {
         hw->flops = gflops * 1e9;
+        memset(hw->rate, 0, sizeof hw->rate); /* a given rate holds at every row count */
         snprintf(hw->flops_source, sizeof hw->flops_source, "given: --gflops %g", gflops);
     }
     return DB_OK;
@@ -180,13 +207,26 @@ int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, db_
 
 /* ---- roofline ---- */
 
-static db_cost cost(const db_hw *hw, double bytes, double flops)
+/* flops_t: the seconds of arithmetic (flops / the rate at their rows, rate_t) */
+static db_cost cost_t(const db_hw *hw, double bytes, double flops, double flops_t)
 {
     db_cost c = {bytes, flops, 0, 0};
-    double tb = hw->bw > 0 ? bytes / hw->bw : 0, tf = hw->flops > 0 ? flops / hw->flops : 0;
-    c.t = tb > tf ? tb : tf;
-    c.compute_bound = tf > tb;
+    double tb = hw->bw > 0 ? bytes / hw->bw : 0;
+    c.t = tb > flops_t ? tb : flops_t;
+    c.compute_bound = flops_t > tb;
     return c;
+}
+
+static double rate_t(const db_hw *hw, double flops, double rows)
+{
+    double r = db_hw_rate(hw, rows);
+    return r > 0 ? flops / r : 0;
+}
+
+/* `flops` of matmuls over `rows` rows */
+static db_cost cost(const db_hw *hw, double bytes, double flops, double rows)
+{
+    return cost_t(hw, bytes, flops, rate_t(hw, flops, rows));
 }
 
 static void add(db_cost *a, db_cost b)
@@ -219,11 +259,13 @@ static db_cost stack_cost(const db_model_config *c, double es, double kvs, const
     bytes += rows * c->hidden * es;                           /* embedding rows */
     double flops = 2.0 * rows * L * layer_params(c);
     flops += 4.0 * L * rows * c->n_heads * (double)c->head_dim * keys; /* q.k and p.v */
+    double ft = rate_t(hw, flops, rows);
     if (logit_rows > 0) {
         bytes += V * Hh * es + logit_rows * V * 4 * 2;        /* head, logits written + read */
         flops += 2.0 * logit_rows * V * Hh;
+        ft += rate_t(hw, 2.0 * logit_rows * V * Hh, logit_rows);
     }
-    return cost(hw, bytes, flops);
+    return cost_t(hw, bytes, flops, ft);
 }
 
 static int max_window(const db_model_config *m)
@@ -258,17 +300,18 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     if (s->use_conv) {
         double G = conv_groups(d), K = d->conv_kernel;
         add(&out->draft, cost(hw, Ld * 2 * (2 * K * G * Hd * es + 2 * K * Hd * 4),
-                              Ld * 2 * (2.0 * N * B * 2 * K * G * Hd + 2 * N * B * 2 * K * Hd)));
+                              Ld * 2 * (2.0 * N * B * 2 * K * G * Hd + 2 * N * B * 2 * K * Hd), N * B));
     }
     if (s->use_sel) {
         double r = d->selector_rank, k = d->selector_top_k;
-        add(&out->draft, cost(hw, r * Hd * es, 2.0 * N * (B - 1) * r * Hd));
-        out->select = cost(hw, N * (B - 1) * 2 * k * r * codebook_bytes(dt), N * (B - 1) * k * (2.0 * k * r + r));
+        add(&out->draft, cost(hw, r * Hd * es, 2.0 * N * (B - 1) * r * Hd, N * (B - 1)));
+        out->select = cost(hw, N * (B - 1) * 2 * k * r * codebook_bytes(dt), N * (B - 1) * k * (2.0 * k * r + r),
+                           N * (B - 1) * k);
     }
     /* context: N * tau accepted rows through fc and every layer's k / v projection */
     double n = N * (s->tau > 1 ? s->tau : 1), T = d->n_taps;
     out->ctx = cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + n * T * H * 4 + n * Ld * 2 * kvd * kvs,
-                    2.0 * n * (Hd * T * H + Ld * 2 * kvd * Hd));
+                    2.0 * n * (Hd * T * H + Ld * 2 * kvd * Hd), n);
     /* verify: B rows per request, causal over ctx + its block */
     out->verify = stack_cost(t, es, kvs, hw, N * B, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
     out->verify.bytes += N * B * T * H * 4; /* tap features */
@@ -293,7 +336,7 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
             double Hd = m->hidden, Ld = m->n_layers, kvd = (double)m->n_kv_heads * m->head_dim,
                    T = d->n_taps, H = t->hidden;
             add(&c, cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + per * T * H * 4 * 2,
-                         2.0 * per * (Hd * T * H + Ld * 2 * kvd * Hd)));
+                         2.0 * per * (Hd * T * H + Ld * 2 * kvd * Hd), per));
         }
     }
     return c;

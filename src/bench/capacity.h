@@ -15,7 +15,7 @@
  * A sweep runs one engine at a time, so it needs weights + the largest KV + activations of
  * its points.
  *
- * Roofline (per component: time = max(bytes / bandwidth, FLOPs / matmul rate)):
+ * Roofline (per component: time = max(bytes / bandwidth, FLOPs / matmul rate at its rows)):
  *   ar step   target forward over N rows: every weight matrix and the head read once, the KV
  *             of the N requests read, N x V logits written and read back by top-k
  *   cycle     draft    drafter forward over N*B rows: its layers (+ conv projections), the
@@ -57,24 +57,38 @@ void db_engine_bytes(const db_model_config *t, const db_drafter_config *d, const
  * need exceeds avail; avail 0 (unknown) passes */
 int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err, size_t errlen);
 
-/* the device: memory bandwidth and matmul rate, measured or given */
+/* the device: memory bandwidth and matmul rate, measured or given.
+ *
+ * Why a rate per row count: a matmul over R activation rows reuses each weight R times, and the
+ * kernels reach their 512-row rate only from a few dozen rows on. A DFlash cycle is made of
+ * 8- to 16-row forwards, so one 512-row figure predicted a verify at 0.6B, block 8, in half the
+ * time it takes (measured 128 GFLOP/s at 8 rows against 281 at 512). The table is the backend's
+ * own matmul at those row counts, weights streamed from memory: a device figure like the
+ * bandwidth, measured once; the roofline still composes it per component. */
+#define DB_HW_RATE_ROWS 9 /* rows 1, 2, 4, ..., 256 */
 typedef struct {
     double bw;      /* bytes / s */
-    double flops;   /* FLOP / s */
+    double flops;   /* FLOP / s at 512 rows (the flat rate when given) */
+    double rate[DB_HW_RATE_ROWS]; /* FLOP / s at 2^i rows; 0: not measured (flops throughout) */
     char bw_source[200], flops_source[200];
 } db_hw;
+/* the matmul rate at `rows` rows: log-linear between the measured row counts, flops from 512 */
+double db_hw_rate(const db_hw *hw, double rows);
 
 /* bandwidth: a GEMV (1 row) over a `bytes`-sized weight of dtype dt (every byte read once; a
  * quantized dt measures bf16: the device's bandwidth, which the roofline divides the
  * quantized bytes by);
- * matmul rate: 512 rows x [4096, 4096] weights; both through the backend's matmul, best of
- * several timed calls, weights made with fill_random. bytes 0 = 512 MiB (less when the device
- * has little memory free). */
-int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, db_hw *hw, char *err, size_t errlen);
+ * matmul rate: 512 rows x [4096, 4096] weights; rate[]: 1, 2, 4, ..., 256 rows x [4096, rate_k]
+ * slices of the big weight (rate_k: the reduction length of the model's matrices, its hidden
+ * size; 0 = 4096), a new slice per timed call (so the weights come from memory, as in a
+ * forward); all through the backend's matmul, best of several timed calls, weights made with
+ * fill_random. bytes 0 = 512 MiB (less when the device has little memory free). */
+int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, int rate_k, db_hw *hw, char *err,
+                  size_t errlen);
 /* the device figures a roofline uses: measured (db_hw_measure) unless both are given (> 0); a
  * given figure replaces the measured one and its source says "given: --bandwidth-gbs X" */
-int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, db_hw *hw, char *err,
-                  size_t errlen);
+int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, int rate_k, db_hw *hw,
+                  char *err, size_t errlen);
 
 typedef struct {
     double bytes, flops, t; /* traffic, arithmetic, roofline seconds */

@@ -121,6 +121,10 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
     printf("- device: %s; %.2f GiB free\n", device, (double)avail / DB_GIB);
     printf("- bandwidth %.1f GB/s (%s)\n- matmul %.1f GFLOP/s (%s)\n", hw->bw / 1e9, hw->bw_source,
            hw->flops / 1e9, hw->flops_source);
+    if (hw->rate[0] > 0) { /* the roofline's arithmetic runs at the rate of its row count */
+        printf("- matmul GFLOP/s by rows (weights from memory):");
+        for (int i = 0; i < DB_HW_RATE_ROWS; i++) printf(" %d: %.0f%s", 1 << i, hw->rate[i] / 1e9, i + 1 < DB_HW_RATE_ROWS ? "," : "\n");
+    }
     printf("- target %s: %.2f GiB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / DB_GIB,
            db_dtype_name(dt));
     if (d)
@@ -201,6 +205,14 @@ static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const d
     cJSON_AddStringToObject(root, "bandwidth_source", hw->bw_source);
     cJSON_AddNumberToObject(root, "gflops", hw->flops / 1e9);
     cJSON_AddStringToObject(root, "gflops_source", hw->flops_source);
+    if (hw->rate[0] > 0) { /* {"1": GFLOP/s, "2": ..., "256": ...} */
+        cJSON *by = cJSON_AddObjectToObject(root, "gflops_by_rows");
+        for (int i = 0; i < DB_HW_RATE_ROWS; i++) {
+            char k[8];
+            snprintf(k, sizeof k, "%d", 1 << i);
+            cJSON_AddNumberToObject(by, k, hw->rate[i] / 1e9);
+        }
+    }
     cJSON_AddStringToObject(root, "target", t->path);
     cJSON_AddStringToObject(root, "drafter", d ? d->base.path : "");
     cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt));
@@ -571,7 +583,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         return rc;
     }
     p->avail = db_mem_available(p->s.be);
-    rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, &p->hw, err, errlen);
+    rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, p->tc.hidden, &p->hw, err, errlen);
     if (!rc) predict(p);
     if (!rc && !p->no_measure && db_dtype_is_quant(p->dt))
         fprintf(stderr, "plan: not measured: synthetic weights are not made at %s (predicted only)\n", db_dtype_name(p->dt));
