@@ -20,11 +20,26 @@
 /* a header larger than this is not a checkpoint we accept (real ones are < 10 MB) */
 #define MAX_HEADER (256u << 20)
 
-static int map_file(db_st_file *f, const char *path, char *err, size_t errlen)
+static int too_short(const db_st_file *f, char *err, size_t errlen)
+{
+    return f->size < 8 ? db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, no header length",
+                                 f->path, f->size)
+                       : DB_OK;
+}
+
+/* f holds the caller's buf (db_st_open_mem) or, with buf NULL, the file `path` mapped */
+static int map_file(db_st_file *f, const char *path, const void *buf, size_t size, char *err,
+                    size_t errlen)
 {
     memset(f, 0, sizeof *f);
     f->path = db_strdup(path);
     if (!f->path) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (buf) {
+        f->map = (void *)buf; /* read only, like the mapping */
+        f->size = size;
+        f->borrowed = 1;
+        return too_short(f, err, errlen);
+    }
     int fd = open(path, O_RDONLY);
     if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -33,10 +48,10 @@ static int map_file(db_st_file *f, const char *path, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "%s: not a regular file", path);
     }
     f->size = (size_t)st.st_size;
-    if (f->size < 8) {
+    int rc = too_short(f, err, errlen);
+    if (rc) {
         close(fd);
-        return db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, no header length",
-                       path, f->size);
+        return rc;
     }
     f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -244,7 +259,8 @@ static int finish(db_st_set *s, char *err, size_t errlen)
     return DB_OK;
 }
 
-int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen)
+static int open_one(db_st_set *s, const char *path, const void *buf, size_t size, char *err,
+                    size_t errlen)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", path);
@@ -252,11 +268,23 @@ int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen)
     if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     s->nfiles = 1;
     int cap = 0;
-    int rc = map_file(&s->files[0], path, err, errlen);
+    int rc = map_file(&s->files[0], path, buf, size, err, errlen);
     if (rc == DB_OK) rc = parse_file(s, 0, &cap, NULL, err, errlen);
     if (rc == DB_OK) rc = finish(s, err, errlen);
     if (rc != DB_OK) db_st_close(s);
     return rc;
+}
+
+int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen)
+{
+    return open_one(s, path, NULL, 0, err, errlen);
+}
+
+int db_st_open_mem(db_st_set *s, const char *name, const void *buf, size_t size, char *err,
+                   size_t errlen)
+{
+    static const char none; /* an empty input: a buffer all the same */
+    return open_one(s, name, buf ? buf : &none, size, err, errlen);
 }
 
 static int open_index(db_st_set *s, const char *dir, const char *index_path, char *err,
@@ -304,7 +332,7 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, cha
             break;
         }
         s->nfiles++;
-        rc = map_file(&s->files[s->nfiles - 1], p, err, errlen);
+        rc = map_file(&s->files[s->nfiles - 1], p, NULL, 0, err, errlen);
         if (rc) {
             char why[512];
             snprintf(why, sizeof why, "%s", err);
@@ -353,7 +381,7 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
         if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         s->nfiles = 1;
         int cap = 0;
-        rc = map_file(&s->files[0], p, err, errlen);
+        rc = map_file(&s->files[0], p, NULL, 0, err, errlen);
         if (rc == DB_OK) rc = parse_file(s, 0, &cap, NULL, err, errlen);
     }
     if (rc == DB_OK) rc = finish(s, err, errlen);
@@ -371,7 +399,7 @@ void db_st_close(db_st_set *s)
     for (int i = 0; i < s->ntensors; i++) free(s->tensors[i].name);
     free(s->tensors);
     for (int i = 0; i < s->nfiles; i++) {
-        if (s->files[i].map) munmap(s->files[i].map, s->files[i].size);
+        if (s->files[i].map && !s->files[i].borrowed) munmap(s->files[i].map, s->files[i].size);
         free(s->files[i].path);
     }
     free(s->files);

@@ -30,6 +30,7 @@ typedef struct {
     char *path;
     void *map;
     size_t size;
+    int borrowed; /* map is the caller's buffer (db_st_open_mem): not unmapped */
 } db_st_file;
 
 typedef struct {
@@ -52,6 +53,11 @@ typedef struct {
 int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen);
 /* Open one file (tests, tools). */
 int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen);
+/* The same for a file's bytes already in memory (buf stays the caller's and outlives the set;
+ * `name` stands for the path in messages). The fuzz harness reads through it: in a heap buffer
+ * ASan sees a read one byte past the end, in a mapping only one past the last page. */
+int db_st_open_mem(db_st_set *s, const char *name, const void *buf, size_t size, char *err,
+                   size_t errlen);
 void db_st_close(db_st_set *s);
 /* A synthetic set named `label` (the config file it stands for) with weight seed `seed`. */
 void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dtype dtype);
