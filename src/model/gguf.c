@@ -230,8 +230,23 @@ static int place_tensors(db_gguf *g, size_t data_off, char *err, size_t errlen)
     return rc;
 }
 
-static int map_file(db_gguf *g, const char *path, char *err, size_t errlen)
+static int too_short(const db_gguf *g, char *err, size_t errlen)
 {
+    return g->size < 24 ? db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, no GGUF header",
+                                  g->path, g->size)
+                        : DB_OK;
+}
+
+/* g holds the caller's buf (db_gguf_open_mem) or, with buf NULL, the file `path` mapped */
+static int map_file(db_gguf *g, const char *path, unsigned char *buf, size_t size, char *err,
+                    size_t errlen)
+{
+    if (buf) {
+        g->map = buf;
+        g->size = size;
+        g->borrowed = 1;
+        return too_short(g, err, errlen);
+    }
     int fd = open(path, O_RDONLY);
     if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -240,9 +255,10 @@ static int map_file(db_gguf *g, const char *path, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "%s: not a regular file", path);
     }
     g->size = (size_t)st.st_size;
-    if (g->size < 24) {
+    int rc = too_short(g, err, errlen);
+    if (rc) {
         close(fd);
-        return db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, no GGUF header", path, g->size);
+        return rc;
     }
     /* private and writable: copy on write, the file never changes */
     void *m = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
@@ -252,11 +268,12 @@ static int map_file(db_gguf *g, const char *path, char *err, size_t errlen)
     return DB_OK;
 }
 
-int db_gguf_open(db_gguf *g, const char *path, char *err, size_t errlen)
+static int open_gguf(db_gguf *g, const char *path, unsigned char *buf, size_t size, char *err,
+                     size_t errlen)
 {
     memset(g, 0, sizeof *g);
     snprintf(g->path, sizeof g->path, "%s", path);
-    int rc = map_file(g, path, err, errlen);
+    int rc = map_file(g, path, buf, size, err, errlen);
     if (rc) return rc;
     cursor c = {g->map, g->map + g->size, g->path, err, errlen};
     uint64_t nt = 0, nkv = 0;
@@ -312,13 +329,25 @@ fail:
     return rc;
 }
 
+int db_gguf_open(db_gguf *g, const char *path, char *err, size_t errlen)
+{
+    return open_gguf(g, path, NULL, 0, err, errlen);
+}
+
+int db_gguf_open_mem(db_gguf *g, const char *name, unsigned char *buf, size_t size, char *err,
+                     size_t errlen)
+{
+    static unsigned char none; /* an empty input: a buffer all the same */
+    return open_gguf(g, name, buf ? buf : &none, size, err, errlen);
+}
+
 void db_gguf_close(db_gguf *g)
 {
     for (int i = 0; g->kv && i < g->nkv; i++) free(g->kv[i].key);
     for (int i = 0; g->tensors && i < g->ntensors; i++) free(g->tensors[i].name);
     free(g->kv);
     free(g->tensors);
-    if (g->map) munmap(g->map, g->size);
+    if (g->map && !g->borrowed) munmap(g->map, g->size);
     char keep[sizeof g->path];
     memcpy(keep, g->path, sizeof keep);
     memset(g, 0, sizeof *g);

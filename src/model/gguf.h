@@ -50,6 +50,7 @@ typedef struct {
     char path[1024];
     unsigned char *map;
     size_t size;
+    int borrowed; /* map is the caller's buffer (db_gguf_open_mem): not unmapped */
     uint32_t version;
     db_gguf_kv *kv;
     int nkv;
@@ -59,6 +60,12 @@ typedef struct {
 } db_gguf;
 
 int db_gguf_open(db_gguf *g, const char *path, char *err, size_t errlen);
+/* The same for a file's bytes already in memory (buf, writable like the private mapping, stays
+ * the caller's and outlives g; `name` stands for the path in messages). The fuzz harness reads
+ * through it: in a heap buffer ASan sees a read one byte past the end, in a mapping only one
+ * past the last page. */
+int db_gguf_open_mem(db_gguf *g, const char *name, unsigned char *buf, size_t size, char *err,
+                     size_t errlen);
 void db_gguf_close(db_gguf *g);
 
 const db_gguf_kv *db_gguf_find(const db_gguf *g, const char *key);

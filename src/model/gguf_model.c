@@ -347,6 +347,7 @@ int db_gguf_open_st(db_st_set *s, const char *path, char *err, size_t errlen)
         s->files[0].path = db_strdup(path);
         s->files[0].map = g.map;
         s->files[0].size = g.size;
+        s->files[0].borrowed = g.borrowed;
         g.map = NULL;
         rc = s->files[0].path ? fill_set(s, &g, arch, err, errlen) : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     }
