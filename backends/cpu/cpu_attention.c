@@ -25,6 +25,7 @@
  * invariance the lossless check needs. */
 #include "config.h"
 #include "cpu_attention.h"
+#include "vec_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -116,10 +117,11 @@ static void run_task(const db_attn_args *a, const attn_task *t, float *sc, size_
             float *s = sc + ((size_t)(r - t->r0) * nhc + (size_t)(h - h0)) * maxk, mx = -INFINITY,
                   sum = 0.0f;
             for (int j = 0; j < nk; j++) mx = s[j] > mx ? s[j] : mx;
-            for (int j = 0; j < nk; j++) {
-                s[j] = expf(s[j] - mx);
-                sum += s[j];
-            }
+#if HAVE_OPENMP
+#pragma omp simd
+#endif
+            for (int j = 0; j < nk; j++) s[j] = db_exp_vec(s[j] - mx);
+            for (int j = 0; j < nk; j++) sum += s[j]; /* in key order */
             float inv = 1.0f / sum;
             for (int j = 0; j < nk; j++) s[j] *= inv;
         }

@@ -14,6 +14,7 @@
 #include "cpu_attention.h"
 #include "matmul_quant.h"
 #include "cpu_topology.h"
+#include "vec_math.h"
 
 #include <math.h>
 #if HAVE_X86_SIMD
@@ -401,11 +402,11 @@ static void cpu_swiglu(db_backend *be, float *out, const float *gate, const floa
 {
     (void)be;
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (n > 8192)
+#pragma omp parallel for simd schedule(static) if (n > 8192)
 #endif
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        out[i] = g / (1.0f + db_exp_vec(-g)) * up[i];
     }
 }
 
@@ -435,38 +436,6 @@ static void cpu_copy_rows(db_backend *be, float *dst, int dst_stride, const int 
     }
 }
 
-/* tanh(x) within a few ulp, written so that the compiler vectorizes it (no libm call): tanh|x| =
- * -e / (2 + e) with e = expm1(-2|x|) = 2^n (p(r) + 1) - 1, r = y - n ln2 (|r| <= ln2 / 2, ln2 in
- * two parts) and p the degree-7 Taylor polynomial of expm1 (truncation below 3e-9 relative); for
- * small |x|, n = 0 and e = p(y) keeps full relative precision. Why not tanhf: a scalar call of
- * ~15 ns, and the drafter's softcap runs over (B - 1) x V logits per cycle: 7 x 151936 at block
- * 8, 16 ms on one core, more than the drafter's layers. */
-static inline float tanh_vec(float x)
-{
-    /* on the bits: |x| clamped at 10 (tanh = 1 in float from 9.01) and the sign put back are
-     * integer ops; with float compares GCC sees control flow and leaves the loop scalar */
-    uint32_t xb, tb;
-    memcpy(&xb, &x, sizeof xb);
-    uint32_t ab = xb & 0x7fffffffu, sign = xb & 0x80000000u;
-    ab = ab < 0x41200000u ? ab : 0x41200000u;
-    float a;
-    memcpy(&a, &ab, sizeof a);
-    float y = -2.0f * a;
-    float n = (float)(int)(y * 1.44269504f - 0.5f); /* y <= 0: round to nearest */
-    float r = y - n * 0.693145751953125f;
-    r = r - n * 1.428606765330187e-06f;
-    float p = r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
-                     r * (1.0f / 720 + r * (1.0f / 5040)))))));
-    int32_t bits = ((int32_t)n + 127) * (1 << 23);
-    float s;
-    memcpy(&s, &bits, sizeof s);
-    float e = s * p + (s - 1.0f), t = -e / (2.0f + e);
-    memcpy(&tb, &t, sizeof tb);
-    tb = (tb & 0x7fffffffu) | sign;
-    memcpy(&t, &tb, sizeof t);
-    return t;
-}
-
 static void cpu_scale_softcap(db_backend *be, float *x, size_t n, float mult, float cap)
 {
     (void)be;
@@ -477,7 +446,7 @@ static void cpu_scale_softcap(db_backend *be, float *x, size_t n, float mult, fl
 #if HAVE_OPENMP
 #pragma omp parallel for simd schedule(static) if (n > 16384)
 #endif
-    for (size_t i = 0; i < n; i++) x[i] = tanh_vec(x[i] * mult / cap) * cap;
+    for (size_t i = 0; i < n; i++) x[i] = db_tanh_vec(x[i] * mult / cap) * cap;
 }
 
 /* larger value first; equal values: smaller id first */

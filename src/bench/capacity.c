@@ -94,23 +94,62 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
 
 /* ---- measuring the device ---- */
 
-/* best of >= 3 calls and >= 0.3 s of calls; nslice > 1: call `it` multiplies the slice
- * it % nslice of w (w->rows rows each, consecutive in memory), so that no call finds its
- * weights in a cache the previous one filled */
-static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n,
-                          int nslice)
+/* best of >= 3 calls and >= 0.3 s of calls */
+static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n)
 {
-    db_weight s = *w;
-    size_t slice_bytes = (size_t)w->rows * db_dtype_bytes(w->dtype, (size_t)w->cols);
     be->ops->matmul(be, y, x, w, n, 0); /* warm-up */
     be->ops->sync(be);
     double best = 1e30, total = 0;
     for (int it = 0; it < 50 && (it < 3 || total < 0.3); it++) {
-        s.data = (char *)w->data + (size_t)(1 + it) % (size_t)nslice * slice_bytes;
         double t0 = db_now();
-        be->ops->matmul(be, y, x, &s, n, 0);
+        be->ops->matmul(be, y, x, w, n, 0);
         be->ops->sync(be);
         double dt = db_now() - t0;
+        total += dt;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+/* One layer's seven matrices of a model's shapes ([O, K]: q, k, v, o, gate, up, down), carved
+ * `ncopy` times out of one weight buffer; the rate table times the seven matmuls of copy
+ * it % ncopy per call, so the weights come from memory as in a forward. */
+typedef struct {
+    int O[7], K[7], ncopy;
+    double params; /* of one copy */
+    size_t bytes;  /* of one copy */
+} layer_mats;
+
+static void layer_mats_init(layer_mats *m, const db_model_config *c, db_dtype dt, size_t buf_bytes)
+{
+    int H = c->hidden, I = c->intermediate, q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
+    const int O[7] = {q, kv, kv, H, I, I, H}, K[7] = {H, H, H, q, H, H, I};
+    m->params = 0, m->bytes = 0;
+    for (int i = 0; i < 7; i++) {
+        m->O[i] = O[i], m->K[i] = K[i];
+        m->params += (double)O[i] * K[i];
+        m->bytes += (size_t)O[i] * db_dtype_bytes(dt, (size_t)K[i]);
+    }
+    m->ncopy = m->bytes ? (int)(buf_bytes / m->bytes) : 0;
+}
+
+/* seconds of one layer's matmuls over n rows, best of >= 3 calls and >= 0.3 s */
+static double time_layer(db_backend *be, float *y, const float *x, const db_weight *buf,
+                         const layer_mats *m, int n)
+{
+    double best = 1e30, total = 0;
+    for (int it = 0; it < 51 && (it < 4 || total < 0.3); it++) {
+        const char *p = (const char *)buf->data + (size_t)(it % m->ncopy) * m->bytes;
+        double t0 = db_now();
+        for (int i = 0; i < 7; i++) {
+            db_weight w = *buf;
+            w.rows = m->O[i], w.cols = m->K[i], w.data = (void *)p;
+            be->ops->matmul(be, y, x, &w, n, 0);
+            p += (size_t)m->O[i] * db_dtype_bytes(buf->dtype, (size_t)m->K[i]);
+        }
+        be->ops->sync(be);
+        double dt = db_now() - t0;
+        if (it == 0) continue; /* warm-up */
         total += dt;
         if (dt < best) best = dt;
     }
@@ -127,8 +166,8 @@ double db_hw_rate(const db_hw *hw, double rows)
     return hw->rate[i] * pow(hi / hw->rate[i], l - i);
 }
 
-int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, int rate_k, db_hw *hw, char *err,
-                  size_t errlen)
+int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, const db_model_config *shape,
+                  db_hw *hw, char *err, size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
     if (db_dtype_is_quant(dt)) dt = DB_BF16; /* random weights are not made quantized */
@@ -141,14 +180,23 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, int rate_k, db_hw *
     size_t es = db_dtype_size(dt);
     int I = 4096, O = (int)(bytes / es / (size_t)I), N = 512;
     if (O < 1) O = 1;
+    layer_mats lm = {0};
+    if (shape) layer_mats_init(&lm, shape, dt, (size_t)O * I * es);
+    /* x and y hold [256, widest K] and [256, widest O] of the layer too */
+    size_t nx = (size_t)N * I, ny_l = 0;
+    for (int i = 0; lm.ncopy > 0 && i < 7; i++) {
+        if ((size_t)256 * lm.K[i] > nx) nx = (size_t)256 * lm.K[i];
+        if ((size_t)256 * lm.O[i] > ny_l) ny_l = (size_t)256 * lm.O[i];
+    }
     db_weight w = {0}, m = {0};
     w.dtype = m.dtype = dt;
     w.rows = O;
     w.cols = m.rows = m.cols = I;
     w.data = be->ops->alloc(be, (size_t)O * I * es);
     m.data = be->ops->alloc(be, (size_t)I * I * es);
-    float *x = be->ops->alloc(be, sizeof(float) * (size_t)N * I);
+    float *x = be->ops->alloc(be, sizeof(float) * nx);
     size_t ny = (size_t)N * I > (size_t)O ? (size_t)N * I : (size_t)O; /* [N, I] or [1, O] */
+    if (ny_l > ny) ny = ny_l;
     float *y = be->ops->alloc(be, sizeof(float) * ny);
     int rc = DB_OK;
     if (!w.data || !m.data || !x || !y)
@@ -156,25 +204,19 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, int rate_k, db_hw *
                      (double)((size_t)O * I * es) / DB_MIB);
     if (!rc && (db_fill_random(be, w.data, (size_t)O * I, dt, 1, 0, 0.03f, 0.0f) != 0 ||
                 db_fill_random(be, m.data, (size_t)I * I, dt, 2, 0, 0.03f, 0.0f) != 0 ||
-                db_fill_random(be, x, (size_t)N * I, DB_F32, 3, 0, 1.0f, 0.0f) != 0))
+                db_fill_random(be, x, nx, DB_F32, 3, 0, 1.0f, 0.0f) != 0))
         rc = db_fail(err, errlen, DB_ERUNTIME, "measuring the device: %s", be->err);
     if (!rc) {
-        double t = time_matmul(be, y, x, &w, 1, 1);
+        double t = time_matmul(be, y, x, &w, 1);
         hw->bw = (double)O * I * es / t;
         snprintf(hw->bw_source, sizeof hw->bw_source,
                  "measured: GEMV, 1 row x [%d, %d] %s weights (%.0f MiB read once), best of several",
                  O, I, db_dtype_name(dt), (double)O * I * es / DB_MIB);
-        t = time_matmul(be, y, x, &m, N, 1);
+        t = time_matmul(be, y, x, &m, N);
         hw->flops = 2.0 * N * I * (double)I / t;
-        db_weight sl = w; /* [4096, K] slices of the big weight, K = rate_k */
-        int K = rate_k > 0 && rate_k <= I ? rate_k : I;
-        sl.cols = K;
-        sl.rows = (int)((size_t)O * I / K < 4096 ? (size_t)O * I / K : 4096);
-        int nslice = (int)((size_t)O * I / ((size_t)sl.rows * K));
-        for (int i = 0; i < DB_HW_RATE_ROWS; i++) {
-            int r = 1 << i;
-            hw->rate[i] = 2.0 * r * sl.rows * (double)K / time_matmul(be, y, x, &sl, r, nslice);
-        }
+        if (lm.ncopy >= 2) /* else the layer does not fit twice: the flat rate */
+            for (int i = 0; i < DB_HW_RATE_ROWS; i++)
+                hw->rate[i] = 2.0 * (1 << i) * lm.params / time_layer(be, y, x, &w, &lm, 1 << i);
         snprintf(hw->flops_source, sizeof hw->flops_source,
                  "measured: matmul, %d rows x [%d, %d] %s weights, best of several", N, I, I,
                  db_dtype_name(dt));
@@ -187,11 +229,11 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, int rate_k, db_hw *
     return rc;
 }
 
-int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, int rate_k, db_hw *hw,
-                  char *err, size_t errlen)
+int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops,
+                  const db_model_config *shape, db_hw *hw, char *err, size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
-    int rc = bw_gbs > 0 && gflops > 0 ? DB_OK : db_hw_measure(be, dt, 0, rate_k, hw, err, errlen);
+    int rc = bw_gbs > 0 && gflops > 0 ? DB_OK : db_hw_measure(be, dt, 0, shape, hw, err, errlen);
     if (rc) return rc;
     if (bw_gbs > 0) {
         hw->bw = bw_gbs * 1e9;

@@ -63,8 +63,9 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
  * kernels reach their 512-row rate only from a few dozen rows on. A DFlash cycle is made of
  * 8- to 16-row forwards, so one 512-row figure predicted a verify at 0.6B, block 8, in half the
  * time it takes (measured 128 GFLOP/s at 8 rows against 281 at 512). The table is the backend's
- * own matmul at those row counts, weights streamed from memory: a device figure like the
- * bandwidth, measured once; the roofline still composes it per component. */
+ * own matmul at those row counts over one layer of the model's matrix shapes, weights streamed
+ * from memory: a device figure like the bandwidth, measured once, never a forward; attention,
+ * norms, the head, the KV and the cycle's host work stay the roofline's to predict. */
 #define DB_HW_RATE_ROWS 9 /* rows 1, 2, 4, ..., 256 */
 typedef struct {
     double bw;      /* bytes / s */
@@ -78,17 +79,18 @@ double db_hw_rate(const db_hw *hw, double rows);
 /* bandwidth: a GEMV (1 row) over a `bytes`-sized weight of dtype dt (every byte read once; a
  * quantized dt measures bf16: the device's bandwidth, which the roofline divides the
  * quantized bytes by);
- * matmul rate: 512 rows x [4096, 4096] weights; rate[]: 1, 2, 4, ..., 256 rows x [4096, rate_k]
- * slices of the big weight (rate_k: the reduction length of the model's matrices, its hidden
- * size; 0 = 4096), a new slice per timed call (so the weights come from memory, as in a
- * forward); all through the backend's matmul, best of several timed calls, weights made with
+ * matmul rate: 512 rows x [4096, 4096] weights; rate[] (shape given): 1, 2, 4, ..., 256 rows
+ * through one layer's seven matrices of the model's shapes (q, k, v, o, gate, up, down), copies
+ * of the layer carved out of the big weight and a new copy per timed call, so the weights come
+ * from memory as in a forward and the per-call cost of the model's matrix sizes is in the
+ * figure; all through the backend's matmul, best of several timed calls, weights made with
  * fill_random. bytes 0 = 512 MiB (less when the device has little memory free). */
-int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, int rate_k, db_hw *hw, char *err,
-                  size_t errlen);
+int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, const db_model_config *shape,
+                  db_hw *hw, char *err, size_t errlen);
 /* the device figures a roofline uses: measured (db_hw_measure) unless both are given (> 0); a
  * given figure replaces the measured one and its source says "given: --bandwidth-gbs X" */
-int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops, int rate_k, db_hw *hw,
-                  char *err, size_t errlen);
+int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops,
+                  const db_model_config *shape, db_hw *hw, char *err, size_t errlen);
 
 typedef struct {
     double bytes, flops, t; /* traffic, arithmetic, roofline seconds */

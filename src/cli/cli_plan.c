@@ -122,7 +122,7 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
     printf("- bandwidth %.1f GB/s (%s)\n- matmul %.1f GFLOP/s (%s)\n", hw->bw / 1e9, hw->bw_source,
            hw->flops / 1e9, hw->flops_source);
     if (hw->rate[0] > 0) { /* the roofline's arithmetic runs at the rate of its row count */
-        printf("- matmul GFLOP/s by rows (weights from memory):");
+        printf("- matmul GFLOP/s by rows (one target layer's matrices, weights from memory):");
         for (int i = 0; i < DB_HW_RATE_ROWS; i++) printf(" %d: %.0f%s", 1 << i, hw->rate[i] / 1e9, i + 1 < DB_HW_RATE_ROWS ? "," : "\n");
     }
     printf("- target %s: %.2f GiB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / DB_GIB,
@@ -583,7 +583,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         return rc;
     }
     p->avail = db_mem_available(p->s.be);
-    rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, p->tc.hidden, &p->hw, err, errlen);
+    rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, &p->tc, &p->hw, err, errlen);
     if (!rc) predict(p);
     if (!rc && !p->no_measure && db_dtype_is_quant(p->dt))
         fprintf(stderr, "plan: not measured: synthetic weights are not made at %s (predicted only)\n", db_dtype_name(p->dt));

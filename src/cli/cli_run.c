@@ -681,9 +681,9 @@ static int open_backend(run_ctx *c, char *err, size_t errlen)
     if (!sw->predict) return DB_OK;
     db_dtype dt;
     if ((rc = main_dtype(c, target_path(c, 0), &dt, err, errlen))) return rc;
-    db_model_config t0; /* the matmul rates at the first target's reduction length */
+    db_model_config t0; /* the matmul rates on the first target's matrix shapes */
     if ((rc = db_model_config_load(&t0, target_path(c, 0), err, errlen))) return rc;
-    if ((rc = db_hw_figures(c->s.be, dt, sw->bandwidth_gbs, sw->gflops, t0.hidden, &c->hw, err, errlen)))
+    if ((rc = db_hw_figures(c->s.be, dt, sw->bandwidth_gbs, sw->gflops, &t0, &c->hw, err, errlen)))
         return rc;
     fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c->hw.bw / 1e9, c->hw.bw_source,
             c->hw.flops / 1e9, c->hw.flops_source);
