@@ -35,6 +35,11 @@ typedef struct {
 /* Load `path`: a tokenizer.json file, or a directory holding one. On failure *tok is left
  * freed (db_tokenizer_free is still safe to call). */
 int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen);
+/* The same from a tokenizer.json's text already in memory (text[0..len), not necessarily
+ * NUL-terminated); `label` names the source in errors and in tok->path. db_tokenizer_load reads
+ * the file and parses it with this. */
+int db_tokenizer_parse(db_tokenizer *tok, const char *label, const char *text, size_t len, char *err,
+                       size_t errlen);
 void db_tokenizer_free(db_tokenizer *tok);
 /* Load from a parsed tokenizer.json (a cJSON object; for tokenizers that come from elsewhere,
  * such as a GGUF file's metadata); `label` names the source in errors and in tok->path. */

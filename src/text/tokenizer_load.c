@@ -467,17 +467,25 @@ int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t err
     char *text = NULL;
     size_t len = 0;
     if ((rc = db_read_file(tok->path, &text, &len, err, errlen))) return rc;
+    char label[sizeof tok->path];
+    memcpy(label, tok->path, sizeof label);
+    rc = db_tokenizer_parse(tok, label, text, len, err, errlen);
+    free(text);
+    return rc;
+}
+
+int db_tokenizer_parse(db_tokenizer *tok, const char *label, const char *text, size_t len, char *err,
+                       size_t errlen)
+{
+    memset(tok, 0, sizeof *tok);
+    snprintf(tok->path, sizeof tok->path, "%s", label);
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
-        free(text);
-        return db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON (near byte %zu)", tok->path, off);
+        return db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON (near byte %zu)", label, off);
     }
-    free(text);
-    char label[sizeof tok->path];
-    memcpy(label, tok->path, sizeof label);
-    rc = db_tokenizer_from_json(tok, root, label, err, errlen);
+    int rc = db_tokenizer_from_json(tok, root, label, err, errlen);
     cJSON_Delete(root);
     return rc;
 }
