@@ -499,6 +499,33 @@ static void test_roofline(void)
            "roofline: a memory-bound ar step takes bytes / bandwidth (%.0f bytes, weights %.0f)", a.verify.bytes, wbytes);
 }
 
+/* the rate per row count: measured points exact, log-linear between them, 512 rows and up and
+ * an empty table at the flat rate; an ar step's arithmetic at the 1-row rate, a verify's at the
+ * rate of its N x B rows */
+static void test_rate_rows(void)
+{
+    db_hw hw = {.bw = 1e18, .flops = 512e9};
+    tap_ok(db_hw_rate(&hw, 8) == 512e9, "rate by rows: no table, the flat rate (%g)", db_hw_rate(&hw, 8));
+    for (int i = 0; i < DB_HW_RATE_ROWS; i++) hw.rate[i] = (double)(1 << i) * 1e9; /* 1 GFLOP/s per row */
+    double r1 = db_hw_rate(&hw, 1), r8 = db_hw_rate(&hw, 8), r3 = db_hw_rate(&hw, 3),
+           r384 = db_hw_rate(&hw, 384), r4k = db_hw_rate(&hw, 4096);
+    /* rows = 2^l: rate = 2^l GFLOP/s, so log-linear is exact at 3 and 384 */
+    tap_ok(r1 == 1e9 && r8 == 8e9 && fabs(r3 / 3e9 - 1) < 1e-12 && fabs(r384 / 384e9 - 1) < 1e-12 && r4k == 512e9,
+           "rate by rows: 1 -> %g, 3 -> %g, 8 -> %g, 384 -> %g, 4096 -> %g FLOP/s", r1, r3, r8, r384, r4k);
+    db_model_config t;
+    char err[256];
+    if (db_model_config_load(&t, tcfg, err, sizeof err)) {
+        tap_ok(0, "%s", err);
+        return;
+    }
+    db_step_shape s = {.concurrency = 2, .block = 1, .ctx = 0, .tau = 1};
+    db_step_cost c;
+    db_roofline_step(&t, NULL, DB_BF16, &hw, &s, &c);
+    /* 2 rows: the layers at 2 GFLOP/s, the head's 2 logit rows likewise */
+    tap_ok(c.verify.compute_bound && fabs(c.verify.t / (c.verify.flops / 2e9) - 1) < 1e-9,
+           "roofline: a 2-row step's arithmetic at the 2-row rate (%.3g s for %.3g FLOP)", c.verify.t, c.verify.flops);
+}
+
 /* ---- CLI ---- */
 
 static int run_cmd(const char *cmd, char *out, size_t n)
@@ -596,6 +623,7 @@ int main(void)
     test_replay();
     test_profiles();
     test_roofline();
+    test_rate_rows();
     test_quant_bytes();
     test_cli();
     cleanup();
