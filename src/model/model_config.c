@@ -152,6 +152,19 @@ static int parse_base(ctx *c, const cJSON *root, db_model_config *m)
     return DB_OK;
 }
 
+/* text[0..len) of the config file `path` as a JSON object */
+static int parse_json(const char *path, const char *text, size_t len, cJSON **root, char *err,
+                      size_t errlen)
+{
+    *root = cJSON_ParseWithLength(text, len);
+    if (!*root || !cJSON_IsObject(*root)) {
+        cJSON_Delete(*root);
+        *root = NULL;
+        return db_fail(err, errlen, DB_EINPUT, "%s: not a JSON object", path);
+    }
+    return DB_OK;
+}
+
 /* dir: a checkpoint directory (its config.json) or a config file itself (--target-config) */
 static int load_json(const char *dir, char *path, size_t pathlen, cJSON **root, char *err, size_t errlen)
 {
@@ -163,16 +176,21 @@ static int load_json(const char *dir, char *path, size_t pathlen, cJSON **root, 
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     }
     char *txt;
-    int rc = db_read_file(path, &txt, NULL, err, errlen);
+    size_t len;
+    int rc = db_read_file(path, &txt, &len, err, errlen);
     if (rc) return rc;
-    *root = cJSON_Parse(txt);
+    rc = parse_json(path, txt, len, root, err, errlen);
     free(txt);
-    if (!*root || !cJSON_IsObject(*root)) {
-        cJSON_Delete(*root);
-        *root = NULL;
-        return db_fail(err, errlen, DB_EINPUT, "%s: not a JSON object", path);
-    }
-    return DB_OK;
+    return rc;
+}
+
+/* a target's config from its JSON object (deleted here); m->path names it */
+static int model_from_json(db_model_config *m, cJSON *root, char *err, size_t errlen)
+{
+    ctx c = {m->path, err, errlen};
+    int rc = parse_base(&c, root, m);
+    cJSON_Delete(root);
+    return rc;
 }
 
 int db_model_config_load(db_model_config *m, const char *dir, char *err, size_t errlen)
@@ -183,11 +201,17 @@ int db_model_config_load(db_model_config *m, const char *dir, char *err, size_t 
     if (g) return g < 0 ? g : db_gguf_model_config(m, gp, err, errlen);
     cJSON *root;
     int rc = load_json(dir, m->path, sizeof m->path, &root, err, errlen);
-    if (rc) return rc;
-    ctx c = {m->path, err, errlen};
-    rc = parse_base(&c, root, m);
-    cJSON_Delete(root);
-    return rc;
+    return rc ? rc : model_from_json(m, root, err, errlen);
+}
+
+int db_model_config_parse(db_model_config *m, const char *label, const char *text, size_t len,
+                          char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->path, sizeof m->path, "%s", label);
+    cJSON *root;
+    int rc = parse_json(m->path, text, len, &root, err, errlen);
+    return rc ? rc : model_from_json(m, root, err, errlen);
 }
 
 static int has_arch(const cJSON *root, const char *name)
@@ -217,16 +241,11 @@ static int parse_dspark(ctx *c, const cJSON *root, const cJSON *dc, db_drafter_c
     return get_int(c, o, "draft_vocab_size", 0, d->base.vocab, 1, d->base.vocab, &d->draft_vocab);
 }
 
-int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_layers, char *err,
-                           size_t errlen)
+/* a drafter's config from its JSON object (deleted here); d->base.path names it */
+static int drafter_from_json(db_drafter_config *d, cJSON *root, int target_layers, char *err,
+                             size_t errlen)
 {
-    memset(d, 0, sizeof *d);
-    char gp[1024];
-    int g = db_gguf_resolve(dir, gp, sizeof gp, err, errlen);
-    if (g) return g < 0 ? g : db_gguf_drafter_config(d, gp, target_layers, err, errlen);
-    cJSON *root;
-    int rc = load_json(dir, d->base.path, sizeof d->base.path, &root, err, errlen);
-    if (rc) return rc;
+    int rc;
     ctx c = {d->base.path, err, errlen};
     if (has_arch(root, "DFlash2DraftModel")) d->kind = DB_DRAFTER_V2;
     else if (has_arch(root, "DFlashDraftModel")) d->kind = DB_DRAFTER_V1;
@@ -295,4 +314,26 @@ int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_lay
     if (!rc && d->kind == DB_DRAFTER_DSPARK) rc = parse_dspark(&c, root, dc, d);
     cJSON_Delete(root);
     return rc;
+}
+
+int db_drafter_config_load(db_drafter_config *d, const char *dir, int target_layers, char *err,
+                           size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    char gp[1024];
+    int g = db_gguf_resolve(dir, gp, sizeof gp, err, errlen);
+    if (g) return g < 0 ? g : db_gguf_drafter_config(d, gp, target_layers, err, errlen);
+    cJSON *root;
+    int rc = load_json(dir, d->base.path, sizeof d->base.path, &root, err, errlen);
+    return rc ? rc : drafter_from_json(d, root, target_layers, err, errlen);
+}
+
+int db_drafter_config_parse(db_drafter_config *d, const char *label, const char *text, size_t len,
+                            int target_layers, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->base.path, sizeof d->base.path, "%s", label);
+    cJSON *root;
+    int rc = parse_json(d->base.path, text, len, &root, err, errlen);
+    return rc ? rc : drafter_from_json(d, root, target_layers, err, errlen);
 }

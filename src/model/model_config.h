@@ -62,5 +62,11 @@ int db_model_config_load(db_model_config *c, const char *dir, char *err, size_t 
 /* target_layers: the target's layer count, for the default target_layer_ids formula */
 int db_drafter_config_load(db_drafter_config *c, const char *dir, int target_layers, char *err,
                            size_t errlen);
+/* The same from a config.json's text in memory (text[0..len), not necessarily NUL-terminated;
+ * `label` names it in errors and in path): the step the loaders above run on the file they read. */
+int db_model_config_parse(db_model_config *c, const char *label, const char *text, size_t len,
+                          char *err, size_t errlen);
+int db_drafter_config_parse(db_drafter_config *c, const char *label, const char *text, size_t len,
+                            int target_layers, char *err, size_t errlen);
 
 #endif
