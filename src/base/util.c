@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +132,37 @@ int db_read_file(const char *path, char **out, size_t *len, char *err, size_t er
     int rc = db_read_stream(f, path, out, len, err, errlen);
     fclose(f);
     return rc;
+}
+
+int db_check_min_size(const char *path, size_t size, size_t min_size, const char *short_what,
+                      char *err, size_t errlen)
+{
+    return size < min_size ? db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, %s", path,
+                                     size, short_what)
+                           : DB_OK;
+}
+
+int db_map_file(const char *path, size_t min_size, const char *short_what, int writable,
+                void **map, size_t *size, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return db_fail(err, errlen, DB_EINPUT, "%s: not a regular file", path);
+    }
+    *size = (size_t)st.st_size;
+    int rc = db_check_min_size(path, *size, min_size, short_what, err, errlen);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    void *m = mmap(NULL, *size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return db_fail(err, errlen, DB_EINPUT, "%s: mmap failed: %s", path, strerror(errno));
+    *map = m;
+    return DB_OK;
 }
 
 int db_path_join(char *buf, size_t n, const char *dir, const char *name)

@@ -36,6 +36,17 @@ int db_read_file(const char *path, char **out, size_t *len, char *err, size_t er
 /* the same from an open stream (stdin); `name` goes into the message */
 int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err, size_t errlen);
 
+/* a file's bytes as they come: `path` checked to be a regular file of at least min_size bytes
+ * and mapped private (writable: copy-on-write pages the caller may change, the file never does).
+ * *size is set once known, *map only on success. DB_EINPUT: "<path>: cannot open: <why>",
+ * "<path>: not a regular file", "<path>: truncated: N bytes, <short_what>", "<path>: mmap
+ * failed: <why>". The binary readers (safetensors, GGUF) open their files through it. */
+int db_map_file(const char *path, size_t min_size, const char *short_what, int writable,
+                void **map, size_t *size, char *err, size_t errlen);
+/* the same size check for bytes already in memory */
+int db_check_min_size(const char *path, size_t size, size_t min_size, const char *short_what,
+                      char *err, size_t errlen);
+
 /* join dir + "/" + name into buf; DB_EINPUT when it does not fit */
 int db_path_join(char *buf, size_t n, const char *dir, const char *name);
 

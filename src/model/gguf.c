@@ -230,42 +230,22 @@ static int place_tensors(db_gguf *g, size_t data_off, char *err, size_t errlen)
     return rc;
 }
 
-static int too_short(const db_gguf *g, char *err, size_t errlen)
-{
-    return g->size < 24 ? db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, no GGUF header",
-                                  g->path, g->size)
-                        : DB_OK;
-}
-
-/* g holds the caller's buf (db_gguf_open_mem) or, with buf NULL, the file `path` mapped */
+/* g holds the caller's buf (db_gguf_open_mem) or, with buf NULL, the file `path` mapped
+ * (private and writable: copy on write, the file never changes) */
 static int map_file(db_gguf *g, const char *path, unsigned char *buf, size_t size, char *err,
                     size_t errlen)
 {
-    if (buf) {
-        g->map = buf;
-        g->size = size;
-        g->borrowed = 1;
-        return too_short(g, err, errlen);
-    }
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return db_fail(err, errlen, DB_EINPUT, "%s: not a regular file", path);
-    }
-    g->size = (size_t)st.st_size;
-    int rc = too_short(g, err, errlen);
-    if (rc) {
-        close(fd);
+    static const char *short_what = "no GGUF header";
+    if (!buf) {
+        void *m = NULL;
+        int rc = db_map_file(path, 24, short_what, 1, &m, &g->size, err, errlen);
+        g->map = m;
         return rc;
     }
-    /* private and writable: copy on write, the file never changes */
-    void *m = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) return db_fail(err, errlen, DB_EINPUT, "%s: mmap failed: %s", path, strerror(errno));
-    g->map = m;
-    return DB_OK;
+    g->map = buf;
+    g->size = size;
+    g->borrowed = 1;
+    return db_check_min_size(path, size, 24, short_what, err, errlen);
 }
 
 static int open_gguf(db_gguf *g, const char *path, unsigned char *buf, size_t size, char *err,

@@ -8,58 +8,28 @@
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* a header larger than this is not a checkpoint we accept (real ones are < 10 MB) */
 #define MAX_HEADER (256u << 20)
 
-static int too_short(const db_st_file *f, char *err, size_t errlen)
-{
-    return f->size < 8 ? db_fail(err, errlen, DB_EINPUT, "%s: truncated: %zu bytes, no header length",
-                                 f->path, f->size)
-                       : DB_OK;
-}
-
 /* f holds the caller's buf (db_st_open_mem) or, with buf NULL, the file `path` mapped */
 static int map_file(db_st_file *f, const char *path, const void *buf, size_t size, char *err,
                     size_t errlen)
 {
+    static const char *short_what = "no header length";
     memset(f, 0, sizeof *f);
     f->path = db_strdup(path);
     if (!f->path) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    if (buf) {
-        f->map = (void *)buf; /* read only, like the mapping */
-        f->size = size;
-        f->borrowed = 1;
-        return too_short(f, err, errlen);
-    }
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return db_fail(err, errlen, DB_EINPUT, "%s: not a regular file", path);
-    }
-    f->size = (size_t)st.st_size;
-    int rc = too_short(f, err, errlen);
-    if (rc) {
-        close(fd);
-        return rc;
-    }
-    f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (f->map == MAP_FAILED) {
-        f->map = NULL;
-        return db_fail(err, errlen, DB_EINPUT, "%s: mmap failed: %s", path, strerror(errno));
-    }
-    return DB_OK;
+    if (!buf) return db_map_file(path, 8, short_what, 0, &f->map, &f->size, err, errlen);
+    f->map = (void *)buf; /* read only, like the mapping */
+    f->size = size;
+    f->borrowed = 1;
+    return db_check_min_size(path, size, 8, short_what, err, errlen);
 }
 
 /* float dtypes; I32 / I64 (index tensors such as a DSpark d2t map) set int_bytes instead */
