@@ -398,16 +398,54 @@ static void cpu_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, 
     (void)f16c;
 }
 
-static void cpu_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
+/* SiLU(gate) * up over [0, n): one span of a thread */
+DB_VEC_CLONES static void swiglu_span(float *out, const float *gate, const float *up, size_t n)
 {
-    (void)be;
-#if HAVE_OPENMP
-#pragma omp parallel for simd schedule(static) if (n > 8192)
-#endif
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + db_exp_vec(-g)) * up[i];
     }
+}
+
+/* x[i] = tanh(x[i] * mult / cap) * cap over [0, n) */
+DB_VEC_CLONES static void softcap_span(float *x, size_t n, float mult, float cap)
+{
+    for (size_t i = 0; i < n; i++) x[i] = db_tanh_vec(x[i] * mult / cap) * cap;
+}
+
+static int max_threads(void)
+{
+#if HAVE_OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+#if HAVE_OPENMP
+#define OMP_SPANS _Pragma("omp parallel for schedule(static) num_threads(nt_) if (nt_ > 1)")
+#else
+#define OMP_SPANS
+#endif
+
+/* the elementwise loops run as one contiguous span per thread (spans of a multiple of 16
+ * elements, so every vector but the last is whole); min: below it, one thread does all */
+#define SPAN_LOOP(n, min, CALL)                                                                  \
+    do {                                                                                         \
+        int nt_ = 1;                                                                             \
+        if ((n) > (min)) nt_ = max_threads();                                                    \
+        size_t per_ = (((n) + (size_t)nt_ - 1) / (size_t)nt_ + 15) & ~(size_t)15;              \
+        OMP_SPANS                                                                                \
+        for (int t_ = 0; t_ < nt_; t_++) {                                                       \
+            size_t lo = (size_t)t_ * per_, hi = lo + per_ < (n) ? lo + per_ : (n);              \
+            if (lo < hi) CALL;                                                                   \
+        }                                                                                        \
+    } while (0)
+
+static void cpu_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
+{
+    (void)be;
+    SPAN_LOOP(n, 8192, swiglu_span(out + lo, gate + lo, up + lo, hi - lo));
 }
 
 static void cpu_embed(db_backend *be, float *out, const db_weight *table, const int *ids, int n)
@@ -443,10 +481,7 @@ static void cpu_scale_softcap(db_backend *be, float *x, size_t n, float mult, fl
         for (size_t i = 0; i < n; i++) x[i] *= mult;
         return;
     }
-#if HAVE_OPENMP
-#pragma omp parallel for simd schedule(static) if (n > 16384)
-#endif
-    for (size_t i = 0; i < n; i++) x[i] = db_tanh_vec(x[i] * mult / cap) * cap;
+    SPAN_LOOP(n, 16384, softcap_span(x + lo, hi - lo, mult, cap));
 }
 
 /* larger value first; equal values: smaller id first */
@@ -566,6 +601,17 @@ static float weight_elem(const db_weight *w, size_t i)
     }
 }
 
+/* out[j] = sum_q a[q] * st[q][j] for j < k, each sum in q order from 0 (the k sums side by side,
+ * one lane each: the order of every one is that of a plain dot product) */
+DB_VEC_CLONES static void pair_dots(float *out, const float *a, const float *st, int r, int k)
+{
+    float acc[k];
+    for (int j = 0; j < k; j++) acc[j] = 0.0f;
+    for (int q = 0; q < r; q++)
+        for (int j = 0; j < k; j++) acc[j] += a[q] * st[(size_t)q * k + j];
+    for (int j = 0; j < k; j++) out[j] = acc[j];
+}
+
 static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
                            const int *cand, const db_weight *pred, const db_weight *succ, int n,
                            int k, int r)
@@ -576,8 +622,9 @@ static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int
         return -1;
     }
     int nthreads;
-    size_t bytes;
-    float *scratch = thread_scratch((size_t)r, &nthreads, &bytes); /* a row of pred * g per thread */
+    size_t bytes, width = (size_t)r * (size_t)(k + 1);
+    /* per thread: a row of pred * g, then the k candidates' succ rows as f32, transposed [r][k] */
+    float *scratch = thread_scratch(width, &nthreads, &bytes);
     if (!scratch) {
         snprintf(be->err, sizeof be->err, "pair_scores: cannot allocate %zu bytes of scratch memory", bytes);
         return -1;
@@ -586,16 +633,15 @@ static int cpu_pair_scores(db_backend *be, float *out, const float *g, const int
 #pragma omp parallel for schedule(static) num_threads(nthreads) if (n > 1 && (size_t)n * k * k * r > 65536)
 #endif
     for (int t = 0; t < n; t++) {
-        float *tmp = thread_row(scratch, (size_t)r);
+        float *tmp = thread_row(scratch, width), *st = tmp + r;
+        for (int j = 0; j < k; j++) {
+            size_t sj = (size_t)cand[(size_t)t * k + j] * r;
+            for (int q = 0; q < r; q++) st[(size_t)q * k + j] = weight_elem(succ, sj + q);
+        }
         for (int i = 0; i < k; i++) {
             size_t pi = (size_t)prev[(size_t)t * k + i] * r;
             for (int q = 0; q < r; q++) tmp[q] = weight_elem(pred, pi + q) * g[(size_t)t * r + q];
-            for (int j = 0; j < k; j++) {
-                size_t sj = (size_t)cand[(size_t)t * k + j] * r;
-                float s = 0.0f;
-                for (int q = 0; q < r; q++) s += tmp[q] * weight_elem(succ, sj + q);
-                out[((size_t)t * k + i) * k + j] = s;
-            }
+            pair_dots(out + ((size_t)t * k + i) * k, tmp, st, r, k);
         }
     }
     free(scratch);

@@ -13,6 +13,16 @@
 #include <stdint.h>
 #include <string.h>
 
+/* an elementwise loop's function compiled for AVX-512, AVX2 and the baseline, the copy picked
+ * at load time (ifunc): the backend's own files are built for the baseline, where GCC
+ * vectorizes these loops 4 lanes wide. The copies compute the same value per element (no
+ * reduction, no contraction in C11 mode), so results do not depend on the machine. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+#define DB_VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DB_VEC_CLONES
+#endif
+
 static inline uint32_t vm_bits(float x)
 {
     uint32_t b;
