@@ -2,7 +2,8 @@
 # cli_bench.sh — `dflash-bench bench` end to end on the embedded pair (TAP): the CSV has one
 # row per (model, rows, context) with positive times (and the target's matmuls alone, whose
 # flops are checked against the config), GB/s and GFLOP/s that equal the roofline
-# bytes / flops over the median time (checked against the JSON), the 1-row point's ratio is 1,
+# bytes / flops over the median time (checked against the JSON), verify mode counts the head
+# over every row, the 1-row point's ratio is 1,
 # the drafter's rows are requests x block; bad options exit 2 with nothing on stdout.
 set -u
 BIN=${DB_BIN:?DB_BIN not set (run through meson test)}
@@ -73,6 +74,23 @@ assert abs(r["gflop_s"] - r["flops"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r[
 assert abs(r["gb_s"] - r["bytes"] / (r["ms_median"] / 1e3) / 1e9) < 1e-6 * r["gb_s"], r
 PYEOF
 ok $? "JSON: prefill of 1 request x 2 rows; GB/s and GFLOP/s are bytes and flops over the median"
+
+"$BIN" bench --target "$TARGET" --rows 2 --context 16 --repetitions 1 --threads 1 --mode verify \
+    -o json >"$tmp/v.json" 2>"$tmp/err"
+ok $? "bench --mode verify -o json exits 0"
+"$PY" - "$tmp/b.json" "$tmp/v.json" "$TARGET/config.json" <<'PYEOF'
+import json, sys
+p, v, cfg = (json.load(open(f)) for f in sys.argv[1:])
+V, H = cfg["vocab_size"], cfg["hidden_size"]
+assert v["mode"] == "verify", v
+pick = lambda d, m: [x for x in d["rows"] if x["model"] == m][0]
+# verify = prefill's rows with the head over both rows: one more row of 2 V H flops
+for m in ("target", "matmuls"):
+    a, b = pick(p, m), pick(v, m)
+    assert b["requests"] == 1 and b["rows"] == 2, b
+    assert abs(b["flops"] - a["flops"] - 2 * V * H) < 1e-6 * b["flops"], (m, a, b)
+PYEOF
+ok $? "JSON: verify of 1 request x 2 rows counts the head over both rows (prefill: the last)"
 
 # DB_PROFILE_OPS=1: the per-op totals on stderr count every call: one untimed and one timed
 # forward of the target (7 matmuls per layer + the head, one embed each), the same for its

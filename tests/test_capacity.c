@@ -526,6 +526,38 @@ static void test_rate_rows(void)
            "roofline: a 2-row step's arithmetic at the 2-row rate (%.3g s for %.3g FLOP)", c.verify.t, c.verify.flops);
 }
 
+/* with attention and op figures, a forward is the sum of its phases: matmuls (and the head) at
+ * the rate of their rows, attention at the attention rate of its rows per request, 8 small
+ * ops per layer (bytes free here, so every phase is its arithmetic) */
+static void test_phases(void)
+{
+    db_model_config t;
+    char err[256];
+    if (db_model_config_load(&t, tcfg, err, sizeof err)) {
+        tap_ok(0, "%s", err);
+        return;
+    }
+    db_hw hw = {.bw = 1e18, .flops = 512e9, .op_s = 3e-6};
+    for (int i = 0; i < DB_HW_RATE_ROWS; i++) hw.rate[i] = (double)(1 << i) * 1e9;
+    for (int i = 0; i < DB_HW_ATTN_ROWS; i++) hw.attn_rate[i] = 0.25e9 * (i + 1);
+    tap_ok(db_hw_attn_rate(&hw, 1) == 0.25e9 && db_hw_attn_rate(&hw, 2) == 0.5e9 && db_hw_attn_rate(&hw, 64) == 1.25e9,
+           "attention rate by rows: 1, 2, 64 -> %g, %g, %g", db_hw_attn_rate(&hw, 1), db_hw_attn_rate(&hw, 2),
+           db_hw_attn_rate(&hw, 64));
+    double ctx = 40, L = t.n_layers;
+    db_step_shape s = {.concurrency = 2, .block = 1, .ctx = ctx, .tau = 1};
+    db_step_cost c;
+    db_roofline_step(&t, NULL, DB_BF16, &hw, &s, &c);
+    double aflops = 4.0 * L * 2 * t.n_heads * (double)t.head_dim * (ctx + 1);
+    double want = (c.verify.flops - aflops) / 2e9 + aflops / 0.25e9 + L * 8 * 3e-6;
+    tap_ok(fabs(c.verify.t / want - 1) < 1e-9, "phases: 2 requests x 1 row: matmuls at 2 rows' rate + attention at "
+           "1 row's + 8 L ops (%.6g s, want %.6g)", c.verify.t, want);
+    hw.op_s = 0;
+    memset(hw.attn_rate, 0, sizeof hw.attn_rate);
+    db_roofline_step(&t, NULL, DB_BF16, &hw, &s, &c);
+    tap_ok(fabs(c.verify.t / (c.verify.flops / 2e9) - 1) < 1e-9,
+           "no attention figure: one roofline, attention at the matmul rate (%.6g s)", c.verify.t);
+}
+
 /* ---- CLI ---- */
 
 static int run_cmd(const char *cmd, char *out, size_t n)
@@ -624,6 +656,7 @@ int main(void)
     test_profiles();
     test_roofline();
     test_rate_rows();
+    test_phases();
     test_quant_bytes();
     test_cli();
     cleanup();

@@ -166,6 +166,73 @@ double db_hw_rate(const db_hw *hw, double rows)
     return hw->rate[i] * pow(hi / hw->rate[i], l - i);
 }
 
+double db_hw_attn_rate(const db_hw *hw, double rows)
+{
+    if (hw->attn_rate[0] <= 0) return 0;
+    if (rows <= 1) return hw->attn_rate[0];
+    double l = log2(rows);
+    int i = (int)l;
+    if (i + 1 >= DB_HW_ATTN_ROWS) return hw->attn_rate[DB_HW_ATTN_ROWS - 1];
+    return hw->attn_rate[i] * pow(hw->attn_rate[i + 1] / hw->attn_rate[i], l - i);
+}
+
+/* best seconds of a call of f over >= 4 timed calls and >= 0.1 s (the first untimed) */
+#define BEST_OF(best, call)                                                                      \
+    do {                                                                                         \
+        double total_ = 0;                                                                       \
+        best = 1e30;                                                                             \
+        for (int it_ = 0; it_ < 201 && (it_ < 5 || total_ < 0.1); it_++) {                       \
+            double t0_ = db_now();                                                               \
+            call;                                                                                \
+            be->ops->sync(be);                                                                   \
+            double dt_ = db_now() - t0_;                                                         \
+            if (it_ == 0) continue;                                                              \
+            total_ += dt_;                                                                       \
+            if (dt_ < best) best = dt_;                                                          \
+        }                                                                                        \
+    } while (0)
+
+/* attn_rate[] and op_s of a model's shape (capacity.h); scratch from the backend, freed */
+static int measure_attention(db_backend *be, const db_model_config *c, db_hw *hw, char *err, size_t errlen)
+{
+    enum { CTX = 256, NL = 16, RMAX = 16 };
+    int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, cap = CTX + RMAX;
+    size_t kvw = (size_t)nkv * hd, qw = (size_t)nh * hd, per = (size_t)cap * kvw;
+    float *kc = be->ops->alloc(be, sizeof(float) * per * NL), *vc = be->ops->alloc(be, sizeof(float) * per * NL);
+    float *q = be->ops->alloc(be, sizeof(float) * qw * RMAX), *out = be->ops->alloc(be, sizeof(float) * qw * RMAX);
+    float *x = be->ops->alloc(be, sizeof(float) * (size_t)c->hidden * 2);
+    int rc = DB_OK;
+    if (!kc || !vc || !q || !out || !x)
+        rc = db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.0f MiB to measure attention",
+                     2.0 * sizeof(float) * per * NL / DB_MIB);
+    if (!rc && (db_fill_random(be, kc, per * NL, DB_F32, 4, 0, 1.0f, 0.0f) != 0 ||
+                db_fill_random(be, vc, per * NL, DB_F32, 5, 0, 1.0f, 0.0f) != 0 ||
+                db_fill_random(be, q, qw * RMAX, DB_F32, 6, 0, 1.0f, 0.0f) != 0 ||
+                db_fill_random(be, x, (size_t)c->hidden * 2, DB_F32, 7, 0, 1.0f, 1.0f) != 0))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "measuring attention: %s", be->err);
+    for (int i = 0; i < DB_HW_ATTN_ROWS && !rc; i++) {
+        int n = 1 << i, layer = 0;
+        db_attn_row rows[RMAX];
+        for (int r = 0; r < n; r++) rows[r] = (db_attn_row){0, 0, CTX + r + 1}; /* causal block */
+        double best, keys = CTX + (n + 1) / 2.0;
+        BEST_OF(best, (be->ops->attention(be, out, q, kc + per * (size_t)layer, vc + per * (size_t)layer, cap,
+                                          rows, n, nh, nkv, hd, 0.088f),
+                       layer = (layer + 1) % NL));
+        hw->attn_rate[i] = 4.0 * n * nh * (double)hd * keys / best;
+    }
+    if (!rc) {
+        double best;
+        BEST_OF(best, be->ops->rmsnorm(be, x, x, x + c->hidden, 1, c->hidden, 1e-6f));
+        hw->op_s = best;
+        if (be->ops->sync(be) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "measuring attention: %s", be->err);
+    }
+    if (!rc && !(hw->attn_rate[0] > 0 && hw->op_s > 0)) memset(hw->attn_rate, 0, sizeof hw->attn_rate), hw->op_s = 0;
+    float *bufs[] = {kc, vc, q, out, x};
+    for (int i = 0; i < 5; i++)
+        if (bufs[i]) be->ops->dfree(be, bufs[i]);
+    return rc;
+}
+
 int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, const db_model_config *shape,
                   db_hw *hw, char *err, size_t errlen)
 {
@@ -222,6 +289,7 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, const db_model_conf
                  db_dtype_name(dt));
         if (be->ops->sync(be) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "measuring the device: %s", be->err);
     }
+    if (!rc && shape && lm.ncopy >= 2) rc = measure_attention(be, shape, hw, err, errlen);
     if (y) be->ops->dfree(be, y);
     if (x) be->ops->dfree(be, x);
     db_weight_free(be, &m);
@@ -235,6 +303,10 @@ int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops,
     memset(hw, 0, sizeof *hw);
     int rc = bw_gbs > 0 && gflops > 0 ? DB_OK : db_hw_measure(be, dt, 0, shape, hw, err, errlen);
     if (rc) return rc;
+    if (bw_gbs > 0 || gflops > 0) { /* this device's attention and op figures are not the given one's */
+        memset(hw->attn_rate, 0, sizeof hw->attn_rate);
+        hw->op_s = 0;
+    }
     if (bw_gbs > 0) {
         hw->bw = bw_gbs * 1e9;
         snprintf(hw->bw_source, sizeof hw->bw_source, "given: --bandwidth-gbs %g", bw_gbs);
@@ -287,27 +359,40 @@ static double act_row_layer(const db_model_config *c)
     return 2.0 * 4.0 * (3 * H + 2 * q + 2 * kv + 3 * I);
 }
 
+/* the small ops of a layer besides its matmuls and attention: 4 rmsnorms (input, q, k,
+ * post-attention), 2 RoPE, SiLU * up, the K/V store */
+#define OPS_PER_LAYER 8
+
 /* A forward of a Qwen3 stack: `rows` rows of `reqs` requests; each layer reads `kv_read`
  * cached positions (summed over the requests) and each row attends to `keys` keys on average;
  * `logit_rows` rows go through the head (of vocab V, hidden Hh). */
 static db_cost stack_cost(const db_model_config *c, double es, double kvs, const db_hw *hw,
-                          double rows, double kv_read, double keys, double logit_rows, double V,
-                          double Hh)
+                          double rows, double reqs, double kv_read, double keys, double logit_rows,
+                          double V, double Hh)
 {
     double L = c->n_layers, kvd = (double)c->n_kv_heads * c->head_dim;
-    double bytes = L * layer_params(c) * es;                 /* weights, read once */
-    bytes += L * (kv_read + rows) * 2 * kvd * kvs;            /* KV read + the rows' K/V written */
-    bytes += L * rows * act_row_layer(c);
-    bytes += rows * c->hidden * es;                           /* embedding rows */
-    double flops = 2.0 * rows * L * layer_params(c);
-    flops += 4.0 * L * rows * c->n_heads * (double)c->head_dim * keys; /* q.k and p.v */
-    double ft = rate_t(hw, flops, rows);
+    double wbytes = L * layer_params(c) * es + rows * c->hidden * es; /* weights once, embedding rows */
+    double kvbytes = L * (kv_read + rows) * 2 * kvd * kvs;   /* KV read + the rows' K/V written */
+    double abytes = L * rows * act_row_layer(c);
+    double mflops = 2.0 * rows * L * layer_params(c);
+    double aflops = 4.0 * L * rows * c->n_heads * (double)c->head_dim * keys; /* q.k and p.v */
+    double hbytes = 0, hflops = 0;
     if (logit_rows > 0) {
-        bytes += V * Hh * es + logit_rows * V * 4 * 2;        /* head, logits written + read */
-        flops += 2.0 * logit_rows * V * Hh;
-        ft += rate_t(hw, 2.0 * logit_rows * V * Hh, logit_rows);
+        hbytes = V * Hh * es + logit_rows * V * 4 * 2;        /* head, logits written + read */
+        hflops = 2.0 * logit_rows * V * Hh;
     }
-    return cost_t(hw, bytes, flops, ft);
+    double arate = db_hw_attn_rate(hw, reqs > 0 ? rows / reqs : rows);
+    if (arate <= 0) /* one roofline over the whole forward, attention at the matmul rate */
+        return cost_t(hw, wbytes + kvbytes + abytes + hbytes, mflops + aflops + hflops,
+                      rate_t(hw, mflops + aflops, rows) + rate_t(hw, hflops, logit_rows));
+    /* the phases in turn: matmuls (and the head); attention; the small ops */
+    db_cost m = cost_t(hw, wbytes + hbytes, mflops + hflops, rate_t(hw, mflops, rows) + rate_t(hw, hflops, logit_rows));
+    db_cost a = cost_t(hw, kvbytes, aflops, aflops / arate);
+    db_cost e = cost_t(hw, abytes, 0, 0);
+    add(&m, a);
+    add(&m, e);
+    m.t += L * OPS_PER_LAYER * hw->op_s;
+    return m;
 }
 
 static int max_window(const db_model_config *m)
@@ -327,7 +412,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     double es = db_dtype_weight_bytes(dt), N = s->concurrency, B = s->block, V = t->vocab,
            H = t->hidden, ctx = s->ctx, kvs = (double)db_dtype_size(s->kv_dtype);
     if (s->block <= 1 || !d) {
-        out->verify = stack_cost(t, es, kvs, hw, N, N * ctx, ctx + 1, N, V, H);
+        out->verify = stack_cost(t, es, kvs, hw, N, N, N * ctx, ctx + 1, N, V, H);
         out->t = out->verify.t;
         out->tok_s = out->t > 0 ? N / out->t : 0;
         return;
@@ -338,7 +423,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     int W = max_window(m);
     double keys = ctx + B;
     if (W > 0 && keys > W) keys = W;
-    out->draft = stack_cost(m, es, kvs, hw, N * B, N * keys, keys, N * (B - 1), V, Hd);
+    out->draft = stack_cost(m, es, kvs, hw, N * B, N, N * keys, keys, N * (B - 1), V, Hd);
     if (s->use_conv) {
         double G = conv_groups(d), K = d->conv_kernel;
         add(&out->draft, cost(hw, Ld * 2 * (2 * K * G * Hd * es + 2 * K * Hd * 4),
@@ -355,7 +440,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     out->ctx = cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + n * T * H * 4 + n * Ld * 2 * kvd * kvs,
                     2.0 * n * (Hd * T * H + Ld * 2 * kvd * Hd), n);
     /* verify: B rows per request, causal over ctx + its block */
-    out->verify = stack_cost(t, es, kvs, hw, N * B, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
+    out->verify = stack_cost(t, es, kvs, hw, N * B, N, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
     out->verify.bytes += N * B * T * H * 4; /* tap features */
     out->t = out->draft.t + out->select.t + out->ctx.t + out->verify.t;
     out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
@@ -371,7 +456,7 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
     db_cost c = {0};
     for (int i = 0; i < chunks; i++) {
         /* a chunk's rows attend to about half a prompt; the head runs for the last rows */
-        add(&c, stack_cost(t, es, (double)db_dtype_size(kv), hw, per, per * prompt / 2, prompt / 2, (double)reqs / chunks,
+        add(&c, stack_cost(t, es, (double)db_dtype_size(kv), hw, per, fmax(1.0, (double)reqs / chunks), per * prompt / 2, prompt / 2, (double)reqs / chunks,
                            t->vocab, t->hidden));
         if (d) {
             const db_model_config *m = &d->base;

@@ -67,14 +67,25 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
  * from memory: a device figure like the bandwidth, measured once, never a forward; attention,
  * norms, the head, the KV and the cycle's host work stay the roofline's to predict. */
 #define DB_HW_RATE_ROWS 9 /* rows 1, 2, 4, ..., 256 */
+#define DB_HW_ATTN_ROWS 5 /* query rows of one request 1, 2, 4, 8, 16 */
+/* Attention and the small ops (measured with the rate table; 0 when not): a forward's
+ * attention of R query rows per request runs at attn_rate (FLOP / s of q.k and p.v, the KV
+ * cache read from memory inside the figure), and each of its elementwise ops (norms, RoPE,
+ * SiLU, KV store) costs op_s of dispatch plus its activation bytes at the bandwidth. With them
+ * the roofline sums the phases of a forward (matmuls; attention; small ops) instead of
+ * hiding attention and the small ops under the weights' time. */
 typedef struct {
     double bw;      /* bytes / s */
     double flops;   /* FLOP / s at 512 rows (the flat rate when given) */
     double rate[DB_HW_RATE_ROWS]; /* FLOP / s at 2^i rows; 0: not measured (flops throughout) */
+    double attn_rate[DB_HW_ATTN_ROWS]; /* FLOP / s at 2^i query rows per request; 0: not measured */
+    double op_s;    /* seconds of one small elementwise op (dispatch) */
     char bw_source[200], flops_source[200];
 } db_hw;
 /* the matmul rate at `rows` rows: log-linear between the measured row counts, flops from 512 */
 double db_hw_rate(const db_hw *hw, double rows);
+/* the attention rate at `rows` query rows per request (log-linear; 16 and more: the 16 figure) */
+double db_hw_attn_rate(const db_hw *hw, double rows);
 
 /* bandwidth: a GEMV (1 row) over a `bytes`-sized weight of dtype dt (every byte read once; a
  * quantized dt measures bf16: the device's bandwidth, which the roofline divides the
@@ -84,7 +95,10 @@ double db_hw_rate(const db_hw *hw, double rows);
  * of the layer carved out of the big weight and a new copy per timed call, so the weights come
  * from memory as in a forward and the per-call cost of the model's matrix sizes is in the
  * figure; all through the backend's matmul, best of several timed calls, weights made with
- * fill_random. bytes 0 = 512 MiB (less when the device has little memory free). */
+ * fill_random. attn_rate[] (shape given): the backend's attention with the model's heads, 1 to
+ * 16 query rows of one request over 256 cached keys (f32 cache), the caches of 16 layers in
+ * turn so that they come from memory; op_s: a 1-row rmsnorm of the model's hidden size.
+ * bytes 0 = 512 MiB (less when the device has little memory free). */
 int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, const db_model_config *shape,
                   db_hw *hw, char *err, size_t errlen);
 /* the device figures a roofline uses: measured (db_hw_measure) unless both are given (> 0); a

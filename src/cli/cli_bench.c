@@ -4,8 +4,9 @@
  * of the drafter when given) and prints the median time next to what the roofline allows:
  *   batch   (default) N requests, one row each, every cache holding C positions: a batched
  *           decode step (N = 1 is the plain decode step); logits for every row;
- *   prefill one request, N consecutive rows after C cached positions (a prompt chunk, or a
- *           verify of N rows); logits for the last row;
+ *   prefill one request, N consecutive rows after C cached positions (a prompt chunk);
+ *           logits for the last row;
+ *   verify  the same rows with logits for every row: a DFlash verify of a block of N;
  *   drafter N requests drafting one block of B rows each (N*B rows), C context positions.
  * Cached positions are not computed: the cache length is set to C over zeroed K/V rows (the
  * attention costs the same whatever the values), so deep contexts cost no prefill.
@@ -172,11 +173,17 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct {
     db_session *s;
-    const char *mode;   /* batch, prefill */
+    const char *mode;   /* batch, prefill, verify */
     int block;          /* drafter block size */
     int *ids, *slots;   /* [max rows] scratch */
     db_row *rows;
 } bench_ctx;
+
+/* one request's N rows (prefill, verify) rather than N requests' one row each (batch) */
+static int one_request(const char *mode) { return strcmp(mode, "batch") != 0; }
+
+/* rows with logits: the last one only in prefill mode */
+static int logit_count(const char *mode, int rows) { return strcmp(mode, "prefill") ? rows : 1; }
 
 /* The matmuls of one target forward alone, in its order (per layer q, k, v, o, gate, up, down;
  * then the head over the rows that want logits), on the forward's own activation buffers: what
@@ -203,7 +210,7 @@ static int forward_once(bench_ctx *b, const bench_row *r, char *err, size_t errl
 {
     db_session *s = b->s;
     if (!strcmp(r->model, "matmuls")) {
-        matmuls_once(&s->target, r->rows, !strcmp(b->mode, "prefill") ? 1 : r->rows);
+        matmuls_once(&s->target, r->rows, logit_count(b->mode, r->rows));
         return 0;
     }
     if (!strcmp(r->model, "drafter")) {
@@ -216,15 +223,14 @@ static int forward_once(bench_ctx *b, const bench_row *r, char *err, size_t errl
         return db_drafter_block(d, b->slots, b->ids, r->reqs, b->block, d->has_conv, err, errlen);
     }
     db_target *t = &s->target;
-    int prefill = !strcmp(b->mode, "prefill");
+    int prefill = one_request(b->mode), nl = logit_count(b->mode, r->rows);
     for (int i = 0; i < r->reqs; i++) db_target_assume_len(t, i, r->ctx);
     for (int i = 0; i < r->rows; i++) {
         int tok = (int)((7u * (unsigned)i + 1u) % (unsigned)t->cfg.vocab);
         b->rows[i] = (db_row){prefill ? 0 : i, prefill ? r->ctx + i : r->ctx, tok};
         b->ids[i] = i;
     }
-    const int *logit_rows = prefill ? b->ids + r->rows - 1 : b->ids;
-    return db_target_forward(t, b->rows, r->rows, logit_rows, prefill ? 1 : r->rows, err, errlen);
+    return db_target_forward(t, b->rows, r->rows, b->ids + r->rows - nl, nl, err, errlen);
 }
 
 /* median (and best) of `reps` timed forwards after one untimed one */
@@ -265,7 +271,7 @@ static void row_cost(const db_session *s, db_dtype dt, db_dtype kvt, const char 
                 wb += (double)db_dtype_bytes(m[j]->dtype, (size_t)m[j]->cols) * m[j]->rows;
             }
         }
-        int n_logits = !strcmp(mode, "prefill") ? 1 : r->rows;
+        int n_logits = logit_count(mode, r->rows);
         double hw_ = (double)t->head.rows * t->head.cols;
         r->flops = 2.0 * (w * r->rows + hw_ * n_logits);
         r->bytes = wb + (double)db_dtype_bytes(t->head.dtype, (size_t)t->head.cols) * t->head.rows;
@@ -279,12 +285,16 @@ static void row_cost(const db_session *s, db_dtype dt, db_dtype kvt, const char 
         db_roofline_step(tc, &s->drafter.cfg, dt, &hw, &sh, &c);
         r->bytes = c.draft.bytes;
         r->flops = c.draft.flops;
-    } else if (!strcmp(mode, "prefill")) {
+    } else if (one_request(mode)) {
         db_cost c = db_roofline_prefill(tc, NULL, dt, &hw, 1, r->rows, r->rows, kvt);
         /* prefill's model attends to half a prompt from position 0; add the cached context */
         c.flops += 4.0 * tc->n_layers * r->rows * tc->n_heads * (double)tc->head_dim * r->ctx;
         c.bytes += (double)tc->n_layers * r->ctx * 2 * tc->n_kv_heads * tc->head_dim *
                    (double)db_dtype_size(kvt);
+        /* the head over the other rows too (the model counts the last one) */
+        double heads = logit_count(mode, r->rows) - 1.0;
+        c.flops += 2.0 * heads * tc->vocab * tc->hidden;
+        c.bytes += heads * tc->vocab * 4 * 2;
         r->bytes = c.bytes;
         r->flops = c.flops;
     } else {
@@ -408,7 +418,7 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
                      size_t errlen)
 {
     db_session *s = b->s;
-    int maxr = 0, maxc = 0, prefill = !strcmp(b->mode, "prefill");
+    int maxr = 0, maxc = 0, prefill = one_request(b->mode);
     for (int i = 0; i < nrows; i++) maxr = rows[i] > maxr ? rows[i] : maxr;
     for (int i = 0; i < nctx; i++) maxc = ctxs[i] > maxc ? ctxs[i] : maxc;
     db_target_opts to = {.slots = prefill ? 1 : maxr, .capacity = maxc + maxr + 1, .max_rows = maxr,
@@ -459,7 +469,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &kv_s},
         {"rows", 0, "LIST", "rows per forward (drafter: requests), default 1,2,4,8,16,32,64", NULL, DB_OPT_STR, &rows_s},
         {"context", 'C', "LIST", "cached positions per request (default 128)", NULL, DB_OPT_STR, &ctx_s},
-        {"mode", 'm', "NAME", "batch (N requests x 1 row, default) or prefill (1 request x N rows)", NULL, DB_OPT_STR, &mode},
+        {"mode", 'm', "NAME", "batch (N requests x 1 row, default), prefill (1 request x N rows, logits of the last) or verify (the same, logits of every row)", NULL, DB_OPT_STR, &mode},
         {"block-size", 'B', "N", "drafter block size (default 8)", NULL, DB_OPT_INT, &block},
         {"repetitions", 'r', "N", "timed forwards per point, median reported (default 9, <= 64)", NULL, DB_OPT_INT, &reps},
         {"deterministic", 0, NULL, "batch-invariant kernels (as check-lossless)", NULL, DB_OPT_FLAG, &deterministic},
@@ -476,8 +486,8 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     if (rc || help) return rc;
     if (strcmp(output, "md") && strcmp(output, "csv") && strcmp(output, "json"))
         return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", output);
-    if (strcmp(mode, "batch") && strcmp(mode, "prefill"))
-        return db_fail(err, errlen, DB_EINPUT, "--mode must be batch or prefill, not '%s'", mode);
+    if (strcmp(mode, "batch") && strcmp(mode, "prefill") && strcmp(mode, "verify"))
+        return db_fail(err, errlen, DB_EINPUT, "--mode must be batch, prefill or verify, not '%s'", mode);
     if (reps < 1 || reps > 64 || threads < 0 || seed < 0 || block < 2 || block > DB_MAX_BLOCK)
         return db_fail(err, errlen, DB_EINPUT, "--repetitions 1..64, --threads >= 0, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
     db_dtype dt;

@@ -46,9 +46,12 @@
  * where every earlier position was right, i.e. the conditional acceptance of greedy DFlash */
 static const float dflash_gsm8k_recall1[7] = {0.854f, 0.803f, 0.794f, 0.783f, 0.775f, 0.759f, 0.729f};
 
+#define MAX_REPS 15
+
 typedef struct {
     int conc;
     db_step_cost ar, cyc;
+    db_step_cost cyc_mt;    /* the cycle predicted at the measured tau (what meas/pred compares) */
     double ctx, tau;
     db_mem_need mem;        /* weights + this concurrency's engine (the larger of ar / cycle) */
     int measured;
@@ -125,6 +128,11 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         printf("- matmul GFLOP/s by rows (one target layer's matrices, weights from memory):");
         for (int i = 0; i < DB_HW_RATE_ROWS; i++) printf(" %d: %.0f%s", 1 << i, hw->rate[i] / 1e9, i + 1 < DB_HW_RATE_ROWS ? "," : "\n");
     }
+    if (hw->attn_rate[0] > 0) {
+        printf("- attention GFLOP/s by query rows per request (256 cached keys, caches from memory):");
+        for (int i = 0; i < DB_HW_ATTN_ROWS; i++) printf(" %d: %.0f,", 1 << i, hw->attn_rate[i] / 1e9);
+        printf(" small op %.1f us\n", hw->op_s * 1e6);
+    }
     printf("- target %s: %.2f GiB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / DB_GIB,
            db_dtype_name(dt));
     if (d)
@@ -150,7 +158,7 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         tot.flops += r->cyc.select.flops + r->cyc.ctx.flops + r->cyc.verify.flops;
         fmt(a, sizeof a, "%.3f", r->cyc_ms);
         fmt(b, sizeof b, "%.1f", r->cyc_tok_s);
-        fmt(c, sizeof c, "%.2f", ratio(r->cyc_tok_s, r->cyc.tok_s));
+        fmt(c, sizeof c, "%.2f", ratio(r->cyc_tok_s, r->cyc_mt.tok_s));
         fmt(e, sizeof e, "%.2f", r->tau_meas);
         printf("| %s | %d | %.0f | %.2f (meas %s) | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
                variant, r->conc, r->ctx, r->tau, e, tot.bytes / DB_GIB, tot.flops / 1e9,
@@ -160,20 +168,21 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
     printf("\nCycle split, ms (predicted draft / select / context / verify; measured draft incl. "
            "context / select / verify / host):\n\n| c | pred draft | pred select | pred context | "
            "pred verify | meas draft+ctx | meas select | meas verify | meas host | pred speedup | "
-           "meas speedup |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+           "pred speedup at meas tau | meas speedup |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < nrows; i++) {
         const plan_row *r = &rows[i];
-        char m[4][32], ps[32], ms[32];
+        char m[4][32], ps[32], pm[32], ms[32];
         double v[4] = {r->draft_ms, r->select_ms, r->verify_ms, r->host_ms};
         for (int j = 0; j < 4; j++) {
             if (r->measured) snprintf(m[j], sizeof m[j], "%.3f", v[j]);
             else snprintf(m[j], sizeof m[j], "-");
         }
         fmt(ps, sizeof ps, "%.2fx", ratio(r->cyc.tok_s, r->ar.tok_s));
+        fmt(pm, sizeof pm, "%.2fx", ratio(r->cyc_mt.tok_s, r->ar.tok_s));
         fmt(ms, sizeof ms, "%.2fx", ratio(r->cyc_tok_s, r->ar_tok_s));
-        printf("| %d | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s |\n", r->conc,
+        printf("| %d | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s | %s |\n", r->conc,
                1e3 * r->cyc.draft.t, 1e3 * r->cyc.select.t, 1e3 * r->cyc.ctx.t, 1e3 * r->cyc.verify.t,
-               m[0], m[1], m[2], m[3], ps, ms);
+               m[0], m[1], m[2], m[3], ps, pm, ms);
     }
 }
 
@@ -213,6 +222,15 @@ static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const d
             cJSON_AddNumberToObject(by, k, hw->rate[i] / 1e9);
         }
     }
+    if (hw->attn_rate[0] > 0) {
+        cJSON *by = cJSON_AddObjectToObject(root, "attention_gflops_by_rows");
+        for (int i = 0; i < DB_HW_ATTN_ROWS; i++) {
+            char k[8];
+            snprintf(k, sizeof k, "%d", 1 << i);
+            cJSON_AddNumberToObject(by, k, hw->attn_rate[i] / 1e9);
+        }
+        cJSON_AddNumberToObject(root, "op_us", hw->op_s * 1e6);
+    }
     cJSON_AddStringToObject(root, "target", t->path);
     cJSON_AddStringToObject(root, "drafter", d ? d->base.path : "");
     cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt));
@@ -247,7 +265,11 @@ static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const d
             num_or_null(c, "measured_tau", r->tau_meas);
             num_or_null(c, "measured_ms", r->cyc_ms);
             num_or_null(c, "measured_tok_s", r->cyc_tok_s);
-            num_or_null(c, "measured_over_predicted", ratio(r->cyc_tok_s, r->cyc.tok_s));
+            if (r->measured) { /* the prediction at the tau the replay drew */
+                cJSON_AddNumberToObject(c, "predicted_ms_at_measured_tau", 1e3 * r->cyc_mt.t);
+                cJSON_AddNumberToObject(c, "predicted_tok_s_at_measured_tau", r->cyc_mt.tok_s);
+            }
+            num_or_null(c, "measured_over_predicted", ratio(r->cyc_tok_s, r->cyc_mt.tok_s));
             if (r->measured) {
                 cJSON_AddNumberToObject(c, "measured_draft_ms", r->draft_ms);
                 cJSON_AddNumberToObject(c, "measured_select_ms", r->select_ms);
@@ -268,7 +290,7 @@ typedef struct {
     const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output, *kv_s;
     const char *tp_s, *link_s;
     float link_gbs, link_lat_us, gpu_mem_gib;
-    int block, prompt_tokens, max_new, threads, no_measure, seed, warmup, context;
+    int block, prompt_tokens, max_new, threads, no_measure, seed, warmup, context, reps;
     float tau_arg, bw_arg, gf_arg;
     /* what they give */
     db_dtype dt;
@@ -299,7 +321,7 @@ typedef struct {
 static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *err, size_t errlen)
 {
     *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2", .kv_s = "f32",
-                    .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1,
+                    .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1, .reps = 3,
                     .link_s = "nvlink"};
     char names[200], vhelp[300];
     snprintf(vhelp, sizeof vhelp, "drafter variant: %s (default dflash2)", db_variant_names(names, sizeof names, 1));
@@ -320,6 +342,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &p->gf_arg},
         {"no-measure", 0, NULL, "predict only (no synthetic run)", NULL, DB_OPT_FLAG, &p->no_measure},
         {"warmup", 0, "N", "untimed runs before each measurement (default 1)", NULL, DB_OPT_INT, &p->warmup},
+        {"repetitions", 'r', "N", "timed rounds, ar and the cycle run alternating; medians reported (default 3, <= 15)", NULL, DB_OPT_INT, &p->reps},
         {"seed", 's', "N", "seed of the synthetic weights, prompts and replay (default 0)", NULL, DB_OPT_INT, &p->seed},
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &p->backend},
         {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &p->threads},
@@ -367,6 +390,8 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "--block-size %d outside 2..%d", p->block, DB_MAX_BLOCK);
     if (p->prompt_tokens < 1 || p->max_new < 2 || p->warmup < 0 || p->threads < 0 || p->context < 0 || p->seed < 0)
         return db_fail(err, errlen, DB_EINPUT, "--prompt-tokens >= 1, --max-new-tokens >= 2, --warmup, --threads, --context, --seed >= 0");
+    if (p->reps < 1 || p->reps > MAX_REPS)
+        return db_fail(err, errlen, DB_EINPUT, "--repetitions %d outside 1..%d", p->reps, MAX_REPS);
     if (p->tau_arg != 0 && p->profile_s)
         return db_fail(err, errlen, DB_EINPUT, "give --tau or --acceptance-profile, not both");
     if (p->tau_arg != 0 && !(p->tau_arg >= 1 && p->tau_arg <= p->block))
@@ -512,10 +537,24 @@ static void predict(plan_ctx *p)
     }
 }
 
-/* one concurrency on the synthetic pair: warm-up, then an ar run and a replayed cycle run */
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: n <= MAX_REPS */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* one concurrency on the synthetic pair: warm-up, then p->reps rounds of an ar run and a
+ * replayed cycle run, the order alternating from round to round (a drift of the machine's
+ * memory bandwidth during the measurement then falls on both alike); medians of the rounds.
+ * Every round replays the same seeded acceptances, so tau is the same in each. */
 static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
 {
-    double split[4], t_ar, a, b;
+    double split[4], t_ar = 0, a, b;
+    double ar_ms[MAX_REPS], cyc_ms[MAX_REPS], sp[4][MAX_REPS];
     uint64_t seed = (uint64_t)p->seed;
     db_gen_params pa = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = p->max_new,
                         .seed = seed, .ignore_eos = 1, .kv_dtype = p->kv_dtype};
@@ -533,18 +572,32 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
         q.max_new_tokens = 4;
         if (!rc && p->d) rc = measure(&p->s, &q, r->conc, p->prompt_tokens, p->tc.vocab, seed, &a, &b, split, err, errlen);
     }
-    fprintf(stderr, "plan: measuring c=%d\n", r->conc);
-    if (!rc) rc = measure(&p->s, &pa, r->conc, p->prompt_tokens, p->tc.vocab, seed, &r->ar_ms, &t_ar, split, err, errlen);
+    fprintf(stderr, "plan: measuring c=%d (%d rounds)\n", r->conc, p->reps);
+    for (int k = 0; k < p->reps && !rc; k++)
+        for (int half = 0; half < 2 && !rc; half++) {
+            if ((half == k % 2) != 0) { /* the cycle run: second in even rounds, first in odd ones */
+                if (!p->d) continue;
+                rc = measure(&p->s, &pc, r->conc, p->prompt_tokens, p->tc.vocab, seed, &cyc_ms[k], &r->tau_meas,
+                             split, err, errlen);
+                for (int j = 0; j < 4; j++) sp[j][k] = split[j];
+            } else {
+                rc = measure(&p->s, &pa, r->conc, p->prompt_tokens, p->tc.vocab, seed, &ar_ms[k], &t_ar, split, err, errlen);
+            }
+        }
     if (rc) return rc;
+    r->ar_ms = median(ar_ms, p->reps);
     r->ar_tok_s = r->conc * t_ar / (r->ar_ms / 1e3);
     if (p->d) {
-        rc = measure(&p->s, &pc, r->conc, p->prompt_tokens, p->tc.vocab, seed, &r->cyc_ms, &r->tau_meas, split, err, errlen);
-        if (rc) return rc;
+        r->cyc_ms = median(cyc_ms, p->reps);
         r->cyc_tok_s = r->conc * r->tau_meas / (r->cyc_ms / 1e3);
-        r->draft_ms = split[0];
-        r->select_ms = split[1];
-        r->verify_ms = split[2];
-        r->host_ms = split[3];
+        r->draft_ms = median(sp[0], p->reps);
+        r->select_ms = median(sp[1], p->reps);
+        r->verify_ms = median(sp[2], p->reps);
+        r->host_ms = median(sp[3], p->reps);
+        db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = r->ctx, .tau = r->tau_meas,
+                            .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant),
+                            .kv_dtype = p->kv_dtype};
+        db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc_mt);
     }
     r->measured = 1;
     return DB_OK;

@@ -38,6 +38,7 @@ void db_tp_predict(const db_model_config *t, const db_drafter_config *d, db_dtyp
     split.bw *= n;
     split.flops *= n;
     for (int i = 0; i < DB_HW_RATE_ROWS; i++) split.rate[i] *= n; /* the same rows, 1/n of each matrix */
+    for (int i = 0; i < DB_HW_ATTN_ROWS; i++) split.attn_rate[i] *= n; /* 1/n of the heads */
     db_step_cost c;
     db_roofline_step(t, NULL, dt, &split, ar, &c);
     out->ar_compute_s = c.t;
