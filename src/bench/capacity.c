@@ -387,12 +387,21 @@ static db_cost stack_cost(const db_model_config *c, double es, double kvs, const
                       rate_t(hw, mflops + aflops, rows) + rate_t(hw, hflops, logit_rows));
     /* the phases in turn: matmuls (and the head); attention; the small ops */
     db_cost m = cost_t(hw, wbytes + hbytes, mflops + hflops, rate_t(hw, mflops, rows) + rate_t(hw, hflops, logit_rows));
-    db_cost a = cost_t(hw, kvbytes, aflops, aflops / arate);
-    db_cost e = cost_t(hw, abytes, 0, 0);
-    add(&m, a);
-    add(&m, e);
+    int bound = m.compute_bound; /* the label is the matmuls': attention's rate holds its KV reads */
+    add(&m, cost_t(hw, kvbytes, aflops, aflops / arate));
+    add(&m, cost_t(hw, abytes, 0, 0));
     m.t += L * OPS_PER_LAYER * hw->op_s;
+    m.compute_bound = bound;
     return m;
+}
+
+/* elementwise passes over logits rows (`bytes` moved, `ops` backend calls): at the bandwidth,
+ * plus their dispatch when the op cost is measured */
+static db_cost vocab_pass(const db_hw *hw, double bytes, int ops)
+{
+    db_cost c = cost_t(hw, bytes, 0, 0);
+    c.t += ops * hw->op_s;
+    return c;
 }
 
 static int max_window(const db_model_config *m)
@@ -424,6 +433,8 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     double keys = ctx + B;
     if (W > 0 && keys > W) keys = W;
     out->draft = stack_cost(m, es, kvs, hw, N * B, N, N * keys, keys, N * (B - 1), V, Hd);
+    /* the draft rows' logits: softcapped in place (read + write), then the top-k read */
+    add(&out->draft, vocab_pass(hw, N * (B - 1) * V * 4 * (d->softcap > 0 ? 3 : 1), d->softcap > 0 ? 2 : 1));
     if (s->use_conv) {
         double G = conv_groups(d), K = d->conv_kernel;
         add(&out->draft, cost(hw, Ld * 2 * (2 * K * G * Hd * es + 2 * K * Hd * 4),
@@ -441,6 +452,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
                     2.0 * n * (Hd * T * H + Ld * 2 * kvd * Hd), n);
     /* verify: B rows per request, causal over ctx + its block */
     out->verify = stack_cost(t, es, kvs, hw, N * B, N, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
+    add(&out->verify, vocab_pass(hw, N * B * V * 4, 1)); /* the argmax (top-1) of every row */
     out->verify.bytes += N * B * T * H * 4; /* tap features */
     out->t = out->draft.t + out->select.t + out->ctx.t + out->verify.t;
     out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
