@@ -182,6 +182,50 @@ static void enumeration(void)
     free(k);
 }
 
+/* a list of n values "0.00,0.01,..." */
+static const char *temperatures(int n)
+{
+    static char buf[1024];
+    size_t o = 0;
+    for (int i = 0; i < n; i++) o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%.2f", i ? "," : "", i / 100.0);
+    return buf;
+}
+
+/* at most DB_SWEEP_MAX_POINTS points: a one-line input error naming the count */
+static void point_bound(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    db_point_key *k = NULL;
+    int n = 0;
+    /* 2 backends x 2 datasets x 50 temperatures x 50 concurrencies x ar = 10000 */
+    set(&s, "variant", "ar");
+    set(&s, "backend", "cpu,cuda");
+    set(&s, "dataset", "math,code");
+    set(&s, "temperature", temperatures(50));
+    set(&s, "concurrency", "1-50");
+    int rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == 0 && n == 10000 && DB_SWEEP_MAX_POINTS == 10000, "10000 points are fine (%d)", n);
+    free(k);
+    set(&s, "dataset", "math,code,chat");
+    rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && k == NULL && n == 0 && strstr(err, "15000 points, more than 10000") &&
+               !strchr(err, '\n'),
+           "15000 points refused: %s", err);
+    /* a short line asking for millions: 64 datasets x 64 temperatures x 64 concurrencies x (ar +
+     * 5 drafter variants x 63 block sizes) */
+    db_sweep_init(&s);
+    char ds[1024];
+    size_t o = 0;
+    for (int i = 0; i < 64; i++) o += (size_t)snprintf(ds + o, sizeof ds - o, "%sd%d", i ? "," : "", i);
+    set(&s, "dataset", ds);
+    set(&s, "temperature", temperatures(64));
+    set(&s, "concurrency", "1-64");
+    set(&s, "block_size", "2-64");
+    rc = db_sweep_validate(&s, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "the sweep has 82837504 points"), "82837504 points refused: %s", err);
+}
+
 static const char *write_tmp(const char *text)
 {
     static char path[64];
@@ -414,6 +458,7 @@ int main(void)
     ranges();
     scalars();
     enumeration();
+    point_bound();
     ini();
     variants();
     drafters();

@@ -444,6 +444,31 @@ int db_sweep_load_ini(db_sweep *s, const char *path, char *err, size_t errlen)
 
 /* ---- validation and enumeration ---- */
 
+/* the points db_sweep_points makes (the loops there, counted; no overflow: at most 8 targets and
+ * 64 values per axis); *run_ar = the baseline runs */
+static size_t count_points(const db_sweep *s, int *run_ar)
+{
+    int has_ar = 0, ndraft = 0;
+    size_t per_block = 0; /* drafter points per (profile, block size) */
+    int ndf = s->n_drafter > 1 ? s->n_drafter : 1;
+    for (int v = 0; v < s->n_variant; v++) {
+        if (!drafts(s->variant[v])) {
+            has_ar = 1;
+            continue;
+        }
+        ndraft++;
+        /* a variant with its own drafter runs once, not per plain drafter entry */
+        per_block += db_sweep_drafter_own(s, s->variant[v]) ? 1 : (size_t)ndf;
+    }
+    /* the baseline runs even when not listed: speedup needs it, unless --no-baseline */
+    *run_ar = (has_ar || ndraft) && !s->no_baseline;
+    size_t nprof = s->n_profile > 0 ? (size_t)s->n_profile : 1;
+    size_t ndata = s->synthetic && !s->dataset_set ? 1 : (size_t)s->n_dataset;
+    size_t per = (size_t)*run_ar + nprof * (size_t)s->n_block_size * per_block;
+    return (size_t)s->n_target * (size_t)s->n_backend * ndata * (size_t)s->n_temperature *
+           (size_t)s->n_concurrency * per;
+}
+
 int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
 {
     int drafter = 0, ar = 0;
@@ -508,42 +533,70 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
     if (ar && !drafter && s->no_baseline)
         return db_fail(err, errlen, DB_EINPUT,
                        "nothing to run: only the 'ar' variant was asked for, with no_baseline");
+    int run_ar;
+    size_t np = count_points(s, &run_ar);
+    if (np > DB_SWEEP_MAX_POINTS)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "the sweep has %zu points, more than %d: shorten its lists or split it into "
+                       "several runs", np, DB_SWEEP_MAX_POINTS);
     return DB_OK;
 }
 
-/* the point's models: target ti, and the drafter variant runs with plain entry di (with
- * synthetic weights run.c names them after the configs that stand for them) */
-static void key_models(db_point_key *k, const db_sweep *s, int ti, int di)
+/* What db_sweep_points works out once, not per point: the fields every point shares, the
+ * target names, and per variant whether it drafts, whether it has a drafter of its own and the
+ * name of its drafter with each plain entry (the model names: with synthetic weights run.c
+ * renames them after the configs that stand for them). */
+typedef struct {
+    db_point_key base;
+    char target[DB_SWEEP_MODELS][sizeof((db_point_key *)0)->target];
+    unsigned char drafts[DB_SWEEP_MAX], own[DB_SWEEP_MAX];
+    char drafter[DB_SWEEP_MAX][DB_SWEEP_MODELS][sizeof((db_point_key *)0)->drafter]; /* [variant][entry] */
+} point_parts;
+
+static void parts_init(point_parts *p, const db_sweep *s, int ndf)
 {
-    db_model_name(s->target[ti], k->target, sizeof k->target);
-    db_model_name(db_sweep_drafter(s, k->variant, di), k->drafter, sizeof k->drafter);
+    db_point_key *b = &p->base;
+    memset(b, 0, sizeof *b);
+    if (s->synthetic && !s->dataset_set) snprintf(b->dataset, sizeof b->dataset, "synthetic-%d", s->prompt_tokens);
+    b->top_p = s->top_p;
+    b->top_k = s->top_k;
+    b->max_new_tokens = s->max_new_tokens;
+    snprintf(b->chat_template, sizeof b->chat_template, "%s", s->chat_template);
+    b->thinking = s->thinking;
+    strcpy(b->acceptance_source, "measured");
+    strcpy(b->weights, s->synthetic ? "synthetic" : "file");
+    for (int ti = 0; ti < s->n_target; ti++) db_model_name(s->target[ti], p->target[ti], sizeof p->target[ti]);
+    for (int v = 0; v < s->n_variant; v++) {
+        p->drafts[v] = (unsigned char)drafts(s->variant[v]);
+        p->own[v] = (unsigned char)db_sweep_drafter_own(s, s->variant[v]);
+        for (int di = 0; p->drafts[v] && di < ndf; di++)
+            db_model_name(db_sweep_drafter(s, s->variant[v], di), p->drafter[v][di], sizeof p->drafter[v][di]);
+    }
+}
+
+/* point k: the shared fields, then the loop's values; drafter "" (ar) or that of the variant
+ * with plain entry di */
+static void key_fill(db_point_key *k, const point_parts *p, const db_sweep *s, int ti, int b, int d, int t,
+                     int c, const char *variant, int block, const char *source, const char *drafter, int di)
+{
+    *k = p->base;
+    strcpy(k->backend, s->backend[b]); /* fields as wide as the sweep's: no truncation */
+    if (!k->dataset[0]) strcpy(k->dataset, s->dataset[d]);
+    strcpy(k->variant, variant);
+    k->block_size = block;
+    k->concurrency = s->concurrency[c];
+    k->temperature = s->temperature[t];
+    if (source) strcpy(k->acceptance_source, source);
+    strcpy(k->target, p->target[ti]);
+    strcpy(k->drafter, drafter);
     k->target_i = ti;
     k->drafter_i = di;
 }
 
-static void key_fill(db_point_key *k, const db_sweep *s, int b, int d, int t, int c,
-                     const char *variant, int block, int profile)
-{
-    memset(k, 0, sizeof *k);
-    snprintf(k->backend, sizeof k->backend, "%s", s->backend[b]);
-    if (s->synthetic && !s->dataset_set)
-        snprintf(k->dataset, sizeof k->dataset, "synthetic-%d", s->prompt_tokens);
-    else
-        snprintf(k->dataset, sizeof k->dataset, "%s", s->dataset[d]);
-    snprintf(k->variant, sizeof k->variant, "%s", variant);
-    k->block_size = block;
-    k->concurrency = s->concurrency[c];
-    k->temperature = s->temperature[t];
-    k->top_p = s->top_p;
-    k->top_k = s->top_k;
-    k->max_new_tokens = s->max_new_tokens;
-    snprintf(k->chat_template, sizeof k->chat_template, "%s", s->chat_template);
-    k->thinking = s->thinking;
-    strcpy(k->acceptance_source, "measured");
-    if (profile >= 0 && strcmp(s->profile[profile], "none") != 0) /* "none" in the list: measured */
-        snprintf(k->acceptance_source, sizeof k->acceptance_source, "replay:%s", s->profile[profile]);
-    strcpy(k->weights, s->synthetic ? "synthetic" : "file");
-}
+_Static_assert(sizeof((db_point_key *)0)->backend == sizeof((db_sweep *)0)->backend[0] &&
+                   sizeof((db_point_key *)0)->dataset == sizeof((db_sweep *)0)->dataset[0] &&
+                   sizeof((db_point_key *)0)->variant == sizeof((db_sweep *)0)->variant[0],
+               "db_point_key fields narrower than the sweep's");
 
 int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, size_t errlen)
 {
@@ -551,44 +604,43 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
     *n = 0;
     int rc = db_sweep_validate(s, err, errlen);
     if (rc) return rc;
-    int has_ar = 0, ndraft = 0;
-    for (int v = 0; v < s->n_variant; v++) {
-        if (drafts(s->variant[v])) ndraft++;
-        else has_ar = 1;
-    }
-    /* the baseline runs even when not listed: speedup needs it, unless --no-baseline */
-    int run_ar = (has_ar || ndraft) && !s->no_baseline;
+    int run_ar, ndraft = 0;
+    for (int v = 0; v < s->n_variant; v++) ndraft += drafts(s->variant[v]);
+    size_t total = count_points(s, &run_ar);
     int nprof = s->n_profile > 0 ? s->n_profile : 1;
     int ndata = s->synthetic && !s->dataset_set ? 1 : s->n_dataset;
-    size_t per = (size_t)run_ar + (size_t)nprof * (size_t)ndraft * (size_t)s->n_block_size;
     int ndf = s->n_drafter > 1 ? s->n_drafter : 1;
-    per = (size_t)run_ar + (size_t)nprof * (size_t)ndraft * (size_t)s->n_block_size * (size_t)ndf;
-    size_t total = (size_t)s->n_target * (size_t)s->n_backend * (size_t)ndata * (size_t)s->n_temperature *
-                   (size_t)s->n_concurrency * per;
-    db_point_key *k = calloc(total ? total : 1, sizeof *k);
-    if (!k) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for %zu sweep points", total);
+    point_parts *p = malloc(sizeof *p);
+    db_point_key *k = malloc((total ? total : 1) * sizeof *k);
+    if (!k || !p) {
+        free(p);
+        free(k);
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory for %zu sweep points", total);
+    }
+    parts_init(p, s, ndf);
     size_t m = 0;
     for (int ti = 0; ti < s->n_target; ti++)
         for (int b = 0; b < s->n_backend; b++)
             for (int d = 0; d < ndata; d++)
                 for (int t = 0; t < s->n_temperature; t++)
                     for (int c = 0; c < s->n_concurrency; c++) {
-                        if (run_ar) {
-                            key_fill(&k[m], s, b, d, t, c, "ar", 1, -1);
-                            key_models(&k[m++], s, ti, 0);
-                        }
-                        for (int pr = 0; pr < nprof; pr++)
+                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, "ar", 1, NULL, "", 0);
+                        for (int pr = 0; pr < nprof; pr++) {
+                            /* "none" in the list: measured */
+                            char source[sizeof k->acceptance_source];
+                            int replay = s->n_profile > 0 && strcmp(s->profile[pr], "none") != 0;
+                            if (replay) snprintf(source, sizeof source, "replay:%s", s->profile[pr]);
                             for (int bs = 0; bs < s->n_block_size && ndraft; bs++)
                                 for (int di = 0; di < ndf; di++)
                                     for (int v = 0; v < s->n_variant; v++) {
                                         /* a variant with its own drafter runs once, not per entry */
-                                        if (!drafts(s->variant[v]) || (di > 0 && db_sweep_drafter_own(s, s->variant[v])))
-                                            continue;
-                                        key_fill(&k[m], s, b, d, t, c, s->variant[v], s->block_size[bs],
-                                                 s->n_profile > 0 ? pr : -1);
-                                        key_models(&k[m++], s, ti, di);
+                                        if (!p->drafts[v] || (di > 0 && p->own[v])) continue;
+                                        key_fill(&k[m++], p, s, ti, b, d, t, c, s->variant[v], s->block_size[bs],
+                                                 replay ? source : NULL, p->drafter[v][di], di);
                                     }
+                        }
                     }
+    free(p);
     *out = k;
     *n = (int)m;
     return DB_OK;

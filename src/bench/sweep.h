@@ -33,6 +33,7 @@
 #define DB_SWEEP_MAX DB_LIST_MAX /* values per axis */
 #define DB_SWEEP_VARIANTS 8      /* >= DB_VAR_COUNT (variant.h), checked in sweep.c */
 #define DB_SWEEP_MODELS 8        /* targets, and plain drafter entries, per sweep */
+#define DB_SWEEP_MAX_POINTS 10000 /* points per sweep (db_sweep_validate refuses more) */
 
 typedef struct {
     /* axes */
@@ -99,7 +100,8 @@ int db_sweep_set(db_sweep *s, const char *key, const char *value, char *err, siz
 /* every key = value of an ini file (top level or a [sweep] section) through db_sweep_set;
  * the first error is reported as "path:line: message" */
 int db_sweep_load_ini(db_sweep *s, const char *path, char *err, size_t errlen);
-/* checks across keys (block size < 2 with a drafter variant, nothing to run, ...) */
+/* checks across keys (block size < 2 with a drafter variant, nothing to run, more than
+ * DB_SWEEP_MAX_POINTS points, ...) */
 int db_sweep_validate(const db_sweep *s, char *err, size_t errlen);
 /* the points in the order above (validates first); *out is malloc'd, free() it */
 int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, size_t errlen);
