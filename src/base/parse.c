@@ -339,8 +339,9 @@ static int edit_distance(const char *a, const char *b)
 
 int db_closest(const char *s, const char *const *names, int n)
 {
-    int best = -1, bd = 3;
+    /* close enough: at most 2 edits and at most a third of s, so only d < bd counts */
     size_t ls = strlen(s);
+    int best = -1, bd = ls / 3 < 2 ? (int)(ls / 3) + 1 : 3;
     for (int i = 0; i < n; i++) {
         /* the distance is at least the length difference: skip names that cannot beat bd (a
          * long unknown key no longer costs a full table per name) */
@@ -349,5 +350,5 @@ int db_closest(const char *s, const char *const *names, int n)
         int d = edit_distance(s, names[i]);
         if (d < bd) best = i, bd = d;
     }
-    return best >= 0 && (size_t)bd * 3 <= strlen(s) ? best : -1;
+    return best;
 }
