@@ -141,6 +141,37 @@ static void builtins(void)
     tap_ok(1, "a wrong DFLASH_BENCH_DATA falls back to the other places (%s)", rc ? err : "found");
 }
 
+/* db_dataset_parse on a file's text is what db_dataset_load gives for the file: the same samples
+ * (shuffled alike), name and format, or the same message */
+static void parse_in_memory(const char *name, int max)
+{
+    char rel[256], e1[512] = "", e2[512] = "", e3[512];
+    snprintf(rel, sizeof rel, "datasets/%s", name);
+    const char *path = tu_data(rel);
+    char *text = NULL;
+    size_t len = 0;
+    if (db_read_file(path, &text, &len, e3, sizeof e3) != 0) {
+        tap_ok(0, "%s readable: %s", name, e3);
+        return;
+    }
+    db_dataset a, b;
+    int r1 = db_dataset_load(&a, path, max, 5, e1, sizeof e1);
+    int r2 = db_dataset_parse(&b, path, text, len, max, 5, e2, sizeof e2);
+    int same = r1 == r2 && !strcmp(e1, e2);
+    if (!r1 && same) {
+        same = a.n == b.n && a.format == b.format && !strcmp(a.name, b.name) && !strcmp(a.path, b.path);
+        for (int i = 0; same && i < a.n; i++) {
+            same = a.samples[i].n_turns == b.samples[i].n_turns && a.samples[i].line == b.samples[i].line;
+            for (int t = 0; same && t < a.samples[i].n_turns; t++)
+                same = !strcmp(a.samples[i].turns[t], b.samples[i].turns[t]);
+        }
+    }
+    if (!r1) db_dataset_free(&a);
+    if (!r2) db_dataset_free(&b);
+    free(text);
+    tap_ok(same, "%s (max %d) parsed in memory: what the loader gives (%s)", name, max, r1 ? e1 : "loads");
+}
+
 int main(void)
 {
     formats();
@@ -151,6 +182,10 @@ int main(void)
     expect_error("bad-utf8.jsonl", ":2: invalid UTF-8 in 'question'");
     expect_error("no-field.jsonl", ":1: no prompt field");
     expect_error("empty-turns.jsonl", ":1: needs a non-empty list");
+    parse_in_memory("gsm8k.jsonl", 0);
+    parse_in_memory("mtbench.jsonl", 2);
+    parse_in_memory("prompts.txt", 0);
+    parse_in_memory("bad-utf8.jsonl", 0);
     db_dataset ds;
     char err[256];
     tap_ok(db_dataset_load(&ds, tu_data("datasets/gsm8k.jsonl"), -1, 0, err, sizeof err) == DB_EINPUT,

@@ -1,6 +1,6 @@
 /* dataset.c — load prompt sets (see dataset.h for the formats and the name resolution).
- * A file is read whole, split into lines, and each line parsed on its own with cJSON, so that
- * an error can name its line. */
+ * A file is read whole (db_dataset_load), split into lines and each line parsed on its own with
+ * cJSON, so that an error can name its line (db_dataset_parse). */
 #include "text/dataset.h"
 #include "text/utf8.h"
 #include "base/paths.h"
@@ -216,13 +216,13 @@ static int parse_lines(db_dataset *ds, char *text, size_t len, int plain, char *
     return rc;
 }
 
-int db_dataset_load(db_dataset *ds, const char *spec, int max_samples, uint64_t seed, char *err,
-                    size_t errlen)
+int db_dataset_parse(db_dataset *ds, const char *path, char *text, size_t len, int max_samples, uint64_t seed,
+                     char *err, size_t errlen)
 {
     memset(ds, 0, sizeof *ds);
     if (max_samples < 0) return db_fail(err, errlen, DB_EINPUT, "max samples must be >= 0 (got %d)", max_samples);
-    int rc = db_dataset_resolve(spec, ds->path, sizeof ds->path, err, errlen);
-    if (rc) return rc;
+    if (snprintf(ds->path, sizeof ds->path, "%s", path) >= (int)sizeof ds->path)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", path);
     const char *base = strrchr(ds->path, '/');
     base = base ? base + 1 : ds->path;
     size_t bl = strlen(base);
@@ -230,11 +230,7 @@ int db_dataset_load(db_dataset *ds, const char *spec, int max_samples, uint64_t 
     int plain = dot && strcmp(dot, ".txt") == 0;
     snprintf(ds->name, sizeof ds->name, "%.*s", (int)(dot ? (size_t)(dot - base) : bl), base);
     if (plain) ds->format = DB_DS_TEXT;
-    char *text = NULL;
-    size_t len = 0;
-    if ((rc = db_read_file(ds->path, &text, &len, err, errlen))) return rc;
-    rc = parse_lines(ds, text, len, plain, err, errlen);
-    free(text);
+    int rc = parse_lines(ds, text, len, plain, err, errlen);
     if (!rc && max_samples > 0) {
         db_rng r;
         db_rng_seed(&r, seed);
@@ -247,6 +243,22 @@ int db_dataset_load(db_dataset *ds, const char *spec, int max_samples, uint64_t 
         while (ds->n > max_samples) free_sample(&ds->samples[--ds->n]);
     }
     if (rc) db_dataset_free(ds);
+    return rc;
+}
+
+int db_dataset_load(db_dataset *ds, const char *spec, int max_samples, uint64_t seed, char *err,
+                    size_t errlen)
+{
+    memset(ds, 0, sizeof *ds);
+    if (max_samples < 0) return db_fail(err, errlen, DB_EINPUT, "max samples must be >= 0 (got %d)", max_samples);
+    char path[sizeof ds->path];
+    int rc = db_dataset_resolve(spec, path, sizeof path, err, errlen);
+    if (rc) return rc;
+    char *text = NULL;
+    size_t len = 0;
+    if ((rc = db_read_file(path, &text, &len, err, errlen))) return rc;
+    rc = db_dataset_parse(ds, path, text, len, max_samples, seed, err, errlen);
+    free(text);
     return rc;
 }
 

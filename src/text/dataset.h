@@ -59,6 +59,11 @@ int db_dataset_resolve(const char *spec, char *path, size_t n, char *err, size_t
  * max_samples (the harness's shuffle-then-select); 0 keeps every sample in file order. */
 int db_dataset_load(db_dataset *ds, const char *spec, int max_samples, uint64_t seed, char *err,
                     size_t errlen);
+/* The same on a file's text (what db_dataset_load runs on the file it read): path names the file in
+ * messages and gives the set's name and format (".txt": plain text); text[0..len] (its
+ * terminator included) is split in place. */
+int db_dataset_parse(db_dataset *ds, const char *path, char *text, size_t len, int max_samples, uint64_t seed,
+                     char *err, size_t errlen);
 void db_dataset_free(db_dataset *ds);
 
 #endif
