@@ -530,6 +530,30 @@ static void misaligned_case(void)
 
 /* ---------------------------------------------------------------- sharded index */
 
+/* the directory d read with its index and shards in memory (db_st_open_index_mem, what the fuzz
+ * harness runs) gives what db_st_open_dir gives: the same tensors and bytes, or the same message */
+static void same_in_memory(const char *name, const char *d, const char *ip, const char *const *files,
+                           unsigned char *const *blob, const size_t *blen)
+{
+    char e1[512] = "", e2[512] = "";
+    size_t il;
+    char *itxt = (char *)slurp(ip, &il);
+    db_st_mem_file mf[2] = {{files[1], blob[1], blen[1]}, {files[2], blob[2], blen[2]}};
+    db_st_set a, b;
+    int r1 = db_st_open_dir(&a, d, e1, sizeof e1);
+    int r2 = itxt ? db_st_open_index_mem(&b, d, itxt, mf, 2, e2, sizeof e2) : -99;
+    int same = r1 == r2 && (r1 ? !strcmp(e1, e2) : a.ntensors == b.ntensors && a.ntensors > 0);
+    for (int i = 0; same && !r1 && i < a.ntensors; i++) {
+        const db_st_tensor *x = &a.tensors[i], *y = &b.tensors[i];
+        same = !strcmp(x->name, y->name) && x->nbytes == y->nbytes && x->file == y->file &&
+               memcmp(x->data, y->data, x->nbytes) == 0 && !strcmp(db_st_file_of(&a, x), db_st_file_of(&b, y));
+    }
+    if (!r1) db_st_close(&a);
+    if (!r2) db_st_close(&b);
+    free(itxt);
+    tap_ok(same, "%s: read in memory, the same set or message (%s | %s)", name, r1 ? e1 : "loads", r2 ? e2 : "loads");
+}
+
 static void sharded_cases(void)
 {
     const char *src = tu_data("qwen3-f32-sharded");
@@ -589,6 +613,7 @@ static void sharded_cases(void)
             spit(in_dir(d, "sub/model-00001-of-00002.safetensors"), blob[1], blen[1], NULL, 0);
         }
         int rc = load_target_dir(d);
+        same_in_memory(names[c], d, ip, files, blob, blen);
         switch (c) {
         case CONTROL:
             tap_ok(rc == DB_OK, "idx_control: copied sharded checkpoint loads");

@@ -8,6 +8,7 @@
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,14 +258,25 @@ int db_st_open_mem(db_st_set *s, const char *name, const void *buf, size_t size,
     return open_one(s, name, buf ? buf : &none, size, err, errlen);
 }
 
-static int open_index(db_st_set *s, const char *dir, const char *index_path, char *err,
-                      size_t errlen)
+/* shard `name` (path p) among the caller's files: as db_map_file would find it on disk */
+static int map_mem(db_st_file *f, const char *p, const char *name, const db_st_mem_file *mem, int nmem,
+                   char *err, size_t errlen)
 {
-    char *txt;
-    int rc = db_read_file(index_path, &txt, NULL, err, errlen);
-    if (rc) return rc;
+    static const char none; /* an empty file: a buffer all the same */
+    for (int i = 0; i < nmem; i++)
+        if (!strcmp(mem[i].name, name)) return map_file(f, p, mem[i].buf ? mem[i].buf : &none, mem[i].size, err, errlen);
+    memset(f, 0, sizeof *f);
+    f->path = db_strdup(p);
+    return f->path ? db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", p, strerror(ENOENT))
+                   : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+}
+
+/* the index's text txt; its shards mapped from dir, or with mem the caller's files */
+static int open_index(db_st_set *s, const char *dir, const char *index_path, const char *txt,
+                      const db_st_mem_file *mem, int nmem, char *err, size_t errlen)
+{
+    int rc = DB_OK;
     cJSON *root = cJSON_Parse(txt);
-    free(txt);
     const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
     if (!cJSON_IsObject(wm)) {
         cJSON_Delete(root);
@@ -302,7 +314,8 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, cha
             break;
         }
         s->nfiles++;
-        rc = map_file(&s->files[s->nfiles - 1], p, NULL, 0, err, errlen);
+        rc = mem ? map_mem(&s->files[s->nfiles - 1], p, e->valuestring, mem, nmem, err, errlen)
+                 : map_file(&s->files[s->nfiles - 1], p, NULL, 0, err, errlen);
         if (rc) {
             char why[512];
             snprintf(why, sizeof why, "%s", err);
@@ -313,12 +326,11 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, cha
         if (rc) break;
     }
     if (rc == DB_OK) {
+        /* sorted now (finish sorts them anyway): a lookup per entry, not a scan */
+        if (s->ntensors > 1) qsort(s->tensors, (size_t)s->ntensors, sizeof *s->tensors, name_cmp);
         cJSON_ArrayForEach(e, wm)
         {
-            int found = 0;
-            for (int i = 0; i < s->ntensors && !found; i++)
-                found = strcmp(s->tensors[i].name, e->string) == 0;
-            if (!found) {
+            if (!db_st_find(s, e->string)) {
                 rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is missing from %s",
                              index_path, e->string, e->valuestring);
                 break;
@@ -326,6 +338,20 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, cha
         }
     }
     cJSON_Delete(root);
+    return rc;
+}
+
+/* the end of db_st_open_dir: the names sorted and checked; on failure the set is closed, its
+ * dir kept for messages */
+static int opened(db_st_set *s, int rc, char *err, size_t errlen)
+{
+    if (rc == DB_OK) rc = finish(s, err, errlen);
+    if (rc != DB_OK) {
+        char keep[sizeof s->dir];
+        memcpy(keep, s->dir, sizeof keep);
+        db_st_close(s);
+        memcpy(s->dir, keep, sizeof keep);
+    }
     return rc;
 }
 
@@ -341,7 +367,10 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     int rc;
     if (access(p, F_OK) == 0) {
-        rc = open_index(s, dir, p, err, errlen);
+        char *txt;
+        rc = db_read_file(p, &txt, NULL, err, errlen);
+        if (rc == DB_OK) rc = open_index(s, dir, p, txt, NULL, 0, err, errlen);
+        free(txt);
     } else {
         db_path_join(p, sizeof p, dir, "model.safetensors");
         if (access(p, F_OK) != 0)
@@ -354,14 +383,20 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
         rc = map_file(&s->files[0], p, NULL, 0, err, errlen);
         if (rc == DB_OK) rc = parse_file(s, 0, &cap, NULL, err, errlen);
     }
-    if (rc == DB_OK) rc = finish(s, err, errlen);
-    if (rc != DB_OK) {
-        char keep[sizeof s->dir];
-        memcpy(keep, s->dir, sizeof keep);
-        db_st_close(s);
-        memcpy(s->dir, keep, sizeof keep);
-    }
-    return rc;
+    return opened(s, rc, err, errlen);
+}
+
+int db_st_open_index_mem(db_st_set *s, const char *dir, const char *index_text, const db_st_mem_file *files,
+                         int nfiles, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    char p[2048];
+    if (db_path_join(p, sizeof p, dir, "model.safetensors.index.json") != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    static const db_st_mem_file none = {"", NULL, 0}; /* no files: mem must not be NULL */
+    return opened(s, open_index(s, dir, p, index_text, nfiles ? files : &none, nfiles ? nfiles : 1, err, errlen),
+                  err, errlen);
 }
 
 void db_st_close(db_st_set *s)

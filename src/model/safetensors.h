@@ -58,6 +58,19 @@ int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen);
  * ASan sees a read one byte past the end, in a mapping only one past the last page. */
 int db_st_open_mem(db_st_set *s, const char *name, const void *buf, size_t size, char *err,
                    size_t errlen);
+/* A file of a checkpoint held in memory: its plain file name and bytes. */
+typedef struct {
+    const char *name;
+    const void *buf;
+    size_t size;
+} db_st_mem_file;
+/* db_st_open_dir's reading of a sharded checkpoint, on the index's text in memory (index_text:
+ * model.safetensors.index.json, NUL-terminated; `dir` stands for the directory in messages):
+ * the shards it names are looked up among files[0..nfiles) (bytes the caller keeps while the
+ * set is open; a name not there fails as a missing file does). The fuzz harness reads through
+ * it. */
+int db_st_open_index_mem(db_st_set *s, const char *dir, const char *index_text, const db_st_mem_file *files,
+                         int nfiles, char *err, size_t errlen);
 void db_st_close(db_st_set *s);
 /* A synthetic set named `label` (the config file it stands for) with weight seed `seed`. */
 void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dtype dtype);
