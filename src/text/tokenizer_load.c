@@ -510,8 +510,11 @@ void db_tokenizer_free(db_tokenizer *tok)
 {
     struct db_tok_state *s = tok->s;
     if (s) {
-        for (int i = 0; s->spell && i < tok->n_vocab; i++) free(s->spell[i]);
-        for (int i = 0; s->bytes && i < tok->n_vocab; i++) free(s->bytes[i]);
+        /* ids without a token (holes up to the largest id) hold NULL: skip them, not call free */
+        for (int i = 0; s->spell && i < tok->n_vocab; i++)
+            if (s->spell[i]) free(s->spell[i]);
+        for (int i = 0; s->bytes && i < tok->n_vocab; i++)
+            if (s->bytes[i]) free(s->bytes[i]);
         free(s->spell);
         free(s->bytes);
         free(s->nbytes);
