@@ -316,15 +316,19 @@ int db_parse_name_list(const char *key, const char *v, const char *const *set, i
 
 /* ---- typos ---- */
 
-/* optimal string alignment distance; names longer than 63 characters are never close */
-static int edit_distance(const char *a, const char *b)
+/* optimal string alignment distance, or any value >= cut when it is not below cut (the search
+ * stops when two rows in a row hold nothing below cut: a later cell comes from one of them plus
+ * an edit); names longer than 63 characters are never close */
+static int edit_distance(const char *a, const char *b, int cut)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63) return 1 << 20;
     int d[64][64];
     for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
     for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
+    int prev_min = 0; /* row 0 starts at 0 */
+    for (size_t i = 1; i <= la; i++) {
+        int row_min = d[i][0];
         for (size_t j = 1; j <= lb; j++) {
             int cost = a[i - 1] != b[j - 1];
             int x = d[i - 1][j] + 1, y = d[i][j - 1] + 1, z = d[i - 1][j - 1] + cost;
@@ -333,7 +337,11 @@ static int edit_distance(const char *a, const char *b)
             if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < m)
                 m = d[i - 2][j - 2] + 1;
             d[i][j] = m;
+            if (m < row_min) row_min = m;
         }
+        if (row_min >= cut && prev_min >= cut) return cut;
+        prev_min = row_min;
+    }
     return d[la][lb];
 }
 
@@ -347,7 +355,7 @@ int db_closest(const char *s, const char *const *names, int n)
          * long unknown key no longer costs a full table per name) */
         size_t ln = strlen(names[i]);
         if ((ln > ls ? ln - ls : ls - ln) >= (size_t)bd) continue;
-        int d = edit_distance(s, names[i]);
+        int d = edit_distance(s, names[i], bd);
         if (d < bd) best = i, bd = d;
     }
     return best;

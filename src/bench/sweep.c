@@ -418,6 +418,7 @@ static int sweep_ini_key(void *user, const char *section, const char *name, cons
     ini_ctx *c = user;
     char e[400];
     int rc;
+    if (c->msg[0]) return 0; /* only the first error is reported: the lines after it are not applied */
     if (section[0] && strcmp(section, "sweep") != 0) {
         snprintf(e, sizeof e, "unknown section [%s] (keys go at the top or under [sweep])", section);
         rc = DB_EINPUT;
