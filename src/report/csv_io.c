@@ -17,9 +17,14 @@ int db_csv_field(FILE *f, const char *s, int first)
     return fwrite(s, 1, n, f) == n ? 0 : -1;
 }
 
+/* The fields of the record being read go into one growing buffer (bytes, each field's NUL) with
+ * their offsets; a finished record becomes one block: its field pointers, then the bytes. One
+ * allocation per record, not one per field. */
 typedef struct {
     db_csv_doc *doc;
-    char **cur;
+    char *buf;      /* the current record's field bytes */
+    size_t used, cap;
+    size_t *off;    /* [ncur] offset of each field in buf */
     int ncur, capcur;
     int oom;
 } parse_ctx;
@@ -30,22 +35,29 @@ static void on_field(void *s, size_t len, void *data)
     if (c->oom) return;
     if (c->ncur == c->capcur) {
         int cap = c->capcur ? 2 * c->capcur : 16;
-        char **nf = db_realloc(c->cur, sizeof *nf * (size_t)cap);
-        if (!nf) {
+        size_t *no = db_realloc(c->off, sizeof *no * (size_t)cap);
+        if (!no) {
             c->oom = 1;
             return;
         }
-        c->cur = nf;
+        c->off = no;
         c->capcur = cap;
     }
-    char *f = db_malloc(len + 1);
-    if (!f) {
-        c->oom = 1;
-        return;
+    if (c->cap - c->used < len + 1) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        while (cap - c->used < len + 1) cap *= 2;
+        char *nb = db_realloc(c->buf, cap);
+        if (!nb) {
+            c->oom = 1;
+            return;
+        }
+        c->buf = nb;
+        c->cap = cap;
     }
-    if (len) memcpy(f, s, len);
-    f[len] = 0;
-    c->cur[c->ncur++] = f;
+    if (len) memcpy(c->buf + c->used, s, len);
+    c->buf[c->used + len] = 0;
+    c->off[c->ncur++] = c->used;
+    c->used += len + 1;
 }
 
 static void on_record(int term, void *data)
@@ -61,12 +73,24 @@ static void on_record(int term, void *data)
         }
         d->rec = nr;
     }
+    char **f = NULL;
+    if (c->ncur) {
+        size_t ptrs = sizeof *f * (size_t)c->ncur;
+        f = db_malloc(ptrs + c->used);
+        if (!f) {
+            c->oom = 1;
+            return;
+        }
+        char *bytes = (char *)f + ptrs;
+        memcpy(bytes, c->buf, c->used);
+        for (int i = 0; i < c->ncur; i++) f[i] = bytes + c->off[i];
+    }
     db_csv_record *r = &d->rec[d->n++];
-    r->field = c->cur;
+    r->field = f;
     r->n = c->ncur;
     r->complete = term != -1; /* -1: csv_fini closed a record that had no newline */
-    c->cur = NULL;
-    c->ncur = c->capcur = 0;
+    c->ncur = 0;
+    c->used = 0;
 }
 
 int db_csv_parse(const char *text, size_t len, db_csv_doc *doc, char *err, size_t errlen)
@@ -80,8 +104,8 @@ int db_csv_parse(const char *text, size_t len, db_csv_doc *doc, char *err, size_
     int bad = used != len ? csv_error(&p) : 0;
     if (!bad) csv_fini(&p, on_field, on_record, &c);
     csv_free(&p);
-    for (int i = 0; i < c.ncur; i++) free(c.cur[i]);
-    free(c.cur);
+    free(c.buf);
+    free(c.off);
     if (c.oom || bad) {
         db_csv_doc_free(doc);
         if (c.oom) return db_fail(err, errlen, DB_ERUNTIME, "csv: out of memory");
@@ -109,10 +133,7 @@ int db_csv_read(const char *path, db_csv_doc *doc, char *err, size_t errlen)
 
 void db_csv_doc_free(db_csv_doc *doc)
 {
-    for (int i = 0; i < doc->n; i++) {
-        for (int j = 0; j < doc->rec[i].n; j++) free(doc->rec[i].field[j]);
-        free(doc->rec[i].field);
-    }
+    for (int i = 0; i < doc->n; i++) free(doc->rec[i].field); /* the record's block: fields included */
     free(doc->rec);
     memset(doc, 0, sizeof *doc);
 }

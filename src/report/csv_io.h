@@ -15,7 +15,7 @@
 int db_csv_field(FILE *f, const char *s, int first);
 
 typedef struct {
-    char **field; /* NUL-terminated copies */
+    char **field; /* NUL-terminated copies (one block with the pointers: free(field) frees all) */
     int n;
     int complete; /* ended by a newline */
 } db_csv_record;
