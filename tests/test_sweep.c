@@ -281,6 +281,16 @@ static void ini(void)
     rc = db_sweep_load_ini(&s, p, err, sizeof err);
     tap_ok(rc == DB_EINPUT && strstr(err, ":1:"), "syntax error: %s", err);
     unlink(p);
+    p = write_tmp("just words\nmax_sample = 3\n"); /* the first error is the syntax error */
+    rc = db_sweep_load_ini(&s, p, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, ":1:") && strstr(err, "syntax error") && !strstr(err, "max_sample"),
+           "syntax error before an unknown key: the line and message of the first: %s", err);
+    unlink(p);
+    p = write_tmp("max_sample = 3\njust words\n");
+    rc = db_sweep_load_ini(&s, p, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, ":1:") && strstr(err, "max_sample"),
+           "unknown key before a syntax error: the key's line and message: %s", err);
+    unlink(p);
     rc = db_sweep_load_ini(&s, "/nonexistent/x.ini", err, sizeof err);
     tap_ok(rc == DB_EINPUT && strstr(err, "/nonexistent/x.ini"), "missing file: %s", err);
 

@@ -410,8 +410,20 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
 
 typedef struct {
     db_sweep *s;
-    char msg[512]; /* first error; ini_parse gives its line */
+    FILE *f;
+    int line;      /* lines read so far (inih counts one per read too) */
+    int msg_line;  /* the line of msg */
+    char msg[512]; /* first key error; ini_parse gives the line of the first error of any kind */
 } ini_ctx;
+
+/* fgets, counting: a key error's line, to tell it from an earlier syntax error */
+static char *ini_read_line(char *str, int num, void *user)
+{
+    ini_ctx *c = user;
+    char *r = fgets(str, num, c->f);
+    if (r) c->line++;
+    return r;
+}
 
 static int sweep_ini_key(void *user, const char *section, const char *name, const char *value)
 {
@@ -425,7 +437,10 @@ static int sweep_ini_key(void *user, const char *section, const char *name, cons
     } else {
         rc = db_sweep_set(c->s, name, value, e, sizeof e);
     }
-    if (rc && !c->msg[0]) snprintf(c->msg, sizeof c->msg, "%s", e);
+    if (rc && !c->msg[0]) {
+        snprintf(c->msg, sizeof c->msg, "%s", e);
+        c->msg_line = c->line;
+    }
     return rc == 0;
 }
 
@@ -433,13 +448,13 @@ int db_sweep_load_ini(db_sweep *s, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    ini_ctx c = {.s = s};
-    int line = ini_parse_file(f, sweep_ini_key, &c);
+    ini_ctx c = {.s = s, .f = f};
+    int line = ini_parse_stream(ini_read_line, &c, sweep_ini_key, &c);
     fclose(f);
     if (line < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot read", path);
-    if (line > 0)
+    if (line > 0) /* the first error: a key's (its message) or a syntax error before any */
         return db_fail(err, errlen, DB_EINPUT, "%s:%d: %s", path, line,
-                       c.msg[0] ? c.msg : "syntax error (expected key = value)");
+                       c.msg[0] && c.msg_line == line ? c.msg : "syntax error (expected key = value)");
     return DB_OK;
 }
 
