@@ -283,6 +283,9 @@ int main(void)
     check_bad("tokenizer/bad-merge.json", "not in the vocabulary");
     check_bad("tokenizer/bad-metaspace.json", "unsupported pre_tokenizer type 'Metaspace'");
     check_bad("tokenizer/bad-not-json.json", "not valid JSON");
+    /* bad-merge.json's last added token at id 5,000,000: id-indexed tables of 5M entries for 512
+     * tokens; refused before the merges are read */
+    check_bad("tokenizer/bad-sparse-ids.json", "not dense: the largest is 5000000 for 512 tokens");
     check_bad("tokenizer/missing.json", "cannot open");
     check_tiny_qwen3();
     cJSON_Delete(g);

@@ -402,20 +402,27 @@ static int load_json(db_tokenizer *tok, const cJSON *root, const char *file, cha
 
     /* vocabulary size: the largest id of the model vocabulary and the added tokens */
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
-    int max_id = -1;
+    int max_id = -1, count = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab)
     {
         int id = id_of(e);
         if (id < 0) return db_fail(err, errlen, DB_EINPUT, "%s: vocab entry '%s' has a bad id", file, e->string);
         if (id > max_id) max_id = id;
+        count++;
     }
     cJSON_ArrayForEach(e, added)
     {
         int id = id_of(cJSON_GetObjectItemCaseSensitive(e, "id"));
         if (id > max_id) max_id = id;
+        count++;
     }
     if (max_id < 0) return db_fail(err, errlen, DB_EINPUT, "%s: empty vocabulary", file);
+    /* the tables below are indexed by id: a file naming a few tokens at ids in the millions would
+     * cost hundreds of MB (real vocabularies number their tokens 0, 1, 2, ... with few gaps) */
+    if ((double)max_id > 2.0 * count + 4096) /* twice the count, and room for gaps in small ones */
+        return db_fail(err, errlen, DB_EINPUT, "%s: token ids are not dense: the largest is %d for %d tokens",
+                       file, max_id, count);
     tok->n_vocab = max_id + 1;
     size_t nv = (size_t)tok->n_vocab;
     s->spell = db_calloc(nv, sizeof *s->spell);
