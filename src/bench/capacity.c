@@ -94,21 +94,46 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
 
 /* ---- measuring the device ---- */
 
-/* best of >= 3 calls and >= 0.3 s of calls */
-static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n)
+/* The best seconds of one call of `call` (which is given the call's index) after an untimed
+ * warm-up call: at least `min_calls` timed calls and `min_total` seconds of them, at most
+ * `max_calls`. The best, not the median: on a shared machine the other figures are noise. */
+typedef void (*timed_call)(db_backend *be, void *ctx, int it);
+
+static double best_seconds(db_backend *be, timed_call call, void *ctx, int min_calls, int max_calls,
+                           double min_total)
 {
-    be->ops->matmul(be, y, x, w, n, 0); /* warm-up */
+    call(be, ctx, 0);
     be->ops->sync(be);
     double best = 1e30, total = 0;
-    for (int it = 0; it < 50 && (it < 3 || total < 0.3); it++) {
+    for (int it = 1; it <= max_calls && (it <= min_calls || total < min_total); it++) {
         double t0 = db_now();
-        be->ops->matmul(be, y, x, w, n, 0);
+        call(be, ctx, it);
         be->ops->sync(be);
         double dt = db_now() - t0;
         total += dt;
         if (dt < best) best = dt;
     }
     return best;
+}
+
+typedef struct {
+    float *y;
+    const float *x;
+    const db_weight *w;
+    int n;
+} matmul_call;
+
+static void call_matmul(db_backend *be, void *ctx, int it)
+{
+    const matmul_call *m = ctx;
+    (void)it;
+    be->ops->matmul(be, m->y, m->x, m->w, m->n, 0);
+}
+
+static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n)
+{
+    matmul_call m = {y, x, w, n};
+    return best_seconds(be, call_matmul, &m, 3, 50, 0.3);
 }
 
 /* One layer's seven matrices of a model's shapes ([O, K]: q, k, v, o, gate, up, down), carved
@@ -133,27 +158,33 @@ static void layer_mats_init(layer_mats *m, const db_model_config *c, db_dtype dt
     m->ncopy = m->bytes ? (int)(buf_bytes / m->bytes) : 0;
 }
 
-/* seconds of one layer's matmuls over n rows, best of >= 3 calls and >= 0.3 s */
+typedef struct {
+    float *y;
+    const float *x;
+    const db_weight *buf;
+    const layer_mats *m;
+    int n;
+} layer_call;
+
+/* the seven matmuls of copy it % ncopy */
+static void call_layer(db_backend *be, void *ctx, int it)
+{
+    const layer_call *l = ctx;
+    const char *p = (const char *)l->buf->data + (size_t)(it % l->m->ncopy) * l->m->bytes;
+    for (int i = 0; i < 7; i++) {
+        db_weight w = *l->buf;
+        w.rows = l->m->O[i], w.cols = l->m->K[i], w.data = (void *)p;
+        be->ops->matmul(be, l->y, l->x, &w, l->n, 0);
+        p += (size_t)l->m->O[i] * db_dtype_bytes(l->buf->dtype, (size_t)l->m->K[i]);
+    }
+}
+
+/* seconds of one layer's matmuls over n rows */
 static double time_layer(db_backend *be, float *y, const float *x, const db_weight *buf,
                          const layer_mats *m, int n)
 {
-    double best = 1e30, total = 0;
-    for (int it = 0; it < 51 && (it < 4 || total < 0.3); it++) {
-        const char *p = (const char *)buf->data + (size_t)(it % m->ncopy) * m->bytes;
-        double t0 = db_now();
-        for (int i = 0; i < 7; i++) {
-            db_weight w = *buf;
-            w.rows = m->O[i], w.cols = m->K[i], w.data = (void *)p;
-            be->ops->matmul(be, y, x, &w, n, 0);
-            p += (size_t)m->O[i] * db_dtype_bytes(buf->dtype, (size_t)m->K[i]);
-        }
-        be->ops->sync(be);
-        double dt = db_now() - t0;
-        if (it == 0) continue; /* warm-up */
-        total += dt;
-        if (dt < best) best = dt;
-    }
-    return best;
+    layer_call l = {y, x, buf, m, n};
+    return best_seconds(be, call_layer, &l, 3, 50, 0.3);
 }
 
 double db_hw_rate(const db_hw *hw, double rows)
@@ -176,21 +207,33 @@ double db_hw_attn_rate(const db_hw *hw, double rows)
     return hw->attn_rate[i] * pow(hw->attn_rate[i + 1] / hw->attn_rate[i], l - i);
 }
 
-/* best seconds of a call of f over >= 4 timed calls and >= 0.1 s (the first untimed) */
-#define BEST_OF(best, call)                                                                      \
-    do {                                                                                         \
-        double total_ = 0;                                                                       \
-        best = 1e30;                                                                             \
-        for (int it_ = 0; it_ < 201 && (it_ < 5 || total_ < 0.1); it_++) {                       \
-            double t0_ = db_now();                                                               \
-            call;                                                                                \
-            be->ops->sync(be);                                                                   \
-            double dt_ = db_now() - t0_;                                                         \
-            if (it_ == 0) continue;                                                              \
-            total_ += dt_;                                                                       \
-            if (dt_ < best) best = dt_;                                                          \
-        }                                                                                        \
-    } while (0)
+typedef struct {
+    float *out, *q, *kc, *vc; /* kc, vc: NL layers' caches of `per` floats each */
+    size_t per;
+    const db_attn_row *rows;
+    int n, nl, cap, nh, nkv, hd;
+} attn_call;
+
+/* attention of n query rows over the caches of layer it % nl (so they come from memory) */
+static void call_attention(db_backend *be, void *ctx, int it)
+{
+    const attn_call *a = ctx;
+    size_t off = a->per * (size_t)(it % a->nl);
+    be->ops->attention(be, a->out, a->q, a->kc + off, a->vc + off, a->cap, a->rows, a->n, a->nh, a->nkv,
+                       a->hd, 0.088f);
+}
+
+typedef struct {
+    float *x;
+    int hidden;
+} rmsnorm_call;
+
+static void call_rmsnorm(db_backend *be, void *ctx, int it)
+{
+    const rmsnorm_call *r = ctx;
+    (void)it;
+    be->ops->rmsnorm(be, r->x, r->x, r->x + r->hidden, 1, r->hidden, 1e-6f);
+}
 
 /* attn_rate[] and op_s of a model's shape (capacity.h); scratch from the backend, freed */
 static int measure_attention(db_backend *be, const db_model_config *c, db_hw *hw, char *err, size_t errlen)
@@ -211,19 +254,16 @@ static int measure_attention(db_backend *be, const db_model_config *c, db_hw *hw
                 db_fill_random(be, x, (size_t)c->hidden * 2, DB_F32, 7, 0, 1.0f, 1.0f) != 0))
         rc = db_fail(err, errlen, DB_ERUNTIME, "measuring attention: %s", be->err);
     for (int i = 0; i < DB_HW_ATTN_ROWS && !rc; i++) {
-        int n = 1 << i, layer = 0;
+        int n = 1 << i;
         db_attn_row rows[RMAX];
         for (int r = 0; r < n; r++) rows[r] = (db_attn_row){0, 0, CTX + r + 1}; /* causal block */
-        double best, keys = CTX + (n + 1) / 2.0;
-        BEST_OF(best, (be->ops->attention(be, out, q, kc + per * (size_t)layer, vc + per * (size_t)layer, cap,
-                                          rows, n, nh, nkv, hd, 0.088f),
-                       layer = (layer + 1) % NL));
-        hw->attn_rate[i] = 4.0 * n * nh * (double)hd * keys / best;
+        double keys = CTX + (n + 1) / 2.0;
+        attn_call a = {out, q, kc, vc, per, rows, n, NL, cap, nh, nkv, hd};
+        hw->attn_rate[i] = 4.0 * n * nh * (double)hd * keys / best_seconds(be, call_attention, &a, 4, 200, 0.1);
     }
     if (!rc) {
-        double best;
-        BEST_OF(best, be->ops->rmsnorm(be, x, x, x + c->hidden, 1, c->hidden, 1e-6f));
-        hw->op_s = best;
+        rmsnorm_call r = {x, c->hidden};
+        hw->op_s = best_seconds(be, call_rmsnorm, &r, 4, 200, 0.1);
         if (be->ops->sync(be) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "measuring attention: %s", be->err);
     }
     if (!rc && !(hw->attn_rate[0] > 0 && hw->op_s > 0)) memset(hw->attn_rate, 0, sizeof hw->attn_rate), hw->op_s = 0;
