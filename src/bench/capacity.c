@@ -187,24 +187,28 @@ static double time_layer(db_backend *be, float *y, const float *x, const db_weig
     return best_seconds(be, call_layer, &l, 3, 50, 0.3);
 }
 
-double db_hw_rate(const db_hw *hw, double rows)
+/* log-linear interpolation of a table of t[i] at 2^i rows, i < n; `beyond` is the value at 2^n
+ * rows and above */
+static double interp_pow2(const double *t, int n, double beyond, double rows)
 {
-    if (hw->rate[0] <= 0 || rows >= 512) return hw->flops;
-    if (rows <= 1) return hw->rate[0];
+    if (rows <= 1) return t[0];
     double l = log2(rows);
     int i = (int)l;
-    double hi = i + 1 < DB_HW_RATE_ROWS ? hw->rate[i + 1] : hw->flops; /* 256 -> 512: flops */
-    return hw->rate[i] * pow(hi / hw->rate[i], l - i);
+    if (i >= n) return beyond;
+    double hi = i + 1 < n ? t[i + 1] : beyond;
+    return t[i] * pow(hi / t[i], l - i);
+}
+
+double db_hw_rate(const db_hw *hw, double rows)
+{
+    if (hw->rate[0] <= 0) return hw->flops;
+    return interp_pow2(hw->rate, DB_HW_RATE_ROWS, hw->flops, rows); /* 256 -> 512: to flops */
 }
 
 double db_hw_attn_rate(const db_hw *hw, double rows)
 {
     if (hw->attn_rate[0] <= 0) return 0;
-    if (rows <= 1) return hw->attn_rate[0];
-    double l = log2(rows);
-    int i = (int)l;
-    if (i + 1 >= DB_HW_ATTN_ROWS) return hw->attn_rate[DB_HW_ATTN_ROWS - 1];
-    return hw->attn_rate[i] * pow(hw->attn_rate[i + 1] / hw->attn_rate[i], l - i);
+    return interp_pow2(hw->attn_rate, DB_HW_ATTN_ROWS, hw->attn_rate[DB_HW_ATTN_ROWS - 1], rows);
 }
 
 typedef struct {
