@@ -116,6 +116,22 @@ static void fmt(char *b, size_t n, const char *f, double v)
     else snprintf(b, n, "-");
 }
 
+/* a table of rates at 2^i rows, i < n: " 1: GFLOP/s, 2: ..." (md) or {"1": GFLOP/s, ...} (json) */
+static void print_by_rows(const double *rate, int n)
+{
+    for (int i = 0; i < n; i++) printf("%s %d: %.0f", i ? "," : "", 1 << i, rate[i] / 1e9);
+}
+
+static void add_by_rows(cJSON *root, const char *name, const double *rate, int n)
+{
+    cJSON *by = cJSON_AddObjectToObject(root, name);
+    for (int i = 0; i < n; i++) {
+        char k[12];
+        snprintf(k, sizeof k, "%d", 1 << i);
+        cJSON_AddNumberToObject(by, k, rate[i] / 1e9);
+    }
+}
+
 static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                      const db_drafter_config *d, const char *variant, int B, const char *acc,
                      const char *device, size_t avail, db_dtype dt)
@@ -126,12 +142,13 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
            hw->flops / 1e9, hw->flops_source);
     if (hw->rate[0] > 0) { /* the roofline's arithmetic runs at the rate of its row count */
         printf("- matmul GFLOP/s by rows (one target layer's matrices, weights from memory):");
-        for (int i = 0; i < DB_HW_RATE_ROWS; i++) printf(" %d: %.0f%s", 1 << i, hw->rate[i] / 1e9, i + 1 < DB_HW_RATE_ROWS ? "," : "\n");
+        print_by_rows(hw->rate, DB_HW_RATE_ROWS);
+        printf("\n");
     }
     if (hw->attn_rate[0] > 0) {
         printf("- attention GFLOP/s by query rows per request (256 cached keys, caches from memory):");
-        for (int i = 0; i < DB_HW_ATTN_ROWS; i++) printf(" %d: %.0f,", 1 << i, hw->attn_rate[i] / 1e9);
-        printf(" small op %.1f us\n", hw->op_s * 1e6);
+        print_by_rows(hw->attn_rate, DB_HW_ATTN_ROWS);
+        printf(", small op %.1f us\n", hw->op_s * 1e6);
     }
     printf("- target %s: %.2f GiB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / DB_GIB,
            db_dtype_name(dt));
@@ -214,21 +231,9 @@ static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const d
     cJSON_AddStringToObject(root, "bandwidth_source", hw->bw_source);
     cJSON_AddNumberToObject(root, "gflops", hw->flops / 1e9);
     cJSON_AddStringToObject(root, "gflops_source", hw->flops_source);
-    if (hw->rate[0] > 0) { /* {"1": GFLOP/s, "2": ..., "256": ...} */
-        cJSON *by = cJSON_AddObjectToObject(root, "gflops_by_rows");
-        for (int i = 0; i < DB_HW_RATE_ROWS; i++) {
-            char k[8];
-            snprintf(k, sizeof k, "%d", 1 << i);
-            cJSON_AddNumberToObject(by, k, hw->rate[i] / 1e9);
-        }
-    }
+    if (hw->rate[0] > 0) add_by_rows(root, "gflops_by_rows", hw->rate, DB_HW_RATE_ROWS);
     if (hw->attn_rate[0] > 0) {
-        cJSON *by = cJSON_AddObjectToObject(root, "attention_gflops_by_rows");
-        for (int i = 0; i < DB_HW_ATTN_ROWS; i++) {
-            char k[8];
-            snprintf(k, sizeof k, "%d", 1 << i);
-            cJSON_AddNumberToObject(by, k, hw->attn_rate[i] / 1e9);
-        }
+        add_by_rows(root, "attention_gflops_by_rows", hw->attn_rate, DB_HW_ATTN_ROWS);
         cJSON_AddNumberToObject(root, "op_us", hw->op_s * 1e6);
     }
     cJSON_AddStringToObject(root, "target", t->path);
