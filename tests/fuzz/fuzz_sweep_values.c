@@ -1,7 +1,8 @@
 /* fuzz_sweep_values.c — the value parsers of the sweep keys (lists "1,2,4", ranges, numbers,
  * booleans, names) as the command line and the .ini reach them. The input is lines
  * "key=value" (a line without '=' is a bare flag, value NULL), applied in order; then
- * validation and the expansion into points. */
+ * validation and the expansion into points (at most DB_SWEEP_MAX_POINTS, 256 in fuzz builds:
+ * meson.build says why). */
 #include "fuzz.h"
 #include "bench/sweep.h"
 
