@@ -116,26 +116,6 @@ static double best_seconds(db_backend *be, timed_call call, void *ctx, int min_c
     return best;
 }
 
-typedef struct {
-    float *y;
-    const float *x;
-    const db_weight *w;
-    int n;
-} matmul_call;
-
-static void call_matmul(db_backend *be, void *ctx, int it)
-{
-    const matmul_call *m = ctx;
-    (void)it;
-    be->ops->matmul(be, m->y, m->x, m->w, m->n, 0);
-}
-
-static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n)
-{
-    matmul_call m = {y, x, w, n};
-    return best_seconds(be, call_matmul, &m, 3, 50, 0.3);
-}
-
 /* One layer's seven matrices of a model's shapes ([O, K]: q, k, v, o, gate, up, down), carved
  * `ncopy` times out of one weight buffer; the rate table times the seven matmuls of copy
  * it % ncopy per call, so the weights come from memory as in a forward. */
@@ -158,24 +138,38 @@ static void layer_mats_init(layer_mats *m, const db_model_config *c, db_dtype dt
     m->ncopy = m->bytes ? (int)(buf_bytes / m->bytes) : 0;
 }
 
+/* the arguments of call_matmul and call_layer */
 typedef struct {
     float *y;
     const float *x;
-    const db_weight *buf;
-    const layer_mats *m;
+    const db_weight *w;  /* the matrix, or the buffer call_layer's copies are carved from */
+    const layer_mats *m; /* call_layer's matrices (NULL for call_matmul) */
     int n;
-} layer_call;
+} matmul_call;
+
+static void call_matmul(db_backend *be, void *ctx, int it)
+{
+    const matmul_call *m = ctx;
+    (void)it;
+    be->ops->matmul(be, m->y, m->x, m->w, m->n, 0);
+}
+
+static double time_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n)
+{
+    matmul_call m = {y, x, w, NULL, n};
+    return best_seconds(be, call_matmul, &m, 3, 50, 0.3);
+}
 
 /* the seven matmuls of copy it % ncopy */
 static void call_layer(db_backend *be, void *ctx, int it)
 {
-    const layer_call *l = ctx;
-    const char *p = (const char *)l->buf->data + (size_t)(it % l->m->ncopy) * l->m->bytes;
+    const matmul_call *l = ctx;
+    const char *p = (const char *)l->w->data + (size_t)(it % l->m->ncopy) * l->m->bytes;
     for (int i = 0; i < 7; i++) {
-        db_weight w = *l->buf;
+        db_weight w = *l->w;
         w.rows = l->m->O[i], w.cols = l->m->K[i], w.data = (void *)p;
         be->ops->matmul(be, l->y, l->x, &w, l->n, 0);
-        p += (size_t)l->m->O[i] * db_dtype_bytes(l->buf->dtype, (size_t)l->m->K[i]);
+        p += (size_t)l->m->O[i] * db_dtype_bytes(l->w->dtype, (size_t)l->m->K[i]);
     }
 }
 
@@ -183,7 +177,7 @@ static void call_layer(db_backend *be, void *ctx, int it)
 static double time_layer(db_backend *be, float *y, const float *x, const db_weight *buf,
                          const layer_mats *m, int n)
 {
-    layer_call l = {y, x, buf, m, n};
+    matmul_call l = {y, x, buf, m, n};
     return best_seconds(be, call_layer, &l, 3, 50, 0.3);
 }
 
