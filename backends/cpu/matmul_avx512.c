@@ -24,6 +24,13 @@
  * valid weight row in the unused tile slots and drops their results (each accumulator is
  * independent, so this changes no value).
  *
+ * What a row group costs outside its tiles (starting 96 accumulators, summing them, writing 96
+ * values) is set against only 6 * I FMAs per activation row, so it stays vector: the first K
+ * block starts its accumulators at zero, the sums are made 16 at a time (hsum16) and each row's
+ * run of them written by one masked store (store_sums). Against a zeroing pass, one horizontal
+ * sum per output and scalar stores: 144 -> 162 GFLOP/s at 16 rows, I = 1024, f16 weights in
+ * cache, one core whose FMA peak is ~205; the tile loop itself runs at ~89% of that peak.
+ *
  * No AVX512-BF16 (vdpbf16ps) path: it multiplies bf16 by bf16, so the activations would be
  * rounded to bf16 (relative error up to 2^-9 per product), far outside the error contract the
  * kernels are tested against (1e-5 * sqrt(I) * sum |w x|, tests/test_kernels.c); the weights are
@@ -57,6 +64,30 @@ static inline __m512 load16_mask(const void *w, db_dtype dt, size_t i, __mmask16
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+/* lane j = the sum of v[j]'s 16 lanes, for 16 vectors at once: a transpose-and-add tree that
+ * adds, for every vector alike, 128-bit blocks (0+2, 1+3), the two halves, lanes (0+2, 1+3),
+ * then the last pair. Those are the pairings of _mm512_reduce_add_ps (halves of 256, of 128,
+ * lanes 2 apart, 1 apart: x_i + x_(i+8) first, and so on), and a float sum does not depend on
+ * the order of its two operands, so each lane is bitwise what _mm512_reduce_add_ps gives for its
+ * vector: the tiles and the one-row path may reduce either way. 45 shuffles and adds for 16
+ * sums instead of about 8 instructions per sum. */
+static inline __attribute__((always_inline)) __m512 hsum16(const __m512 *v)
+{
+    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512 t[8], w[4], y[2];
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+        t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
+    _Pragma("GCC unroll 2") for (int i = 0; i < 2; i++)
+        y[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0xEE));
+    __m512 r = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+    return _mm512_permutexvar_ps(perm, r);
+}
+
 /* one tile over `len` reduction steps: wr[j] the 6 weight rows (dtype wdt) and xr[r] the RN
  * activation rows, both at the block's first k; acc[r * RO + j] in/out. len is a multiple of
  * 16 except in the last block of a row, whose tail is masked.
@@ -71,13 +102,13 @@ static inline __m512 load16_mask(const void *w, db_dtype dt, size_t i, __mmask16
  * on it (a third of the kernel's samples sat on its weight loads, 16 rows, f16 from memory);
  * spread over the whole group the same bytes arrive while the FMAs run. */
 #define PD 512
-static inline __attribute__((always_inline)) void tile(int R, int NPF, __m512 *acc,
+static inline __attribute__((always_inline)) void tile(int R, int NPF, __m512 *acc, int fresh,
                                                        const void *const *wr, db_dtype wdt,
                                                        const float *const *xr, int len,
                                                        const char *const *pf)
 {
     __m512 a[RN * RO];
-    _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) a[i] = acc[i];
+    _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) a[i] = fresh ? _mm512_setzero_ps() : acc[i];
     int k = 0, k1 = len;
     const size_t es = wdt == DB_F32 ? 4 : 2;
     for (; k + 16 <= k1; k += 16) {
@@ -104,15 +135,15 @@ static inline __attribute__((always_inline)) void tile(int R, int NPF, __m512 *a
     _Pragma("GCC unroll 32") for (int i = 0; i < R * RO; i++) acc[i] = a[i];
 }
 
-static void tile_n(int rn, int npf, __m512 *acc, const void *const *wr, db_dtype wdt,
+static void tile_n(int rn, int npf, __m512 *acc, int fresh, const void *const *wr, db_dtype wdt,
                    const float *const *xr, int len, const char *const *pf)
 {
     /* dtype, row count and prefetch count as compile-time constants: no branch in the loop */
 #define TILE_PF(R, NPF)                                                                         \
     do {                                                                                         \
-        if (wdt == DB_F32) tile(R, NPF, acc, wr, DB_F32, xr, len, pf);                         \
-        else if (wdt == DB_F16) tile(R, NPF, acc, wr, DB_F16, xr, len, pf);                    \
-        else tile(R, NPF, acc, wr, DB_BF16, xr, len, pf);                                      \
+        if (wdt == DB_F32) tile(R, NPF, acc, fresh, wr, DB_F32, xr, len, pf);                         \
+        else if (wdt == DB_F16) tile(R, NPF, acc, fresh, wr, DB_F16, xr, len, pf);                    \
+        else tile(R, NPF, acc, fresh, wr, DB_BF16, xr, len, pf);                                      \
     } while (0)
 #define TILE_DT(R)                                                                              \
     do {                                                                                         \
@@ -137,6 +168,38 @@ static void tile_n(int rn, int npf, __m512 *acc, const void *const *wr, db_dtype
 #undef TILE_PF
 }
 
+/* the row group's results into y: the accumulators' sums 16 at a time (hsum16; [nr][6] order,
+ * absent ones zero), then each row's run of lanes moved down to lane 0 and written with one
+ * masked store (added to y when accumulating). Scalar stores of sums just stored as a vector
+ * stalled on store forwarding: a sixth of the block's time at 16 rows, I = 1024. */
+static inline void store_sums(float *y, const __m512 *abuf, int nr, int r0, int O, int o,
+                              int o_last, int accumulate)
+{
+    const int n = nr * RO, ncol = o_last - o + 1 < RO ? o_last - o + 1 : RO;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int i = 0; i < n; i += 16) {
+        __m512 s;
+        if (i + 16 <= n) {
+            s = hsum16(abuf + i);
+        } else {
+            __m512 v[16];
+            for (int t = 0; t < 16; t++) v[t] = i + t < n ? abuf[i + t] : _mm512_setzero_ps();
+            s = hsum16(v);
+        }
+        for (int r = i / RO; r < nr && r * RO < i + 16; r++) {
+            int t0 = r * RO - i;                /* the lane of the row's column 0 (may be < 0) */
+            int c0 = t0 < 0 ? -t0 : 0;          /* its columns in this chunk: [c0, c1) */
+            int c1 = i + 16 - r * RO < ncol ? i + 16 - r * RO : ncol;
+            if (c0 >= c1) continue;
+            __mmask16 m = (__mmask16)(((1u << c1) - 1u) & ~((1u << c0) - 1u));
+            __m512 v = _mm512_permutexvar_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(t0)), s);
+            float *yr = y + (size_t)(r0 + r) * O + o;
+            if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, yr), v);
+            _mm512_mask_storeu_ps(yr, m, v);
+        }
+    }
+}
+
 /* weight rows [o, o + 6) (the last ones clamped to o_last) x activation rows [r0, r0 + nr).
  * self_pf: the tiles fetch their own weights (nothing fetched them before); next: the first of
  * the next group's weight rows (row-major, I elements apart, nnext of them), or NULL */
@@ -144,7 +207,8 @@ static void block(float *y, const float *x, const void *w, db_dtype dt, int O, i
                   int o_last, int r0, int nr, int accumulate, int self_pf, const char *next,
                   int nnext)
 {
-    __m512 abuf[(SUPER + RN) * RO]; /* accumulators of the row group, [nr][6] */
+    __m512 abuf[(SUPER + RN) * RO]; /* accumulators of the row group, [nr][6]; the first K block
+                                     * starts them at zero */
     size_t es = db_dtype_size(dt);
     const void *wrow[RO];
     for (int j = 0; j < RO; j++) {
@@ -154,7 +218,6 @@ static void block(float *y, const float *x, const void *w, db_dtype dt, int O, i
     const int ntiles = (nr + RN - 1) / RN;
     /* the next group's rows are shared out among the tiles after the first */
     const int npf_next = ntiles > 1 ? (RO + ntiles - 2) / (ntiles - 1) : 0;
-    for (int i = 0; i < nr * RO; i++) abuf[i] = _mm512_setzero_ps();
     for (int k0 = 0; k0 < I; k0 += KC) {
         int len = I - k0 < KC ? I - k0 : KC;
         const void *wr[RO];
@@ -173,16 +236,10 @@ static void block(float *y, const float *x, const void *w, db_dtype dt, int O, i
                 for (int i = 0; j0 < nnext && i < npf_next; i++, npf++)
                     pf[i] = next + ((size_t)(j0 + i < nnext ? j0 + i : nnext - 1) * I + (size_t)k0) * es;
             }
-            tile_n(rn, npf, abuf + r * RO, wr, dt, xr, len, pf);
+            tile_n(rn, npf, abuf + r * RO, k0 == 0, wr, dt, xr, len, pf);
         }
     }
-    for (int r = 0; r < nr; r++) {
-        float *yr = y + (size_t)(r0 + r) * O;
-        for (int j = 0; j < RO && o + j <= o_last; j++) {
-            float s = _mm512_reduce_add_ps(abuf[r * RO + j]);
-            yr[o + j] = accumulate ? yr[o + j] + s : s;
-        }
-    }
+    store_sums(y, abuf, nr, r0, O, o, o_last, accumulate);
 }
 
 /* One activation row (the decode step): memory bound, so the weights are streamed one row at a
@@ -235,16 +292,14 @@ void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int 
 
 /* attention's q.k (cpu_kernels.h): 16 keys at a time, one accumulator per key summing the
  * head's 16-lane vectors in order (masked last vector), then the 16 accumulators reduced
- * together by a 4-stage tree that adds, for every key alike, 128-bit blocks (0+2, 1+3), the two
- * halves, lanes (0+2, 1+3), then the last pair; absent keys of a last partial group are zero
- * accumulators whose results are dropped. The order depends on hd alone. The keys are an f32 or
+ * together by hsum16; absent keys of a last partial group are zero accumulators whose results
+ * are dropped. The order depends on hd alone. The keys are an f32 or
  * an f16 cache (dt), widened exactly by load16_mask: the same arithmetic for both. */
 static inline __attribute__((always_inline)) void scores_dt(float *out, const float *q,
                                                             const void *k, db_dtype dt,
                                                             size_t stride, int nk, int hd,
                                                             float scale)
 {
-    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     int nv = (hd + 15) / 16;
     for (int j0 = 0; j0 < nk; j0 += 16) {
         int nj = nk - j0 < 16 ? nk - j0 : 16;
@@ -262,18 +317,8 @@ static inline __attribute__((always_inline)) void scores_dt(float *out, const fl
                 acc[j] = _mm512_fmadd_ps(qv, load16_mask(k, dt, (size_t)(j0 + j) * stride + 16 * (size_t)v, mj), acc[j]);
             }
         }
-        __m512 t[8], w[4], y[2];
-        for (int i = 0; i < 8; i++)
-            t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * i], acc[2 * i + 1], 0x44),
-                                 _mm512_shuffle_f32x4(acc[2 * i], acc[2 * i + 1], 0xEE));
-        for (int i = 0; i < 4; i++)
-            w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
-                                 _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
-        for (int i = 0; i < 2; i++)
-            y[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0x44),
-                                 _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0xEE));
-        __m512 r = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
-        r = _mm512_mul_ps(_mm512_permutexvar_ps(perm, r), _mm512_set1_ps(scale));
+        __m512 r = hsum16(acc);
+        r = _mm512_mul_ps(r, _mm512_set1_ps(scale));
         _mm512_mask_storeu_ps(out + j0, (__mmask16)((1u << nj) - 1u), r);
     }
 }
