@@ -511,6 +511,19 @@ static void cpu_scale_softcap(db_backend *be, float *x, size_t n, float mult, fl
 /* larger value first; equal values: smaller id first */
 static int better(float va, int ia, float vb, int ib) { return va > vb || (va == vb && ia < ib); }
 
+/* the largest of x[0, n) (a NaN may or may not count: the caller only skips on a clear "<=") */
+DB_VEC_CLONES static float span_max(const float *x, int n)
+{
+    float m = x[0];
+#if HAVE_OPENMP
+#pragma omp simd reduction(max : m)
+#endif
+    for (int i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+#define TOPK_SPAN 128
+
 static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, int n, int v,
                     int k)
 {
@@ -527,17 +540,26 @@ static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, 
         int *ir = ids + (size_t)r * k;
         float tv[k > 0 ? k : 1];
         int cnt = 0;
-        for (int i = 0; i < v; i++) {
-            float x = lr[i];
-            if (cnt == k && !better(x, i, tv[k - 1], ir[k - 1])) continue;
-            int j = cnt < k ? cnt++ : k - 1;
-            while (j > 0 && better(x, i, tv[j - 1], ir[j - 1])) {
-                tv[j] = tv[j - 1];
-                ir[j] = ir[j - 1];
-                j--;
+        /* spans of TOPK_SPAN ids whose largest value cannot enter the full list are skipped after
+         * a vector max: their ids come after every id in the list, so a value equal to the last
+         * one loses the tie as well. Most of a vocabulary is skipped; the list is the same as
+         * the scan of every id gives (a span with a NaN, whose max may hide it, is scanned
+         * unless the max is clearly not above). */
+        for (int i0 = 0; i0 < v; i0 += TOPK_SPAN) {
+            int i1 = v - i0 < TOPK_SPAN ? v : i0 + TOPK_SPAN;
+            if (cnt == k && span_max(lr + i0, i1 - i0) <= tv[k - 1]) continue;
+            for (int i = i0; i < i1; i++) {
+                float x = lr[i];
+                if (cnt == k && !better(x, i, tv[k - 1], ir[k - 1])) continue;
+                int j = cnt < k ? cnt++ : k - 1;
+                while (j > 0 && better(x, i, tv[j - 1], ir[j - 1])) {
+                    tv[j] = tv[j - 1];
+                    ir[j] = ir[j - 1];
+                    j--;
+                }
+                tv[j] = x;
+                ir[j] = i;
             }
-            tv[j] = x;
-            ir[j] = i;
         }
         if (vals) memcpy(vals + (size_t)r * k, tv, sizeof(float) * (size_t)k);
     }
