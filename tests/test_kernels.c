@@ -807,6 +807,30 @@ static int vi_cmp(const void *a, const void *b)
     return x->i - y->i;
 }
 
+/* rows of topk(lg[n, v], k) that differ from a sort (value, then smaller id), bitwise; with
+ * no_vals, the call without a vals buffer is checked too (1 when a call fails) */
+static int topk_mismatches(db_backend *be, const float *lg, int n, int v, int k, int no_vals)
+{
+    int *ids = malloc(sizeof(int) * n * k), *ids2 = malloc(sizeof(int) * n * k);
+    float *vals = malloc(sizeof(float) * n * k);
+    vi *s = malloc(sizeof(vi) * v);
+    int bad = be->ops->topk(be, ids, vals, lg, n, v, k) != 0 ||
+              (no_vals && be->ops->topk(be, ids2, NULL, lg, n, v, k) != 0);
+    for (int r = 0; r < n && !bad; r++) {
+        for (int i = 0; i < v; i++) s[i] = (vi){lg[r * v + i], i};
+        qsort(s, (size_t)v, sizeof *s, vi_cmp);
+        for (int j = 0; j < k; j++)
+            if (ids[r * k + j] != s[j].i || (no_vals && ids2[r * k + j] != s[j].i) ||
+                !same_bits(vals[r * k + j], s[j].v))
+                bad++;
+    }
+    free(s);
+    free(ids);
+    free(ids2);
+    free(vals);
+    return bad;
+}
+
 static void op_topk(db_backend *be)
 {
     const int n = 5, v = 37;
@@ -816,29 +840,10 @@ static void op_topk(db_backend *be)
     lg[4 * v + 20] = 1.0f;
     lg[1 * v + 36] = 100.0f; /* the top at the last id */
     static const int ks[] = {1, 2, 5, 36, 37};
-    for (int ki = 0; ki < 5; ki++) {
-        int k = ks[ki];
-        int *ids = malloc(sizeof(int) * n * k), *ids2 = malloc(sizeof(int) * n * k);
-        float *vals = malloc(sizeof(float) * n * k);
-        int rc = be->ops->topk(be, ids, vals, lg, n, v, k);
-        int rc2 = be->ops->topk(be, ids2, NULL, lg, n, v, k);
-        int bad = rc != 0 || rc2 != 0;
-        vi *s = malloc(sizeof(vi) * v);
-        for (int r = 0; r < n && !bad; r++) {
-            for (int i = 0; i < v; i++) s[i] = (vi){lg[r * v + i], i};
-            qsort(s, (size_t)v, sizeof *s, vi_cmp);
-            for (int j = 0; j < k; j++)
-                if (ids[r * k + j] != s[j].i || ids2[r * k + j] != s[j].i ||
-                    !same_bits(vals[r * k + j], s[j].v))
-                    bad++;
-        }
-        tap_ok(!bad, "topk k=%d of %d over %d rows with ties (-> smaller id) and -inf: sorted, "
-               "exact; also without vals", k, v, n);
-        free(s);
-        free(ids);
-        free(ids2);
-        free(vals);
-    }
+    for (int ki = 0; ki < 5; ki++)
+        tap_ok(!topk_mismatches(be, lg, n, v, ks[ki], 1),
+               "topk k=%d of %d over %d rows with ties (-> smaller id) and -inf: sorted, "
+               "exact; also without vals", ks[ki], v, n);
     { /* a vocabulary of many spans (skipped by a vector max when they cannot enter): ties across
        * spans, a ragged last span, the top at the last id */
         const int n2 = 3, v2 = 1000;
@@ -847,24 +852,10 @@ static void op_topk(db_backend *be)
         for (int i = 0; i < v2; i++) l2[2 * v2 + i] = (float)(i % 129) * 0.5f; /* rising in a span */
         l2[v2 + v2 - 1] = 50.0f;
         static const int k2s[] = {1, 8, 130};
-        vi *s = malloc(sizeof(vi) * v2);
-        for (int ki = 0; ki < 3; ki++) {
-            int k = k2s[ki], bad = 0;
-            int *ids = malloc(sizeof(int) * n2 * k);
-            float *vals = malloc(sizeof(float) * n2 * k);
-            bad = be->ops->topk(be, ids, vals, l2, n2, v2, k) != 0;
-            for (int r = 0; r < n2 && !bad; r++) {
-                for (int i = 0; i < v2; i++) s[i] = (vi){l2[r * v2 + i], i};
-                qsort(s, (size_t)v2, sizeof *s, vi_cmp);
-                for (int j = 0; j < k; j++)
-                    if (ids[r * k + j] != s[j].i || !same_bits(vals[r * k + j], s[j].v)) bad++;
-            }
-            tap_ok(!bad, "topk k=%d of %d over %d rows (many spans, ties across them): sorted, exact",
-                   k, v2, n2);
-            free(ids);
-            free(vals);
-        }
-        free(s);
+        for (int ki = 0; ki < 3; ki++)
+            tap_ok(!topk_mismatches(be, l2, n2, v2, k2s[ki], 0),
+                   "topk k=%d of %d over %d rows (many spans, ties across them): sorted, exact",
+                   k2s[ki], v2, n2);
         free(l2);
     }
     int dummy[40];

@@ -141,9 +141,9 @@ static void tile_n(int rn, int npf, __m512 *acc, int fresh, const void *const *w
     /* dtype, row count and prefetch count as compile-time constants: no branch in the loop */
 #define TILE_PF(R, NPF)                                                                         \
     do {                                                                                         \
-        if (wdt == DB_F32) tile(R, NPF, acc, fresh, wr, DB_F32, xr, len, pf);                         \
-        else if (wdt == DB_F16) tile(R, NPF, acc, fresh, wr, DB_F16, xr, len, pf);                    \
-        else tile(R, NPF, acc, fresh, wr, DB_BF16, xr, len, pf);                                      \
+        if (wdt == DB_F32) tile(R, NPF, acc, fresh, wr, DB_F32, xr, len, pf);                    \
+        else if (wdt == DB_F16) tile(R, NPF, acc, fresh, wr, DB_F16, xr, len, pf);               \
+        else tile(R, NPF, acc, fresh, wr, DB_BF16, xr, len, pf);                                 \
     } while (0)
 #define TILE_DT(R)                                                                              \
     do {                                                                                         \

@@ -5,10 +5,10 @@
 #include "model/kv_cache.h"
 #include "model/target.h"
 #include "base/util.h"
+#include "report/report.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- memory ---- */
@@ -105,12 +105,6 @@ typedef void (*timed_call)(db_backend *be, void *ctx, int it);
 
 #define MAX_TIMED 200
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_seconds(db_backend *be, timed_call call, void *ctx, int min_calls,
                              int max_calls, double min_total)
 {
@@ -126,8 +120,7 @@ static double median_seconds(db_backend *be, timed_call call, void *ctx, int min
         t[n] = db_now() - t0;
         total += t[n++];
     }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    return db_quantile(t, n, 0.5);
 }
 
 /* One layer's seven matrices of a model's shapes ([O, K]: q, k, v, o, gate, up, down), carved
