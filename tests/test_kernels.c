@@ -344,6 +344,71 @@ static void attn_loops16(const char *name)
            "(%d cases differ)", name, differ);
 }
 
+/* the several-query loops of a kernel family (when it has them): each query's scores and
+ * wsum bitwise what one call of the family's one-query loops gives it, over f32 and f16
+ * caches, 1..9 queries (so whole tiles and left-over queries), 1..70 keys (partial key
+ * groups), head sizes with and without a tail; o starts non-zero (wsum accumulates) */
+static void attn_multi(const char *name)
+{
+    db_scores_multi_kernel sm;
+    db_wsum_multi_kernel wm;
+    db_attn_multi_kernels(name, &sm, &wm);
+    if (!sm || !wm) return;
+    db_scores_kernel scores;
+    db_wsum_kernel wsum;
+    db_scores16_kernel scores16;
+    db_wsum16_kernel wsum16;
+    db_attn_kernels(name, &scores, &wsum);
+    db_attn_kernels16(name, &scores16, &wsum16);
+    static const int hds[] = {8, 64, 100, 128, 129, 200, 256};
+    enum { NQ = 9, KEYS = 70, MAXHD = 256 };
+    float *k32 = malloc(sizeof(float) * KEYS * MAXHD), *q = malloc(sizeof(float) * NQ * MAXHD);
+    uint16_t *k16 = malloc(sizeof(uint16_t) * KEYS * MAXHD);
+    float *o1 = malloc(sizeof(float) * NQ * MAXHD), *o2 = malloc(sizeof(float) * NQ * MAXHD);
+    float s1[NQ][KEYS], s2[NQ][KEYS], p[NQ][KEYS];
+    int bad = 0, cases = 0;
+    for (int i = 0; i < KEYS * MAXHD; i++) {
+        k16[i] = db_f32_to_f16(urand(-2, 2));
+        k32[i] = urand(-2, 2);
+    }
+    for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+        for (int nq = 1; nq <= NQ; nq++)
+            for (int nk = 1 + nq % 4; nk <= KEYS; nk += 7 + nq)
+                for (int f16 = 0; f16 < 2; f16++) {
+                    int hd = hds[hi];
+                    const void *kc = f16 ? (const void *)k16 : (const void *)k32;
+                    float *out[NQ], *oo[NQ];
+                    const float *qq[NQ], *pp[NQ];
+                    rand_fill(q, (size_t)NQ * MAXHD, -2, 2);
+                    rand_fill(o1, (size_t)NQ * MAXHD, -1, 1);
+                    memcpy(o2, o1, sizeof(float) * NQ * MAXHD);
+                    for (int a = 0; a < nq; a++) {
+                        rand_fill(p[a], KEYS, 0, 1);
+                        /* queries an odd number of floats apart: unaligned */
+                        qq[a] = q + (size_t)a * (hd + 1), out[a] = s2[a];
+                        oo[a] = o2 + (size_t)a * hd, pp[a] = p[a];
+                        if (f16) {
+                            scores16(s1[a], qq[a], k16, (size_t)hd, nk, hd, 0.25f);
+                            wsum16(o1 + (size_t)a * hd, p[a], k16, (size_t)hd, nk, hd);
+                        } else {
+                            scores(s1[a], qq[a], k32, (size_t)hd, nk, hd, 0.25f);
+                            wsum(o1 + (size_t)a * hd, p[a], k32, (size_t)hd, nk, hd);
+                        }
+                    }
+                    db_dtype dt = f16 ? DB_F16 : DB_F32;
+                    sm(out, qq, nq, kc, dt, (size_t)hd, nk, hd, 0.25f);
+                    wm(oo, pp, nq, kc, dt, (size_t)hd, nk, hd);
+                    for (int a = 0; a < nq; a++)
+                        if (memcmp(s1[a], s2[a], sizeof(float) * (size_t)nk)) bad++;
+                    if (memcmp(o1, o2, sizeof(float) * (size_t)nq * hd)) bad++;
+                    cases++;
+                }
+    free(k32), free(k16), free(q), free(o1), free(o2);
+    tap_ok(!bad, "%s several-query attention loops: bitwise the one-query loops per query, f32 "
+           "and f16 caches, 1..9 queries, 1..70 keys, head sizes 8..256 (%d cases, %d differ)",
+           name, cases, bad);
+}
+
 /* ---------------------------------------------------------------- 2. batch invariance */
 
 static void kernel_batch_invariance(const kernel *k)
@@ -1282,6 +1347,7 @@ int main(void)
         kernel_batch_invariance(&k);
         attn_loops(names[i]);
         attn_loops16(names[i]);
+        attn_multi(names[i]);
     }
     const char *picked = NULL;
     tap_ok(db_matmul_select(NULL, &picked) == fns[0] && db_matmul_select("ref", &picked) ==

@@ -19,6 +19,8 @@ typedef struct {
     db_dtype kv_dtype;       /* DB_F32 (scores, wsum) or DB_F16 (scores16, wsum16) */
     db_scores16_kernel scores16;
     db_wsum16_kernel wsum16;
+    db_scores_multi_kernel scores_multi; /* several queries per call over a packed block, or NULL */
+    db_wsum_multi_kernel wsum_multi;
 } db_attn_args;
 
 /* the scratch of the calls (per-thread score rows and the task list), kept by the backend and

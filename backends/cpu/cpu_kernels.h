@@ -34,6 +34,17 @@ typedef void (*db_scores16_kernel)(float *out, const float *q, const uint16_t *k
 typedef void (*db_wsum16_kernel)(float *o, const float *p, const uint16_t *v, size_t stride,
                                  int nk, int hd);
 
+/* Several queries over the same keys or values (one packed block of a verify: its rows x a kv
+ * head's query heads), the cache an f32 or f16 array (dt): query a's scores into out[a] from
+ * q[a]; o[a] += the sum over p[a]. Each query's result is bitwise what one scores / wsum call of
+ * the same family gives it, so a kernel family may have them or not (NULL: the attention makes
+ * one call per query). */
+typedef void (*db_scores_multi_kernel)(float *const *out, const float *const *q, int nq,
+                                       const void *k, db_dtype dt, size_t stride, int nk, int hd,
+                                       float scale);
+typedef void (*db_wsum_multi_kernel)(float *const *o, const float *const *p, int nq,
+                                     const void *v, db_dtype dt, size_t stride, int nk, int hd);
+
 void db_scores_ref(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
                     float scale);
 void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
@@ -50,6 +61,10 @@ void db_wsum16_avx2(float *o, const float *p, const uint16_t *v, size_t stride, 
 void db_scores_avx512(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
                     float scale);
 void db_wsum_avx512(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
+void db_scores_multi_avx512(float *const *out, const float *const *q, int nq, const void *k,
+                            db_dtype dt, size_t stride, int nk, int hd, float scale);
+void db_wsum_multi_avx512(float *const *o, const float *const *p, int nq, const void *v,
+                          db_dtype dt, size_t stride, int nk, int hd);
 void db_scores_avx2(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
                     float scale);
 void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
@@ -81,5 +96,8 @@ db_matmul_kernel db_matmul_select(const char *want, const char **name);
 void db_attn_kernels(const char *name, db_scores_kernel *scores, db_wsum_kernel *wsum);
 /* their f16-cache twins */
 void db_attn_kernels16(const char *name, db_scores16_kernel *scores, db_wsum16_kernel *wsum);
+/* their several-query forms, both NULL where the family has none */
+void db_attn_multi_kernels(const char *name, db_scores_multi_kernel *scores,
+                           db_wsum_multi_kernel *wsum);
 
 #endif

@@ -422,3 +422,89 @@ void db_wsum16_avx512(float *o, const float *p, const uint16_t *v, size_t stride
 {
     wsum_dt(o, p, v, DB_F16, stride, nk, hd);
 }
+
+/* Several queries against the same keys (db_scores_multi_kernel, cpu_kernels.h): a tile of four
+ * queries x four keys, so one key vector serves four FMAs where the one-query loop loads one per
+ * FMA (a verify's rows and a kv head's query heads over one packed block). Every (query, key)
+ * accumulator takes exactly scores_keys' operations (zero start, the head's vectors in order,
+ * the same masks) and meets the same hsum16 lane tree, then the same scale: bitwise what one
+ * scores call per query gives. Queries left over (nq not a multiple of 4) take that call. */
+static inline __attribute__((always_inline)) void scores_tile4(float *const *out,
+                                                               const float *const *q,
+                                                               const void *k, db_dtype dt,
+                                                               size_t stride, int j0, int nj,
+                                                               int hd, float scale)
+{
+    int nv = (hd + 15) / 16;
+    __m512 acc[16];
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int v = 0; v < nv; v++) {
+        int left = hd - 16 * v;
+        __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+        __m512 qv[4];
+        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) qv[a] = _mm512_maskz_loadu_ps(m, q[a] + 16 * v);
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+            __m512 kv = load16_mask(k, dt, (size_t)(j0 + j) * stride + 16 * (size_t)v,
+                                    j < nj ? m : (__mmask16)0);
+            _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++)
+                acc[4 * a + j] = _mm512_fmadd_ps(qv[a], kv, acc[4 * a + j]);
+        }
+    }
+    __m512 r = _mm512_mul_ps(hsum16(acc), _mm512_set1_ps(scale)); /* lane 4a + j: query a, key j */
+    __mmask8 mk = (__mmask8)((1u << nj) - 1u);
+    _mm_mask_storeu_ps(out[0] + j0, mk, _mm512_extractf32x4_ps(r, 0));
+    _mm_mask_storeu_ps(out[1] + j0, mk, _mm512_extractf32x4_ps(r, 1));
+    _mm_mask_storeu_ps(out[2] + j0, mk, _mm512_extractf32x4_ps(r, 2));
+    _mm_mask_storeu_ps(out[3] + j0, mk, _mm512_extractf32x4_ps(r, 3));
+}
+
+void db_scores_multi_avx512(float *const *out, const float *const *q, int nq, const void *k,
+                            db_dtype dt, size_t stride, int nk, int hd, float scale)
+{
+    int a = 0;
+    for (; a + 4 <= nq; a += 4)
+        for (int j0 = 0; j0 < nk; j0 += 4)
+            scores_tile4(out + a, q + a, k, dt, stride, j0, nk - j0 < 4 ? nk - j0 : 4, hd, scale);
+    for (; a < nq; a++) scores_dt(out[a], q[a], k, dt, stride, nk, hd, scale);
+}
+
+/* o[a][i] += sum_j p[a][j] * v[j * stride + i] for nq queries (db_wsum_multi_kernel): two
+ * queries share each value vector, 2 x 8 accumulators over a whole chunk of 128 elements. Each
+ * accumulator starts at o and takes one FMA per key in key order, as wsum_dt's: bitwise the same.
+ * A last partial chunk, and a query left over, take wsum_dt itself. */
+void db_wsum_multi_avx512(float *const *o, const float *const *p, int nq, const void *v,
+                          db_dtype dt, size_t stride, int nk, int hd)
+{
+    const size_t es = dt == DB_F32 ? 4 : 2;
+    int full = hd / 128 * 128, a = 0;
+    for (; a + 2 <= nq; a += 2) {
+        float *oa = o[a], *ob = o[a + 1];
+        const float *pa = p[a], *pb = p[a + 1];
+        for (int i0 = 0; i0 < full; i0 += 128) {
+            __m512 A[8], B[8];
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+                A[t] = _mm512_loadu_ps(oa + i0 + 16 * t);
+                B[t] = _mm512_loadu_ps(ob + i0 + 16 * t);
+            }
+            for (int j = 0; j < nk; j++) {
+                __m512 x = _mm512_set1_ps(pa[j]), y = _mm512_set1_ps(pb[j]);
+                size_t vj = (size_t)j * stride + (size_t)i0;
+                _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+                    __m512 vt = load16(v, dt, vj + 16 * (size_t)t);
+                    A[t] = _mm512_fmadd_ps(x, vt, A[t]);
+                    B[t] = _mm512_fmadd_ps(y, vt, B[t]);
+                }
+            }
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+                _mm512_storeu_ps(oa + i0 + 16 * t, A[t]);
+                _mm512_storeu_ps(ob + i0 + 16 * t, B[t]);
+            }
+        }
+        if (full < hd) {
+            const char *vt = (const char *)v + (size_t)full * es;
+            wsum_dt(oa + full, pa, vt, dt, stride, nk, hd - full);
+            wsum_dt(ob + full, pb, vt, dt, stride, nk, hd - full);
+        }
+    }
+    for (; a < nq; a++) wsum_dt(o[a], p[a], v, dt, stride, nk, hd);
+}

@@ -75,3 +75,14 @@ void db_attn_kernels16(const char *name, db_scores16_kernel *scores, db_wsum16_k
 #endif
     (void)name;
 }
+
+void db_attn_multi_kernels(const char *name, db_scores_multi_kernel *scores,
+                           db_wsum_multi_kernel *wsum)
+{
+    *scores = NULL;
+    *wsum = NULL;
+#if HAVE_X86_SIMD
+    if (name && strcmp(name, "avx512") == 0) *scores = db_scores_multi_avx512, *wsum = db_wsum_multi_avx512;
+#endif
+    (void)name;
+}
