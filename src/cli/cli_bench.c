@@ -233,25 +233,43 @@ static int forward_once(bench_ctx *b, const bench_row *r, char *err, size_t errl
     return db_target_forward(t, b->rows, r->rows, b->ids + r->rows - nl, nl, err, errlen);
 }
 
-/* median (and best) of `reps` timed forwards after one untimed one */
-static int time_row(bench_ctx *b, bench_row *r, int reps, char *err, size_t errlen)
+/* one timed forward of r (after a sync, so that nothing of the previous one is in flight) */
+static int time_once(bench_ctx *b, const bench_row *r, double *t, char *err, size_t errlen)
 {
-    double t[64];
-    if (reps > 64) reps = 64;
     db_backend *be = b->s->be;
+    double t0 = db_now();
     int rc = forward_once(b, r, err, errlen);
     if (!rc && be->ops->sync(be)) rc = db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-    for (int i = 0; i < reps && !rc; i++) {
-        double t0 = db_now();
-        rc = forward_once(b, r, err, errlen);
-        if (!rc && be->ops->sync(be)) rc = db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-        t[i] = db_now() - t0;
+    *t = db_now() - t0;
+    return rc;
+}
+
+/* Every point warmed by one untimed forward, then `reps` rounds that time each point once, the
+ * points interleaved: the machine's drift (a shared VM's memory bandwidth wanders by 20% over
+ * minutes) then moves every point alike, and the x 1-row ratios compare forwards timed side by
+ * side, not minutes apart. A point's figure: the median (and best) of its rounds. */
+static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err, size_t errlen)
+{
+    double t[64], w;
+    double *all = malloc(sizeof(double) * (size_t)n * (size_t)reps);
+    if (!all) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        fprintf(stderr, "bench: %s rows %d ctx %d\n", pts[i].model, pts[i].rows, pts[i].ctx);
+        rc = time_once(b, &pts[i], &w, err, errlen);
     }
-    if (rc) return rc;
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    r->ms = 1e3 * (reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]));
-    r->ms_min = 1e3 * t[0];
-    return 0;
+    for (int k = 0; k < reps && !rc; k++) {
+        fprintf(stderr, "bench: round %d/%d\n", k + 1, reps);
+        for (int i = 0; i < n && !rc; i++) rc = time_once(b, &pts[i], &all[(size_t)i * reps + k], err, errlen);
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        memcpy(t, all + (size_t)i * reps, sizeof(double) * (size_t)reps);
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        pts[i].ms = 1e3 * (reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]));
+        pts[i].ms_min = 1e3 * t[0];
+    }
+    free(all);
+    return rc;
 }
 
 /* roofline traffic and arithmetic of the forward r stands for */
@@ -447,10 +465,9 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
                 *r = (bench_row){.model = models[m], .ctx = ctxs[c]};
                 r->reqs = m == 2 || !prefill ? rows[i] : 1;
                 r->rows = m == 2 ? rows[i] * b->block : rows[i];
-                fprintf(stderr, "bench: %s rows %d ctx %d\n", r->model, r->rows, r->ctx);
-                rc = time_row(b, r, reps, err, errlen);
                 row_cost(s, dt, kvt, b->mode, b->block, r);
             }
+    if (!rc) rc = time_points(b, out, *nout, reps, err, errlen);
     free(b->ids), free(b->slots), free(b->rows);
     return rc;
 }
