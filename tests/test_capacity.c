@@ -526,6 +526,24 @@ static void test_rate_rows(void)
            "roofline: a 2-row step's arithmetic at the 2-row rate (%.3g s for %.3g FLOP)", c.verify.t, c.verify.flops);
 }
 
+/* two measurements of the device averaged: every figure both have is their mean, one that
+ * either lacks stays the first's, a measured source says so and a given one does not */
+static void test_hw_mean(void)
+{
+    db_hw a = {.bw = 40e9, .flops = 200e9, .op_s = 2e-6}, b = {.bw = 60e9, .flops = 300e9};
+    a.rate[0] = 10e9, b.rate[0] = 30e9, a.rate[1] = 5e9; /* b lacks rate[1] and op_s */
+    a.attn_rate[2] = 8e9, b.attn_rate[2] = 4e9;
+    snprintf(a.bw_source, sizeof a.bw_source, "measured: GEMV");
+    snprintf(a.flops_source, sizeof a.flops_source, "given: --gflops 200");
+    db_hw_mean(&a, &b);
+    tap_ok(a.bw == 50e9 && a.flops == 250e9 && a.rate[0] == 20e9 && a.rate[1] == 5e9 &&
+           a.attn_rate[2] == 6e9 && a.op_s == 2e-6,
+           "hw mean: bw %g, flops %g, rate %g / %g, attention %g, op %g", a.bw, a.flops, a.rate[0],
+           a.rate[1], a.attn_rate[2], a.op_s);
+    tap_ok(strstr(a.bw_source, "before and after, mean") && !strstr(a.flops_source, "mean"),
+           "hw mean: sources \"%s\" / \"%s\"", a.bw_source, a.flops_source);
+}
+
 /* with attention and op figures, a forward is the sum of its phases: matmuls (and the head) at
  * the rate of their rows, attention at the attention rate of its rows per request, 8 small
  * ops per layer (bytes free here, so every phase is its arithmetic) */
@@ -656,6 +674,7 @@ int main(void)
     test_profiles();
     test_roofline();
     test_rate_rows();
+    test_hw_mean();
     test_phases();
     test_quant_bytes();
     test_cli();

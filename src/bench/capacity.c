@@ -364,6 +364,27 @@ int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops,
     return DB_OK;
 }
 
+static void mean_into(double *a, double b)
+{
+    if (*a > 0 && b > 0) *a = 0.5 * (*a + b);
+}
+
+void db_hw_mean(db_hw *a, const db_hw *b)
+{
+    mean_into(&a->bw, b->bw);
+    mean_into(&a->flops, b->flops);
+    mean_into(&a->op_s, b->op_s);
+    for (int i = 0; i < DB_HW_RATE_ROWS; i++) mean_into(&a->rate[i], b->rate[i]);
+    for (int i = 0; i < DB_HW_ATTN_ROWS; i++) mean_into(&a->attn_rate[i], b->attn_rate[i]);
+    char *src[] = {a->bw_source, a->flops_source};
+    size_t cap[] = {sizeof a->bw_source, sizeof a->flops_source};
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(src[i]);
+        if (!strncmp(src[i], "measured", 8) && n + 30 < cap[i])
+            snprintf(src[i] + n, cap[i] - n, "; before and after, mean");
+    }
+}
+
 /* ---- roofline ---- */
 
 /* flops_t: the seconds of arithmetic (flops / the rate at their rows, rate_t) */

@@ -105,6 +105,10 @@ int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, const db_model_conf
  * given figure replaces the measured one and its source says "given: --bandwidth-gbs X" */
 int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops,
                   const db_model_config *shape, db_hw *hw, char *err, size_t errlen);
+/* a = the mean of a and b, two measurements of one device's figures (one taken before a run,
+ * one after: a drift of the device between them falls on the mean as on the run); a figure
+ * that either lacks (0) stays a's, and the sources say "before and after, mean" */
+void db_hw_mean(db_hw *a, const db_hw *b);
 
 typedef struct {
     double bytes, flops, t; /* traffic, arithmetic, roofline seconds */
