@@ -274,14 +274,29 @@ static void attn_loops(const char *name)
 /* the same loops over an f16 cache (--kv-dtype f16): keys and values are random f16 values,
  * the reference takes them as those values (decoded here); the same bound, the same bitwise
  * properties, and bitwise the kernel's f32 loops on the widened cache */
-static void attn_loops16(const char *name)
-{
+/* the one-query attention loops of the family called `name`, f32 and f16 caches */
+typedef struct {
     db_scores_kernel scores;
     db_wsum_kernel wsum;
     db_scores16_kernel scores16;
     db_wsum16_kernel wsum16;
-    db_attn_kernels(name, &scores, &wsum);
-    db_attn_kernels16(name, &scores16, &wsum16);
+} attn_family;
+
+static attn_family attn_family_of(const char *name)
+{
+    attn_family f;
+    db_attn_kernels(name, &f.scores, &f.wsum);
+    db_attn_kernels16(name, &f.scores16, &f.wsum16);
+    return f;
+}
+
+static void attn_loops16(const char *name)
+{
+    const attn_family f = attn_family_of(name);
+    const db_scores_kernel scores = f.scores;
+    const db_wsum_kernel wsum = f.wsum;
+    const db_scores16_kernel scores16 = f.scores16;
+    const db_wsum16_kernel wsum16 = f.wsum16;
     static const int extra[] = {64, 100, 128, 129, 200, 256};
     double worst_d = 0, worst_w = 0;
     int bad = 0, differ = 0;
@@ -354,12 +369,7 @@ static void attn_multi(const char *name)
     db_wsum_multi_kernel wm;
     db_attn_multi_kernels(name, &sm, &wm);
     if (!sm || !wm) return;
-    db_scores_kernel scores;
-    db_wsum_kernel wsum;
-    db_scores16_kernel scores16;
-    db_wsum16_kernel wsum16;
-    db_attn_kernels(name, &scores, &wsum);
-    db_attn_kernels16(name, &scores16, &wsum16);
+    const attn_family f = attn_family_of(name);
     static const int hds[] = {8, 64, 100, 128, 129, 200, 256};
     enum { NQ = 9, KEYS = 70, MAXHD = 256 };
     float *k32 = malloc(sizeof(float) * KEYS * MAXHD), *q = malloc(sizeof(float) * NQ * MAXHD);
@@ -388,11 +398,11 @@ static void attn_multi(const char *name)
                         qq[a] = q + (size_t)a * (hd + 1), out[a] = s2[a];
                         oo[a] = o2 + (size_t)a * hd, pp[a] = p[a];
                         if (f16) {
-                            scores16(s1[a], qq[a], k16, (size_t)hd, nk, hd, 0.25f);
-                            wsum16(o1 + (size_t)a * hd, p[a], k16, (size_t)hd, nk, hd);
+                            f.scores16(s1[a], qq[a], k16, (size_t)hd, nk, hd, 0.25f);
+                            f.wsum16(o1 + (size_t)a * hd, p[a], k16, (size_t)hd, nk, hd);
                         } else {
-                            scores(s1[a], qq[a], k32, (size_t)hd, nk, hd, 0.25f);
-                            wsum(o1 + (size_t)a * hd, p[a], k32, (size_t)hd, nk, hd);
+                            f.scores(s1[a], qq[a], k32, (size_t)hd, nk, hd, 0.25f);
+                            f.wsum(o1 + (size_t)a * hd, p[a], k32, (size_t)hd, nk, hd);
                         }
                     }
                     db_dtype dt = f16 ? DB_F16 : DB_F32;
