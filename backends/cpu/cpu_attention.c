@@ -79,9 +79,10 @@ static inline void wsum_at(const db_attn_args *a, float *o, const float *p, cons
  *
  * Unpacked (a run of one row, or two at group 1), a block buys no reuse, and its size only sets
  * the order of the reads: inside a block a head's keys are W apart, so a block of KB keys keeps
- * that many pages in flight at once, more than the hardware prefetchers follow. With 4 keys the walk is
- * close to front to back (16 requests x 128 positions of f32 cache, one row each: K/V read at
- * ~30 GB/s with blocks of 16 keys, ~36 with blocks of 4, on a machine that reads at ~48). */
+ * that many pages in flight at once, more than the hardware prefetchers follow. With 4 keys the
+ * walk is close to front to back (16 requests x 128 positions of f32 cache, one row each: K/V
+ * read at ~30 GB/s with blocks of 16 keys, ~36 with blocks of 4, on a machine that reads at
+ * ~48). */
 #define PACK_MIN 4
 #define MULTI_MAX 64 /* queries per several-query call */
 
