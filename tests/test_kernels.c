@@ -271,9 +271,6 @@ static void attn_loops(const char *name)
            "n = 1..40, 64..256 (worst %.3g / %.3g of the bound)", name, worst_d, worst_w);
 }
 
-/* the same loops over an f16 cache (--kv-dtype f16): keys and values are random f16 values,
- * the reference takes them as those values (decoded here); the same bound, the same bitwise
- * properties, and bitwise the kernel's f32 loops on the widened cache */
 /* the one-query attention loops of the family called `name`, f32 and f16 caches */
 typedef struct {
     db_scores_kernel scores;
@@ -290,6 +287,9 @@ static attn_family attn_family_of(const char *name)
     return f;
 }
 
+/* the same loops over an f16 cache (--kv-dtype f16): keys and values are random f16 values,
+ * the reference takes them as those values (decoded here); the same bound, the same bitwise
+ * properties, and bitwise the kernel's f32 loops on the widened cache */
 static void attn_loops16(const char *name)
 {
     const attn_family f = attn_family_of(name);

@@ -298,7 +298,7 @@ void db_matmul_avx512(float *y, const float *x, const void *w, db_dtype dt, int 
 static inline __attribute__((always_inline)) void scores_keys(float *out, const float *q,
                                                                const void *k, db_dtype dt,
                                                                size_t stride, int nj, int hd,
-                                                               float scale, int NJ)
+                                                               float scale)
 {
     int nv = (hd + 15) / 16;
     __m512 acc[16];
@@ -307,10 +307,10 @@ static inline __attribute__((always_inline)) void scores_keys(float *out, const 
         int left = hd - 16 * v;
         __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
         __m512 qv = _mm512_maskz_loadu_ps(m, q + 16 * v);
-        /* all NJ keys every time, absent ones as all-masked (fault-free) loads of zeros: a
+        /* all 16 keys every time, absent ones as all-masked (fault-free) loads of zeros: a
          * loop bound known at compile time keeps acc[] in registers (with j < nj as the bound
          * it lived on the stack, a store and a load per FMA) */
-        _Pragma("GCC unroll 16") for (int j = 0; j < NJ; j++) {
+        _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {
             __mmask16 mj = j < nj ? m : (__mmask16)0;
             acc[j] = _mm512_fmadd_ps(qv, load16_mask(k, dt, (size_t)j * stride + 16 * (size_t)v, mj), acc[j]);
         }
@@ -360,9 +360,7 @@ static inline __attribute__((always_inline)) void scores_dt(float *out, const fl
     for (int j0 = 0; j0 < nk; j0 += 16) {
         int nj = nk - j0 < 16 ? nk - j0 : 16;
         const char *kj = (const char *)k + (size_t)j0 * stride * (dt == DB_F32 ? 4 : 2);
-        if (nj <= 4) scores_keys(out + j0, q, kj, dt, stride, nj, hd, scale, 4);
-        else if (nj <= 8) scores_keys(out + j0, q, kj, dt, stride, nj, hd, scale, 8);
-        else scores_keys(out + j0, q, kj, dt, stride, nj, hd, scale, 16);
+        scores_keys(out + j0, q, kj, dt, stride, nj, hd, scale);
     }
 }
 

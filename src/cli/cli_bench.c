@@ -22,6 +22,7 @@
 #include "cli/cli_args.h"
 #include "engine/session.h"
 #include "model/synthetic.h"
+#include "report/report.h"
 #include "base/parse.h"
 #include "base/paths.h"
 #include "base/util.h"
@@ -165,12 +166,6 @@ static double copy_bandwidth(void)
 
 /* ---------------------------------------------------------------- timing */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct {
     db_session *s;
     const char *mode;   /* batch, prefill, verify */
@@ -250,7 +245,7 @@ static int time_once(bench_ctx *b, const bench_row *r, double *t, char *err, siz
  * side, not minutes apart. A point's figure: the median (and best) of its rounds. */
 static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err, size_t errlen)
 {
-    double t[64], w;
+    double w;
     double *all = malloc(sizeof(double) * (size_t)n * (size_t)reps);
     if (!all) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     int rc = 0;
@@ -263,9 +258,8 @@ static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err,
         for (int i = 0; i < n && !rc; i++) rc = time_once(b, &pts[i], &all[(size_t)i * reps + k], err, errlen);
     }
     for (int i = 0; i < n && !rc; i++) {
-        memcpy(t, all + (size_t)i * reps, sizeof(double) * (size_t)reps);
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        pts[i].ms = 1e3 * (reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]));
+        double *t = all + (size_t)i * reps;
+        pts[i].ms = 1e3 * db_quantile(t, reps, 0.5); /* sorts t */
         pts[i].ms_min = 1e3 * t[0];
     }
     free(all);

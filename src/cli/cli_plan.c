@@ -517,7 +517,6 @@ static int load_inputs(plan_ctx *p, char *err, size_t errlen)
     return acceptance(p, err, errlen);
 }
 
-/* the roofline rows and each concurrency's memory */
 /* the cycle predicted at the tau the replay drew (what measured/predicted compares) */
 static void predict_at_measured_tau(const plan_ctx *p, plan_row *r)
 {
@@ -528,6 +527,8 @@ static void predict_at_measured_tau(const plan_ctx *p, plan_row *r)
     db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc_mt);
 }
 
+/* the roofline rows and each concurrency's memory; a row's measurement, if any, stays (only its
+ * prediction at the measured tau is redone) */
 static void predict(plan_ctx *p)
 {
     double ctx = p->context > 0 ? p->context : p->prompt_tokens + p->max_new / 2.0;
@@ -535,16 +536,9 @@ static void predict(plan_ctx *p)
     p->fits_all = 1;
     p->worst = (db_mem_need){p->weights, 0, 0};
     for (int i = 0; i < p->nconc; i++) {
-        plan_row *r = &p->rows[i], m = *r;
-        *r = (plan_row){.conc = p->conc[i], .ctx = ctx, .tau = p->tau};
-        if (m.measured) { /* predicting again (recalibrate): the measurement stays */
-            r->measured = 1;
-            r->ar_ms = m.ar_ms, r->ar_tok_s = m.ar_tok_s;
-            r->cyc_ms = m.cyc_ms, r->cyc_tok_s = m.cyc_tok_s, r->tau_meas = m.tau_meas;
-            r->draft_ms = m.draft_ms, r->select_ms = m.select_ms;
-            r->verify_ms = m.verify_ms, r->host_ms = m.host_ms;
-            predict_at_measured_tau(p, r);
-        }
+        plan_row *r = &p->rows[i];
+        r->conc = p->conc[i], r->ctx = ctx, r->tau = p->tau;
+        if (r->measured) predict_at_measured_tau(p, r);
         db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = ctx, .tau = 1, .kv_dtype = p->kv_dtype};
         db_roofline_step(&p->tc, NULL, p->dt, &p->hw, &ar, &r->ar);
         db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = ctx, .tau = p->tau,
