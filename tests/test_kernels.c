@@ -419,6 +419,70 @@ static void attn_multi(const char *name)
            name, cases, bad);
 }
 
+/* the one-row-many-heads loops of a kernel family (when it has them): every score and output
+ * bitwise what one call of the family's one-query loops per head gives, over f32 and f16
+ * caches; head sizes with a compiled loop (64, 128) and without (8, 72), groups 1, 2, 3, 4, 8,
+ * 1..5 kv heads (so 1..40 query heads: partial and several chunks of 16), 1..37 keys (partial
+ * blocks of 16 and of 4), cache rows wider than the heads read (an offset slice), o non-zero */
+static void attn_heads(const char *name)
+{
+    db_scores_heads_kernel sh;
+    db_wsum_heads_kernel wh;
+    db_attn_heads_kernels(name, &sh, &wh);
+    if (!sh || !wh) return;
+    const attn_family f = attn_family_of(name);
+    static const int hds[] = {8, 64, 72, 128}, groups[] = {1, 2, 3, 4, 8};
+    enum { KEYS = 37, MAXKV = 5, MAXHD = 128, MAXQ = 8 * MAXKV, SSTR = KEYS + 3 };
+    const size_t W = (size_t)(MAXKV + 1) * MAXHD, cells = (size_t)KEYS * W;
+    float *k32 = malloc(sizeof(float) * cells), *q = malloc(sizeof(float) * MAXQ * MAXHD);
+    uint16_t *k16 = malloc(sizeof(uint16_t) * cells);
+    float *o1 = malloc(sizeof(float) * MAXQ * MAXHD), *o2 = malloc(sizeof(float) * MAXQ * MAXHD);
+    float *s1 = malloc(sizeof(float) * MAXQ * SSTR), *s2 = malloc(sizeof(float) * MAXQ * SSTR);
+    float *p = malloc(sizeof(float) * MAXQ * SSTR);
+    int bad = 0, cases = 0;
+    for (size_t i = 0; i < cells; i++) {
+        k16[i] = db_f32_to_f16(urand(-2, 2));
+        k32[i] = urand(-2, 2);
+    }
+    for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+        for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++)
+            for (int nkv = 1; nkv <= MAXKV; nkv++)
+                for (int nk = 1 + nkv % 3; nk <= KEYS; nk += 5 + nkv)
+                    for (int f16 = 0; f16 < 2; f16++) {
+                        const int hd = hds[hi], group = groups[gi], nq = nkv * group;
+                        const size_t off = (size_t)(nkv % 2) * hd; /* the slice's first head */
+                        rand_fill(q, (size_t)nq * hd, -2, 2);
+                        rand_fill(p, (size_t)nq * SSTR, 0, 1);
+                        rand_fill(o1, (size_t)nq * hd, -1, 1);
+                        memcpy(o2, o1, sizeof(float) * (size_t)nq * hd);
+                        memset(s1, 0, sizeof(float) * MAXQ * SSTR);
+                        memset(s2, 0, sizeof(float) * MAXQ * SSTR);
+                        for (int h = 0; h < nq; h++) {
+                            const size_t kh = off + (size_t)(h / group) * hd;
+                            float *sh1 = s1 + (size_t)h * SSTR, *oh = o1 + (size_t)h * hd;
+                            const float *qh = q + (size_t)h * hd, *ph = p + (size_t)h * SSTR;
+                            if (f16) {
+                                f.scores16(sh1, qh, k16 + kh, W, nk, hd, 0.25f);
+                                f.wsum16(oh, ph, k16 + kh, W, nk, hd);
+                            } else {
+                                f.scores(sh1, qh, k32 + kh, W, nk, hd, 0.25f);
+                                f.wsum(oh, ph, k32 + kh, W, nk, hd);
+                            }
+                        }
+                        const db_dtype dt = f16 ? DB_F16 : DB_F32;
+                        const void *kc = f16 ? (const void *)(k16 + off) : (const void *)(k32 + off);
+                        sh(s2, SSTR, q, nq, group, kc, dt, W, nk, hd, 0.25f);
+                        wh(o2, p, SSTR, nq, group, kc, dt, W, nk, hd);
+                        if (memcmp(s1, s2, sizeof(float) * MAXQ * SSTR)) bad++;
+                        if (memcmp(o1, o2, sizeof(float) * (size_t)nq * hd)) bad++;
+                        cases++;
+                    }
+    free(k32), free(k16), free(q), free(o1), free(o2), free(s1), free(s2), free(p);
+    tap_ok(!bad, "%s one-row-many-heads attention loops: bitwise the one-query loops per head, "
+           "f32 and f16 caches, head sizes 8..128, groups 1..8, 1..40 heads, 1..37 keys "
+           "(%d cases, %d differ)", name, cases, bad);
+}
+
 /* ---------------------------------------------------------------- 2. batch invariance */
 
 static void kernel_batch_invariance(const kernel *k)
@@ -1361,6 +1425,7 @@ int main(void)
         attn_loops(names[i]);
         attn_loops16(names[i]);
         attn_multi(names[i]);
+        attn_heads(names[i]);
     }
     const char *picked = NULL;
     tap_ok(db_matmul_select(NULL, &picked) == fns[0] && db_matmul_select("ref", &picked) ==

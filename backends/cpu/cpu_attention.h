@@ -21,6 +21,8 @@ typedef struct {
     db_wsum16_kernel wsum16;
     db_scores_multi_kernel scores_multi; /* several queries per call over a packed block, or NULL */
     db_wsum_multi_kernel wsum_multi;
+    db_scores_heads_kernel scores_heads; /* one row's heads key by key (a decode step), or NULL */
+    db_wsum_heads_kernel wsum_heads;
 } db_attn_args;
 
 /* the scratch of the calls (per-thread score rows and the task list), kept by the backend and

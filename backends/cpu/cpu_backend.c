@@ -48,6 +48,8 @@ typedef struct {
     db_wsum16_kernel wsum16;
     db_scores_multi_kernel scores_multi; /* several queries per call (NULL: one call each) */
     db_wsum_multi_kernel wsum_multi;
+    db_scores_heads_kernel scores_heads; /* one row's heads key by key (NULL: block walk) */
+    db_wsum_heads_kernel wsum_heads;
     db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
@@ -149,6 +151,7 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
 #endif
     db_attn_kernels16(simd, &c->scores16, &c->wsum16);
     db_attn_multi_kernels(simd, &c->scores_multi, &c->wsum_multi);
+    db_attn_heads_kernels(simd, &c->scores_heads, &c->wsum_heads);
     c->matmul_quant = db_matmul_quant_select(simd);
     be->quant_weights = 1;
     snprintf(be->simd, sizeof be->simd, "%s", simd);
@@ -368,7 +371,8 @@ static void attention_dt(db_backend *be, float *out, const float *q, const void 
 {
     cpu_ctx *c = be->ctx;
     db_attn_args a = {out, q, kcache, vcache, rows, n, nh, nkv, hd, cap, scale, c->scores, c->wsum,
-                      dt, c->scores16, c->wsum16, c->scores_multi, c->wsum_multi};
+                      dt, c->scores16, c->wsum16, c->scores_multi, c->wsum_multi,
+                      c->scores_heads, c->wsum_heads};
     int nthreads = 1;
 #if HAVE_OPENMP
     nthreads = omp_get_max_threads();

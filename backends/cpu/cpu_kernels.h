@@ -45,6 +45,18 @@ typedef void (*db_scores_multi_kernel)(float *const *out, const float *const *q,
 typedef void (*db_wsum_multi_kernel)(float *const *o, const float *const *p, int nq,
                                      const void *v, db_dtype dt, size_t stride, int nk, int hd);
 
+/* One query row's heads over consecutive cache rows (a decode step): q [nq][hd] holds the row's
+ * query heads, k / v point at kv head 0 of the first position, rows W elements apart, and
+ * query head h reads kv head h / group. s[h * sstride + j] = scale * q[h] . k(j, h / group);
+ * o[h] += sum over j, in key order, of p[h * pstride + j] * v(j, h / group). Every value is
+ * bitwise what one scores / wsum call of the same family per head gives (NULL where the
+ * family has none: the attention walks blocks of keys instead). */
+typedef void (*db_scores_heads_kernel)(float *s, size_t sstride, const float *q, int nq,
+                                       int group, const void *k, db_dtype dt, size_t W, int nk,
+                                       int hd, float scale);
+typedef void (*db_wsum_heads_kernel)(float *o, const float *p, size_t pstride, int nq, int group,
+                                     const void *v, db_dtype dt, size_t W, int nk, int hd);
+
 void db_scores_ref(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
                     float scale);
 void db_wsum_ref(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
@@ -65,6 +77,10 @@ void db_scores_multi_avx512(float *const *out, const float *const *q, int nq, co
                             db_dtype dt, size_t stride, int nk, int hd, float scale);
 void db_wsum_multi_avx512(float *const *o, const float *const *p, int nq, const void *v,
                           db_dtype dt, size_t stride, int nk, int hd);
+void db_scores_heads_avx512(float *s, size_t sstride, const float *q, int nq, int group,
+                            const void *k, db_dtype dt, size_t W, int nk, int hd, float scale);
+void db_wsum_heads_avx512(float *o, const float *p, size_t pstride, int nq, int group,
+                          const void *v, db_dtype dt, size_t W, int nk, int hd);
 void db_scores_avx2(float *out, const float *q, const float *k, size_t stride, int nk, int hd,
                     float scale);
 void db_wsum_avx2(float *o, const float *p, const float *v, size_t stride, int nk, int hd);
@@ -99,5 +115,8 @@ void db_attn_kernels16(const char *name, db_scores16_kernel *scores, db_wsum16_k
 /* their several-query forms, both NULL where the family has none */
 void db_attn_multi_kernels(const char *name, db_scores_multi_kernel *scores,
                            db_wsum_multi_kernel *wsum);
+/* their one-row-many-heads forms, both NULL where the family has none */
+void db_attn_heads_kernels(const char *name, db_scores_heads_kernel *scores,
+                           db_wsum_heads_kernel *wsum);
 
 #endif

@@ -86,3 +86,14 @@ void db_attn_multi_kernels(const char *name, db_scores_multi_kernel *scores,
 #endif
     (void)name;
 }
+
+void db_attn_heads_kernels(const char *name, db_scores_heads_kernel *scores,
+                           db_wsum_heads_kernel *wsum)
+{
+    *scores = NULL;
+    *wsum = NULL;
+#if HAVE_X86_SIMD
+    if (name && strcmp(name, "avx512") == 0) *scores = db_scores_heads_avx512, *wsum = db_wsum_heads_avx512;
+#endif
+    (void)name;
+}
