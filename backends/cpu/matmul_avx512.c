@@ -597,22 +597,27 @@ static inline __attribute__((always_inline)) void wsum_heads_t(float *o, const f
     }
 }
 
-/* the shapes with a compiled loop: head sizes 128 and 64, 1, 2, 4 or 8 query heads a kv head;
- * any other takes the one-head loops head by head (the same values) */
-#define HEADS_SHAPES(X, DT)                                                                       \
-    X(8, 1, DT) X(8, 2, DT) X(8, 4, DT) X(8, 8, DT) X(4, 1, DT) X(4, 2, DT) X(4, 4, DT) X(4, 8, DT)
+/* the shapes with a compiled loop, head sizes 128 and 64 and 1, 2, 4 or 8 query heads a kv
+ * head: HEADS_DISPATCH(CALL) runs CALL(NV, G, DT) for the call's (hd, group, dt) when it is
+ * one and returns; any other shape falls through to the one-head loops, head by head (the
+ * same values) */
+#define HEADS_SHAPE(CALL, NV, G, DT)                                                             \
+    if (hd == 16 * NV && group == G && dt == DT) {                                               \
+        CALL(NV, G, DT);                                                                         \
+        return;                                                                                  \
+    }
+#define HEADS_SHAPES(CALL, DT)                                                                   \
+    HEADS_SHAPE(CALL, 8, 1, DT) HEADS_SHAPE(CALL, 8, 2, DT) HEADS_SHAPE(CALL, 8, 4, DT)         \
+    HEADS_SHAPE(CALL, 8, 8, DT) HEADS_SHAPE(CALL, 4, 1, DT) HEADS_SHAPE(CALL, 4, 2, DT)         \
+    HEADS_SHAPE(CALL, 4, 4, DT) HEADS_SHAPE(CALL, 4, 8, DT)
+#define HEADS_DISPATCH(CALL) HEADS_SHAPES(CALL, DB_F32) HEADS_SHAPES(CALL, DB_F16)
 
 void db_scores_heads_avx512(float *s, size_t sstride, const float *q, int nq, int group,
                             const void *k, db_dtype dt, size_t W, int nk, int hd, float scale)
 {
-#define X(NV, G, DT)                                                                             \
-    if (hd == 16 * NV && group == G && dt == DT) {                                               \
-        scores_heads_t(s, sstride, q, nq, k, DT, W, nk, NV, G, scale);                           \
-        return;                                                                                  \
-    }
-    HEADS_SHAPES(X, DB_F32)
-    HEADS_SHAPES(X, DB_F16)
-#undef X
+#define CALL(NV, G, DT) scores_heads_t(s, sstride, q, nq, k, DT, W, nk, NV, G, scale)
+    HEADS_DISPATCH(CALL)
+#undef CALL
     const size_t es = dt == DB_F32 ? 4 : 2;
     for (int h = 0; h < nq; h++)
         scores_dt(s + (size_t)h * sstride, q + (size_t)h * hd,
@@ -622,14 +627,9 @@ void db_scores_heads_avx512(float *s, size_t sstride, const float *q, int nq, in
 void db_wsum_heads_avx512(float *o, const float *p, size_t pstride, int nq, int group,
                           const void *v, db_dtype dt, size_t W, int nk, int hd)
 {
-#define X(NV, G, DT)                                                                             \
-    if (hd == 16 * NV && group == G && dt == DT) {                                               \
-        wsum_heads_t(o, p, pstride, nq, v, DT, W, nk, NV, G);                                    \
-        return;                                                                                  \
-    }
-    HEADS_SHAPES(X, DB_F32)
-    HEADS_SHAPES(X, DB_F16)
-#undef X
+#define CALL(NV, G, DT) wsum_heads_t(o, p, pstride, nq, v, DT, W, nk, NV, G)
+    HEADS_DISPATCH(CALL)
+#undef CALL
     const size_t es = dt == DB_F32 ? 4 : 2;
     for (int h = 0; h < nq; h++)
         wsum_dt(o + (size_t)h * hd, p + (size_t)h * pstride,
