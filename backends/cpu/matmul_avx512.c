@@ -510,7 +510,9 @@ void db_wsum_multi_avx512(float *const *o, const float *const *p, int nq, const 
 /* One query row's heads over consecutive cache rows (db_scores_heads_kernel, a decode step).
  * The walk goes key by key, each key's row front to back, so the cache is read as one stream
  * (the block walk reads a head's keys W apart). Per key, the row's query heads are taken 16 at
- * a time: NV vectors a head (hd = 16 NV) and G query heads per kv head are compile-time, so
+ * a time: NV vectors a head (hd = 16 NV), G query heads per kv head and NG = 16 / G kv heads a
+ * chunk are compile-time (NG passed in: as 16 / G in the loop bound, UBSan's division check left
+ * GCC unable to unroll the loop, a -Werror failure of the sanitizer build), so
  * every address is the row or q plus a constant, the 16 accumulators stay in registers, each
  * kv vector is loaded once for its G heads, and the 16 sums meet one hsum16. Each accumulator
  * takes scores_qreg's operations (zero start, v = 0..NV-1 in order, the same lane tree, then
@@ -525,7 +527,7 @@ static inline __attribute__((always_inline)) void scores_heads_t(float *s, size_
                                                                  const float *q, int nq,
                                                                  const void *k, db_dtype dt,
                                                                  size_t W, int nk, int NV, int G,
-                                                                 float scale)
+                                                                 int NG, float scale)
 {
     const size_t es = dt == DB_F32 ? 4 : 2, hd = 16 * (size_t)NV;
     const __m512 vs = _mm512_set1_ps(scale);
@@ -543,13 +545,14 @@ static inline __attribute__((always_inline)) void scores_heads_t(float *s, size_
                 __m512 acc[16];
                 _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
                 _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {
-                    _Pragma("GCC unroll 16") for (int g = 0; g < 16 / G; g++) {
-                        if (g * G >= nh) break;
-                        __m512 kv = load16(row, dt, (size_t)g * hd + 16 * (size_t)v);
-                        _Pragma("GCC unroll 16") for (int a = 0; a < G; a++)
-                            acc[g * G + a] = _mm512_fmadd_ps(
-                                _mm512_loadu_ps(qh + (size_t)(g * G + a) * hd + 16 * v), kv,
-                                acc[g * G + a]);
+                    _Pragma("GCC unroll 16") for (int g = 0; g < NG; g++) {
+                        if (g * G < nh) {
+                            __m512 kv = load16(row, dt, (size_t)g * hd + 16 * (size_t)v);
+                            _Pragma("GCC unroll 16") for (int a = 0; a < G; a++)
+                                acc[g * G + a] = _mm512_fmadd_ps(
+                                    _mm512_loadu_ps(qh + (size_t)(g * G + a) * hd + 16 * v), kv,
+                                    acc[g * G + a]);
+                        }
                     }
                 }
                 _mm512_storeu_ps(res[j], _mm512_mul_ps(hsum16(acc), vs));
@@ -615,7 +618,7 @@ static inline __attribute__((always_inline)) void wsum_heads_t(float *o, const f
 void db_scores_heads_avx512(float *s, size_t sstride, const float *q, int nq, int group,
                             const void *k, db_dtype dt, size_t W, int nk, int hd, float scale)
 {
-#define CALL(NV, G, DT) scores_heads_t(s, sstride, q, nq, k, DT, W, nk, NV, G, scale)
+#define CALL(NV, G, DT) scores_heads_t(s, sstride, q, nq, k, DT, W, nk, NV, G, 16 / G, scale)
     HEADS_DISPATCH(CALL)
 #undef CALL
     const size_t es = dt == DB_F32 ? 4 : 2;
