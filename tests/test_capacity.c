@@ -17,6 +17,7 @@
 #include "config.h"
 #include "backend.h"
 #include "bench/capacity.h"
+#include "bench/device_probe.h"
 #include "report/csv_io.h"
 #include "engine/engine.h"
 #include "bench/profile.h"
@@ -526,22 +527,55 @@ static void test_rate_rows(void)
            "roofline: a 2-row step's arithmetic at the 2-row rate (%.3g s for %.3g FLOP)", c.verify.t, c.verify.flops);
 }
 
-/* two measurements of the device averaged: every figure both have is their mean, one that
- * either lacks stays the first's, a measured source says so and a given one does not */
-static void test_hw_mean(void)
+/* the device figures' calls dealt out over passes (device_probe.h), on a fake clock: every
+ * call advances it by its figure's duration, 10x during a "slow phase" of the machine */
+static double fake_t;
+static int fake_log[64], fake_nlog, slow_lo, slow_hi; /* calls [slow_lo, slow_hi) are slow */
+static double fake_clock(void) { return fake_t; }
+static void fake_call(void *ctx, int it)
 {
-    db_hw a = {.bw = 40e9, .flops = 200e9, .op_s = 2e-6}, b = {.bw = 60e9, .flops = 300e9};
-    a.rate[0] = 10e9, b.rate[0] = 30e9, a.rate[1] = 5e9; /* b lacks rate[1] and op_s */
-    a.attn_rate[2] = 8e9, b.attn_rate[2] = 4e9;
-    snprintf(a.bw_source, sizeof a.bw_source, "measured: GEMV");
-    snprintf(a.flops_source, sizeof a.flops_source, "given: --gflops 200");
-    db_hw_mean(&a, &b);
-    tap_ok(a.bw == 50e9 && a.flops == 250e9 && a.rate[0] == 20e9 && a.rate[1] == 5e9 &&
-           a.attn_rate[2] == 6e9 && a.op_s == 2e-6,
-           "hw mean: bw %g, flops %g, rate %g / %g, attention %g, op %g", a.bw, a.flops, a.rate[0],
-           a.rate[1], a.attn_rate[2], a.op_s);
-    tap_ok(strstr(a.bw_source, "before and after, mean") && !strstr(a.flops_source, "mean"),
-           "hw mean: sources \"%s\" / \"%s\"", a.bw_source, a.flops_source);
+    (void)it;
+    int id = *(const int *)ctx;
+    fake_t += fake_nlog >= slow_lo && fake_nlog < slow_hi ? 1.0 : 0.125; /* binary fractions: exact sums */
+    if (fake_nlog < 64) fake_log[fake_nlog] = id;
+    fake_nlog++;
+}
+
+static void test_probe_passes(void)
+{
+    static int ids[2] = {0, 1};
+    static db_probe_figure f[2];
+    /* two figures of 6 calls each over 3 passes; the machine slow through the first pass */
+    for (int i = 0; i < 2; i++) f[i] = (db_probe_figure){fake_call, &ids[i], 6, 50, 0.0, 0, 0, {0}};
+    fake_t = 0, fake_nlog = 0, slow_lo = 0, slow_hi = 6;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 2; i++) db_probe_figure_pass(&f[i], k, 3, fake_clock);
+    static const int want[14] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1}; /* warm-ups first */
+    int order = fake_nlog == 14;
+    for (int i = 0; order && i < 14; i++) order = fake_log[i] == want[i];
+    tap_ok(order && f[0].n == 6 && f[1].n == 6, "probe passes: calls interleaved by pass (%d calls, %d / %d timed)",
+           fake_nlog, f[0].n, f[1].n);
+    double m0 = db_probe_figure_median(&f[0]), m1 = db_probe_figure_median(&f[1]);
+    tap_ok(m0 == 0.125 && m1 == 0.125,
+           "probe passes: a slow phase over one pass moves no median (%.3f, %.3f s)", m0, m1);
+    /* the same phase over one figure timed in one pass: its median is the phase's */
+    f[0] = (db_probe_figure){fake_call, &ids[0], 6, 50, 0.0, 0, 0, {0}};
+    fake_nlog = 0, slow_lo = 0, slow_hi = 7;
+    db_probe_figure_pass(&f[0], 0, 1, fake_clock);
+    tap_ok(db_probe_figure_median(&f[0]) == 1.0, "probe passes: in one pass the phase is the median (%.3f s)",
+           db_probe_figure_median(&f[0]));
+    /* seconds: 1 s of 0.125 s calls over 4 passes, at least one call per pass; max_calls caps */
+    f[0] = (db_probe_figure){fake_call, &ids[0], 1, 50, 1.0, 0, 0, {0}};
+    f[1] = (db_probe_figure){fake_call, &ids[1], 1, 4, 100.0, 0, 0, {0}};
+    fake_nlog = 0, slow_lo = slow_hi = 0;
+    int after0 = 0;
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < 2; i++) db_probe_figure_pass(&f[i], k, 4, fake_clock);
+        if (k == 0) after0 = f[0].n;
+    }
+    tap_ok(after0 == 2 && f[0].n == 8 && f[1].n == 4 && db_probe_figure_median(&f[1]) > 0,
+           "probe passes: min_total spread (2 calls after pass 1, %d; 8 in all, %d), max_calls cap (4, %d)",
+           after0, f[0].n, f[1].n);
 }
 
 /* with attention and op figures, a forward is the sum of its phases: matmuls (and the head) at
@@ -674,7 +708,7 @@ int main(void)
     test_profiles();
     test_roofline();
     test_rate_rows();
-    test_hw_mean();
+    test_probe_passes();
     test_phases();
     test_quant_bytes();
     test_cli();

@@ -94,22 +94,18 @@ double db_hw_attn_rate(const db_hw *hw, double rows);
  * through one layer's seven matrices of the model's shapes (q, k, v, o, gate, up, down), copies
  * of the layer carved out of the big weight and a new copy per timed call, so the weights come
  * from memory as in a forward and the per-call cost of the model's matrix sizes is in the
- * figure; all through the backend's matmul, best of several timed calls, weights made with
+ * figure; all through the backend's matmul, weights made with
  * fill_random. attn_rate[] (shape given): the backend's attention with the model's heads, 1 to
  * 16 query rows of one request over 256 cached keys (f32 cache), the caches of 16 layers in
  * turn so that they come from memory; op_s: a 1-row rmsnorm of the model's hidden size.
- * bytes 0 = 512 MiB (less when the device has little memory free). */
+ * bytes 0 = 512 MiB (less when the device has little memory free). Every figure is the median
+ * of its timed calls, dealt out over DB_PROBE_PASSES passes (device_probe.h: why). */
 int db_hw_measure(db_backend *be, db_dtype dt, size_t bytes, const db_model_config *shape,
                   db_hw *hw, char *err, size_t errlen);
 /* the device figures a roofline uses: measured (db_hw_measure) unless both are given (> 0); a
  * given figure replaces the measured one and its source says "given: --bandwidth-gbs X" */
 int db_hw_figures(db_backend *be, db_dtype dt, double bw_gbs, double gflops,
                   const db_model_config *shape, db_hw *hw, char *err, size_t errlen);
-/* a = the mean of a and b, two measurements of one device's figures (one taken before a run,
- * one after: a drift of the device between them falls on the mean as on the run); a figure
- * that either lacks (0) stays a's, and the sources say "before and after, mean" */
-void db_hw_mean(db_hw *a, const db_hw *b);
-
 typedef struct {
     double bytes, flops, t; /* traffic, arithmetic, roofline seconds */
     int compute_bound;

@@ -24,6 +24,7 @@
  * --tp LIST adds the tensor-parallel prediction (cluster/tp.h): per GPU memory, compute and
  * all-reduce time and tok/s for each degree and concurrency, on the --link preset. */
 #include "bench/capacity.h"
+#include "bench/device_probe.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cluster/tp.h"
@@ -315,6 +316,7 @@ typedef struct {
     db_session_opts so;
     size_t avail;
     db_hw hw;
+    db_hw_probe *probe;               /* the device measurement while its passes run, or NULL */
     plan_row rows[DB_LIST_MAX];
     double weights;
     int fits_all;
@@ -600,6 +602,8 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
             } else {
                 rc = measure(&p->s, &pa, r->conc, p->prompt_tokens, p->tc.vocab, seed, &ar_ms[k], &t_ar, split, err, errlen);
             }
+            /* the device's figures get their next pass after each round (probe_figures) */
+            if (!rc && half == 1 && p->probe) rc = db_hw_probe_pass(p->probe, err, errlen);
         }
     if (rc) return rc;
     r->ar_ms = median(ar_ms, p->reps);
@@ -617,27 +621,48 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
     return DB_OK;
 }
 
-/* The device figures measured again after the run and averaged with the first ones, the
- * predictions redone with the mean. A shared machine's memory bandwidth wanders (this kind of
- * VM: 33 to 55 GB/s over minutes); figures taken only before the run set a run of minutes
- * against one moment, and measured/predicted moved by 10-20% from sitting to sitting. */
-static int recalibrate(plan_ctx *p, char *err, size_t errlen)
+/* The device figures. Measured ones are sampled in passes (device_probe.h): one before the
+ * run, one after each of its rounds, so the figures come from the same minutes as the times
+ * they predict (a shared machine's bandwidth wanders: 33 to 55 GB/s over minutes on this kind
+ * of VM; figures taken only before a run of minutes, or before and after it, moved
+ * measured/predicted by 10-30% from sitting to sitting). Without a run (--no-measure, a
+ * quantized dtype, a run that does not fit) the passes follow each other at once. */
+static int probe_start(plan_ctx *p, char *err, size_t errlen)
 {
-    if (p->bw_arg > 0 && p->gf_arg > 0) return DB_OK; /* both given: nothing was measured */
-    db_hw after;
-    fprintf(stderr, "plan: measuring the device again\n");
-    int rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, &p->tc, &after, err, errlen);
-    if (rc) return rc;
-    db_hw_mean(&p->hw, &after);
-    predict(p);
-    return DB_OK;
+    if (p->bw_arg > 0 && p->gf_arg > 0) { /* both given: nothing to measure */
+        db_hw_apply_given(&p->hw, p->bw_arg, p->gf_arg);
+        return DB_OK;
+    }
+    int runs = !p->no_measure && !db_dtype_is_quant(p->dt);
+    int rc = db_hw_probe_init(&p->probe, p->s.be, p->dt, 0, &p->tc, runs ? 1 + p->nconc * p->reps : DB_PROBE_PASSES,
+                              runs ? 2 : 1, err, errlen);
+    if (!rc) rc = db_hw_probe_pass(p->probe, err, errlen);
+    if (!rc) db_hw_probe_result(p->probe, &p->hw), db_hw_apply_given(&p->hw, p->bw_arg, p->gf_arg);
+    return rc;
+}
+
+/* the passes left, the figures from all of them, the predictions redone with them */
+static int probe_end(plan_ctx *p, char *err, size_t errlen)
+{
+    if (!p->probe) return DB_OK;
+    int rc = db_hw_probe_finish(p->probe, err, errlen);
+    if (!rc) {
+        db_hw_probe_result(p->probe, &p->hw);
+        db_hw_apply_given(&p->hw, p->bw_arg, p->gf_arg);
+        predict(p);
+    }
+    db_hw_probe_free(p->probe);
+    p->probe = NULL;
+    return rc;
 }
 
 /* the synthetic run, refused (with the message) rather than started when it cannot fit */
 static int measure_all(plan_ctx *p, char *err, size_t errlen)
 {
     char e2[512];
-    if (db_mem_check(&p->worst, p->avail, "the synthetic run", e2, sizeof e2) != DB_OK) {
+    /* beside the probe's buffers, which stay allocated through the run */
+    size_t held = db_hw_probe_bytes(p->probe), avail = p->avail > held ? p->avail - held : 1;
+    if (db_mem_check(&p->worst, p->avail ? avail : 0, "the synthetic run", e2, sizeof e2) != DB_OK) {
         fprintf(stderr, "plan: not measured: %s\n", e2);
         return DB_OK;
     }
@@ -645,7 +670,7 @@ static int measure_all(plan_ctx *p, char *err, size_t errlen)
     int rc = db_session_load_models(&p->s, &p->so, err, errlen);
     if (rc) p->s.be = NULL; /* closed by the failed load */
     for (int i = 0; i < p->nconc && !rc; i++) rc = measure_row(p, &p->rows[i], err, errlen);
-    return rc ? rc : recalibrate(p, err, errlen);
+    return rc;
 }
 
 int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
@@ -666,12 +691,14 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         return rc;
     }
     p->avail = db_mem_available(p->s.be);
-    rc = db_hw_figures(p->s.be, p->dt, p->bw_arg, p->gf_arg, &p->tc, &p->hw, err, errlen);
+    rc = probe_start(p, err, errlen);
     if (!rc) predict(p);
     if (!rc && !p->no_measure && db_dtype_is_quant(p->dt))
         fprintf(stderr, "plan: not measured: synthetic weights are not made at %s (predicted only)\n", db_dtype_name(p->dt));
     else if (!rc && !p->no_measure)
         rc = measure_all(p, err, errlen);
+    if (!rc) rc = probe_end(p, err, errlen);
+    db_hw_probe_free(p->probe); /* after a failure; probe_end freed it otherwise */
     if (!rc) {
         char device[200];
         snprintf(device, sizeof device, "%s (%s)", p->backend, p->s.be ? p->s.be->device_name : "?");
