@@ -15,7 +15,8 @@
  * bytes counted) and the FMA peak (independent FMA chains of the widest vector unit the CPU
  * has, all threads). Traffic and arithmetic per forward come from the roofline model
  * (capacity.h): GB/s = bytes / time, GFLOP/s = flops / time, with their fractions of the two
- * limits, and "x 1-row" = this time / the 1-row time at the same context. */
+ * limits, and "x 1-row" = this time / the 1-row time at the same context, paired by round
+ * (time_points). */
 #include "config.h"
 #include "bench/capacity.h"
 #include "cli/cli.h"
@@ -46,6 +47,8 @@ typedef struct {
     const char *model; /* "target" / "drafter" */
     int rows, reqs, ctx;
     double ms, ms_min;
+    double x1;         /* x 1-row: the median over rounds of this time / the 1-row point's time
+                        * in the same round (NAN: no 1-row point) */
     double bytes, flops;
 } bench_row;
 
@@ -239,10 +242,25 @@ static int time_once(bench_ctx *b, const bench_row *r, double *t, char *err, siz
     return rc;
 }
 
+/* the point that r's x 1-row divides by: same model and context, one request of one row (the
+ * drafter: one request; matmuls: one row), or -1 */
+static int one_row_index(const bench_row *rows, int n, const bench_row *r)
+{
+    int drafter = !strcmp(r->model, "drafter");
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].model, r->model) && rows[i].ctx == r->ctx &&
+            (rows[i].reqs == 1 || !strcmp(r->model, "matmuls")) &&
+            (drafter || rows[i].rows == 1))
+            return i;
+    return -1;
+}
+
 /* Every point warmed by one untimed forward, then `reps` rounds that time each point once, the
  * points interleaved: the machine's drift (a shared VM's memory bandwidth wanders by 20% over
- * minutes) then moves every point alike, and the x 1-row ratios compare forwards timed side by
- * side, not minutes apart. A point's figure: the median (and best) of its rounds. */
+ * minutes) then moves every point alike. A point's figure: the median (and best) of its rounds.
+ * Its x 1-row is paired: the median over rounds of its time / the 1-row point's time in the
+ * same round, forwards timed a few milliseconds apart, rather than a ratio of two medians taken
+ * from different rounds. */
 static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err, size_t errlen)
 {
     double w;
@@ -257,6 +275,16 @@ static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err,
         fprintf(stderr, "bench: round %d/%d\n", k + 1, reps);
         for (int i = 0; i < n && !rc; i++) rc = time_once(b, &pts[i], &all[(size_t)i * reps + k], err, errlen);
     }
+    double *ratio = rc ? NULL : malloc(sizeof(double) * (size_t)reps);
+    if (!rc && !ratio) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        int j = one_row_index(pts, n, &pts[i]);
+        pts[i].x1 = NAN;
+        if (j < 0) continue;
+        for (int k = 0; k < reps; k++) ratio[k] = all[(size_t)i * reps + k] / all[(size_t)j * reps + k];
+        pts[i].x1 = db_quantile(ratio, reps, 0.5);
+    }
+    free(ratio);
     for (int i = 0; i < n && !rc; i++) {
         double *t = all + (size_t)i * reps;
         pts[i].ms = 1e3 * db_quantile(t, reps, 0.5); /* sorts t */
@@ -321,17 +349,6 @@ static void row_cost(const db_session *s, db_dtype dt, db_dtype kvt, const char 
 
 /* ---------------------------------------------------------------- output */
 
-static double one_row_ms(const bench_row *rows, int n, const bench_row *r)
-{
-    int drafter = !strcmp(r->model, "drafter");
-    for (int i = 0; i < n; i++)
-        if (!strcmp(rows[i].model, r->model) && rows[i].ctx == r->ctx &&
-            (rows[i].reqs == 1 || !strcmp(r->model, "matmuls")) &&
-            (drafter || rows[i].rows == 1))
-            return rows[i].ms;
-    return NAN;
-}
-
 static void fmt_frac(char *buf, size_t n, double v, double lim)
 {
     if (lim > 0) snprintf(buf, n, "%.0f%%", 100.0 * v / lim);
@@ -358,8 +375,7 @@ static void print_md(const bench_row *rows, int n, const bench_limits *lim, cons
         char fb[16], ff[16], x1[16];
         fmt_frac(fb, sizeof fb, gbs, lim->copy_gbs);
         fmt_frac(ff, sizeof ff, gf, lim->peak_gflops);
-        double one = one_row_ms(rows, n, r);
-        if (isfinite(one) && one > 0) snprintf(x1, sizeof x1, "%.2f", r->ms / one);
+        if (isfinite(r->x1)) snprintf(x1, sizeof x1, "%.2f", r->x1);
         else snprintf(x1, sizeof x1, "-");
         printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | %.1f | %s | %.1f | %s | %s |\n", r->model,
                r->rows, r->reqs, r->ctx, r->ms, r->ms_min, r->rows / sec, gbs, fb, gf, ff, x1);
@@ -373,11 +389,11 @@ static void print_csv(const bench_row *rows, int n, const bench_limits *lim, con
            "fma_peak_gflop_s,x_one_row,kernel,threads,kv_dtype\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        double sec = r->ms / 1e3, one = one_row_ms(rows, n, r);
+        double sec = r->ms / 1e3;
         printf("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%s,%d,%s\n", r->model,
                strcmp(r->model, "drafter") ? mode : "draft", r->rows, r->reqs, r->ctx, r->ms,
                r->ms_min, r->rows / sec, r->bytes / sec / 1e9, r->flops / sec / 1e9, lim->copy_gbs,
-               lim->peak_gflops, isfinite(one) ? r->ms / one : 0.0, s->be->simd, s->be->threads,
+               lim->peak_gflops, isfinite(r->x1) ? r->x1 : 0.0, s->be->simd, s->be->threads,
                db_dtype_name(s->target.kv.dtype));
     }
 }
@@ -400,7 +416,7 @@ static void print_json(const bench_row *rows, int n, const bench_limits *lim, co
     cJSON *arr = cJSON_AddArrayToObject(root, "rows");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        double sec = r->ms / 1e3, one = one_row_ms(rows, n, r);
+        double sec = r->ms / 1e3;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "model", r->model);
         cJSON_AddNumberToObject(o, "rows", r->rows);
@@ -412,7 +428,7 @@ static void print_json(const bench_row *rows, int n, const bench_limits *lim, co
         cJSON_AddNumberToObject(o, "flops", r->flops);
         cJSON_AddNumberToObject(o, "gb_s", r->bytes / sec / 1e9);
         cJSON_AddNumberToObject(o, "gflop_s", r->flops / sec / 1e9);
-        if (isfinite(one)) cJSON_AddNumberToObject(o, "x_one_row", r->ms / one);
+        if (isfinite(r->x1)) cJSON_AddNumberToObject(o, "x_one_row", r->x1);
         else cJSON_AddNullToObject(o, "x_one_row");
         cJSON_AddItemToArray(arr, o);
     }
