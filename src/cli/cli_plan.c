@@ -602,7 +602,7 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
             } else {
                 rc = measure(&p->s, &pa, r->conc, p->prompt_tokens, p->tc.vocab, seed, &ar_ms[k], &t_ar, split, err, errlen);
             }
-            /* the device's figures get their next pass after each round (probe_figures) */
+            /* the device's figures get their next pass after each round (probe_start) */
             if (!rc && half == 1 && p->probe) rc = db_hw_probe_pass(p->probe, err, errlen);
         }
     if (rc) return rc;
@@ -668,7 +668,11 @@ static int measure_all(plan_ctx *p, char *err, size_t errlen)
     }
     fprintf(stderr, "plan: generating synthetic weights (%.2f GiB)...\n", p->weights / DB_GIB);
     int rc = db_session_load_models(&p->s, &p->so, err, errlen);
-    if (rc) p->s.be = NULL; /* closed by the failed load */
+    if (rc) { /* the failed load closed the backend, and the probe's buffers with it */
+        p->s.be = NULL;
+        db_hw_probe_drop(p->probe);
+        p->probe = NULL;
+    }
     for (int i = 0; i < p->nconc && !rc; i++) rc = measure_row(p, &p->rows[i], err, errlen);
     return rc;
 }

@@ -61,7 +61,9 @@ int db_synth_matrix(db_weight *w, db_backend *be, const db_st_set *st, const cha
     w->dtype = st->dtype;
     w->rows = rows;
     w->cols = cols;
-    w->data = be->ops->alloc(be, n * db_dtype_size(st->dtype));
+    /* a fault-injection site (util.h): a model that fails to load mid-way, after the backend
+     * holds other buffers (plan's device probe) */
+    w->data = db_fault_alloc_next(DB_SITE) ? NULL : be->ops->alloc(be, n * db_dtype_size(st->dtype));
     if (!w->data)
         return db_fail(err, errlen, DB_ERUNTIME, "cannot allocate synthetic tensor '%s' (%.1f MiB)",
                        name, (double)n * db_dtype_size(st->dtype) / 1048576.0);
