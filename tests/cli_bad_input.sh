@@ -51,6 +51,10 @@ head -c $((size - 100)) "$TIED/model.safetensors" >"$d/model.safetensors"
 expect_refused "safetensors data cut short: exit 2 naming file and tensor" \
     "$d/model.safetensors" "model.norm.weight" -- generate --target "$d" --prompt-ids 1,2
 
+# plan reads a checkpoint's dtype from its weights: weights that are there must open
+expect_refused "plan on a truncated safetensors: exit 2 naming the file" "$d/model.safetensors" -- \
+    plan --target-config "$d" -c 1 --no-measure --bandwidth-gbs 40 --gflops 100
+
 d=$(mkcase st_garbage)
 { printf '\x20\x00\x00\x00\x00\x00\x00\x00'; head -c 4096 /dev/zero; } >"$d/model.safetensors"
 expect_refused "safetensors header of zeros: exit 2 naming the file" "$d/model.safetensors" -- \
