@@ -290,8 +290,6 @@ void db_hw_probe_free(db_hw_probe *p)
     free(p);
 }
 
-void db_hw_probe_drop(db_hw_probe *p) { free(p); }
-
 void db_hw_apply_given(db_hw *hw, double bw_gbs, double gflops)
 {
     if (bw_gbs > 0 || gflops > 0) { /* this device's attention and op figures are not the given one's */

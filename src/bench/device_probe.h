@@ -65,9 +65,6 @@ void db_hw_probe_result(const db_hw_probe *p, db_hw *hw);
 /* device bytes the probe holds (what a run beside it cannot have) */
 size_t db_hw_probe_bytes(const db_hw_probe *p);
 void db_hw_probe_free(db_hw_probe *p);
-/* the probe alone, after its backend was closed (its buffers went with the backend, or stay
- * until exit on a host backend): what an error path that lost the backend calls */
-void db_hw_probe_drop(db_hw_probe *p);
 
 /* bw_gbs / gflops > 0 replace the measured figure (and drop the attention and op figures,
  * which are this device's); the sources say "given: ..." */

@@ -683,12 +683,7 @@ static int measure_all(plan_ctx *p, char *err, size_t errlen)
         return DB_OK;
     }
     fprintf(stderr, "plan: generating synthetic weights (%.2f GiB)...\n", p->weights / DB_GIB);
-    int rc = db_session_load_models(&p->s, &p->so, err, errlen);
-    if (rc) { /* the failed load closed the backend, and the probe's buffers with it */
-        p->s.be = NULL;
-        db_hw_probe_drop(p->probe);
-        p->probe = NULL;
-    }
+    int rc = db_session_load_models(&p->s, &p->so, err, errlen); /* failed: the backend stays */
     for (int i = 0; i < p->nconc && !rc; i++) rc = measure_row(p, &p->rows[i], err, errlen);
     return rc;
 }
@@ -718,7 +713,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
     else if (!rc && !p->no_measure)
         rc = measure_all(p, err, errlen);
     if (!rc) rc = probe_end(p, err, errlen);
-    db_hw_probe_free(p->probe); /* after a failure; probe_end freed it otherwise */
+    db_hw_probe_free(p->probe); /* after a failure (probe_end frees it otherwise), before the backend */
     if (!rc) {
         char device[200];
         snprintf(device, sizeof device, "%s (%s)", p->backend, p->s.be ? p->s.be->device_name : "?");

@@ -701,10 +701,7 @@ static int target_begin(run_ctx *c, int ti, char *err, size_t errlen)
     if (!rc) rc = check_memory(c, err, errlen);
     if (rc) return rc;
     c->so.target = c->tpath;
-    if ((rc = db_session_load_models(&c->s, &c->so, err, errlen))) {
-        c->session_open = 0; /* closed by the failed load */
-        return rc;
-    }
+    if ((rc = db_session_load_models(&c->s, &c->so, err, errlen))) return rc; /* closed at the end */
     return db_drafter_set_load(&c->ds, &c->sw, c->keys + i0, n, c->s.be, &c->s.target,
                                c->sw.synthetic ? &c->syn : NULL, err, errlen);
 }

@@ -42,8 +42,10 @@ int db_session_load_models(db_session *s, const db_session_opts *o, char *err, s
         rc = db_drafter_load_ex(&s->drafter, s->be, o->drafter, &s->target, o->synthetic, err, errlen);
         s->has_drafter = rc == DB_OK;
     }
-    if (rc) {
-        db_session_close(s);
+    if (rc) { /* the models leave; the backend stays open for the caller's other buffers */
+        if (s->has_drafter) db_drafter_free(&s->drafter);
+        db_target_free(&s->target);
+        s->has_drafter = 0;
         return rc;
     }
     s->load_s = db_now() - t0;
@@ -53,7 +55,9 @@ int db_session_load_models(db_session *s, const db_session_opts *o, char *err, s
 int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t errlen)
 {
     int rc = db_session_open_backend(s, o, err, errlen);
-    return rc ? rc : db_session_load_models(s, o, err, errlen);
+    if (rc) return rc;
+    if ((rc = db_session_load_models(s, o, err, errlen))) db_session_close(s);
+    return rc;
 }
 
 void db_session_close(db_session *s)

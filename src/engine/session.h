@@ -27,7 +27,9 @@ typedef struct {
 
 int db_session_open(db_session *s, const db_session_opts *o, char *err, size_t errlen);
 /* the two halves of db_session_open: the backend alone (to ask it for memory before loading),
- * then the models onto it */
+ * then the models onto it. A failed load frees what it loaded and leaves the backend open, so
+ * a caller that holds other buffers on it frees them before db_session_close (db_session_open
+ * closes the session itself). */
 int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, size_t errlen);
 int db_session_load_models(db_session *s, const db_session_opts *o, char *err, size_t errlen);
 void db_session_close(db_session *s);
