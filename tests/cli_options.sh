@@ -69,7 +69,7 @@ kvc=""
 for cmd in $cmds; do
     grep -q -- "--kv-dtype TYPE" "$tmp/help-$cmd" || continue
     kvc="$kvc $cmd"
-    expect_refused "$cmd --kv-dtype f8: refused naming the value and the choices" "f8" "f32" "f16" \
+    expect_refused "$cmd --kv-dtype f8: refused naming the value and the choices" "f8" "auto" "f32" "f16" \
         -- "$cmd" --kv-dtype f8
 done
 ok "$([ "$(echo $kvc | tr ' ' '\n' | sort | tr '\n' ' ')" = "bench check-lossless generate plan run " ]; echo $?)" \

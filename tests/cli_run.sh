@@ -12,8 +12,9 @@
 #   sha256 (hashed here with hashlib), the DFlash 2 variants the v2 checkpoint;
 #   scripts/plot writes non-empty PNGs (skipped without gnuplot);
 #   check-lossless passes on the pair (also with each CPU matmul kernel forced through
-#   DB_CPU_KERNEL, and with f16 K/V caches: --kv-dtype f16) and exits 1 on a planted mismatch;
-#   a run with --kv-dtype f16 records kv_dtype f16 in its rows and meta.json;
+#   DB_CPU_KERNEL, and with f32 K/V caches: --kv-dtype f32) and exits 1 on a planted mismatch;
+#   a run records kv_dtype f16 (auto on the CPU backend) in its rows, one with --kv-dtype f32
+#   records f32 in its rows and meta.json;
 #   dspark: check-lossless passes at B = 4, 8, 16 on the DSpark fixture pair (tests/data), and a
 #   run naming a missing dspark checkpoint fails with exit 2 and one line naming that directory.
 set -u
@@ -84,17 +85,17 @@ with open(os.path.join(d, 'summary.csv'), newline='') as f:
     ref = list(csv.reader(f))
 if out != ref:
     problems.append('-o csv stdout is not exactly summary.csv')
-if any(r['kv_dtype'] != 'f32' for r in summ + acc + hist + reqs):
-    problems.append('a row without kv_dtype f32 (the default)')
+if any(r['kv_dtype'] != 'f16' for r in summ + acc + hist + reqs):
+    problems.append('a row without kv_dtype f16 (the default, auto, on the CPU backend)')
 print('\n'.join(problems) if problems else 'OK')
 EOF
 )
-ok "$([ "$check" = OK ]; echo $?)" "tiny sweep files: headers, 6 points, rates in [0,1], tau <= B, ar speedup 1, positions, shares, -o csv == summary.csv, kv_dtype f32"
+ok "$([ "$check" = OK ]; echo $?)" "tiny sweep files: headers, 6 points, rates in [0,1], tau <= B, ar speedup 1, positions, shares, -o csv == summary.csv, kv_dtype f16"
 [ "$check" = OK ] || echo "$check" | sed 's/^/# /'
 
-# ---- f16 K/V caches: recorded in every row and in meta.json ----
+# ---- f32 K/V caches: recorded in every row and in meta.json ----
 "$BIN" run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 2 --max-new-tokens 8 \
-    --warmup 0 --threads 1 -r 1 --variant ar,dflash2 -c 2 -B 4 --kv-dtype f16 --out "$tmp/rkv" \
+    --warmup 0 --threads 1 -r 1 --variant ar,dflash2 -c 2 -B 4 --kv-dtype f32 --out "$tmp/rkv" \
     >/dev/null 2>"$tmp/stderr-kv"
 rc=$?
 check=$("$PY" - "$tmp/rkv" <<'EOF'
@@ -104,11 +105,11 @@ rows = []
 for f in ('summary.csv', 'acceptance.csv', 'histogram.csv', 'requests.csv'):
     rows += list(csv.DictReader(open(os.path.join(d, f), newline='')))
 meta = json.load(open(os.path.join(d, 'meta.json')))
-bad = [r['point_id'] for r in rows if r['kv_dtype'] != 'f16']
-print('OK' if rows and not bad and meta.get('kv_dtype') == 'f16' else f'rows {len(rows)}, not f16: {bad[:3]}, meta {meta.get("kv_dtype")}')
+bad = [r['point_id'] for r in rows if r['kv_dtype'] != 'f32']
+print('OK' if rows and not bad and meta.get('kv_dtype') == 'f32' else f'rows {len(rows)}, not f32: {bad[:3]}, meta {meta.get("kv_dtype")}')
 EOF
 )
-ok "$([ "$rc" = 0 ] && [ "$check" = OK ]; echo $?)" "run --kv-dtype f16: kv_dtype f16 in every row of the four tables and in meta.json (rc $rc)"
+ok "$([ "$rc" = 0 ] && [ "$check" = OK ]; echo $?)" "run --kv-dtype f32: kv_dtype f32 in every row of the four tables and in meta.json (rc $rc)"
 [ "$check" = OK ] || { echo "$check"; cat "$tmp/stderr-kv"; } | sed 's/^/# /'
 
 # ---- interleaved rounds: requests.csv shows the order ----
@@ -228,12 +229,12 @@ for kern in avx512 avx2 neon c; do
     ok "$rc" "check-lossless passes with DB_CPU_KERNEL=$kern"
     [ "$rc" = 0 ] || sed 's/^/# /' "$tmp/clk"
 done
-# f16 K/V caches (the CPU backend's kv_store_f16 / attention_f16): every variant == ar of the
-# same f16-cache target, token for token
+# f32 K/V caches (the default, auto, is f16 on the CPU backend): every variant == ar of the
+# same f32-cache target, token for token
 "$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" --random-prompts 4 -n 24 -B 4,16 \
-    --kv-dtype f16 >"$tmp/clf" 2>&1
+    --kv-dtype f32 >"$tmp/clf" 2>&1
 rc=$?
-ok "$rc" "check-lossless passes with --kv-dtype f16"
+ok "$rc" "check-lossless passes with --kv-dtype f32"
 [ "$rc" = 0 ] || sed 's/^/# /' "$tmp/clf"
 "$BIN" check-lossless --target "$TARGET" --drafter "$DRAFTER" --random-prompts 3 -n 16 -B 4 \
     --debug-plant-mismatch 3 >"$tmp/cl2" 2>&1

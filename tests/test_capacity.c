@@ -301,6 +301,19 @@ static void test_synthetic_models(void)
         tap_ok(rc16 == DB_EINPUT && strstr(err, "nof16") && strstr(err, "f16") && rc32 == DB_OK,
                "f16 KV cache on a backend without kv_store_f16 / attention_f16: refused (%s); f32 taken", err);
     }
+    { /* --kv-dtype auto: f16 on the backends with the f16 cache ops (the CPU one), f32 on the
+       * others and for a name no backend has; explicit values whatever the backend */
+        int bad = db_kv_dtype_auto("cpu") != DB_F16 || db_kv_dtype_auto("nonesuch") != DB_F32;
+        for (int i = 0; db_backends[i]; i++) {
+            db_dtype want = db_backends[i]->kv_store_f16 && db_backends[i]->attention_f16 ? DB_F16 : DB_F32, got;
+            bad |= db_kv_dtype_parse("auto", db_backends[i]->name, &got) != 0 || got != want;
+            bad |= db_kv_dtype_parse("f32", db_backends[i]->name, &got) != 0 || got != DB_F32;
+        }
+        db_dtype got;
+        bad |= db_kv_dtype_parse("f16", "nonesuch", &got) != 0 || got != DB_F16 ||
+               db_kv_dtype_parse("bf16", "cpu", &got) != -1 || db_kv_dtype_parse(NULL, "cpu", &got) != -1;
+        tap_ok(!bad, "kv dtype auto: f16 on cpu, f32 where a backend lacks the f16 cache ops; f32 / f16 as named");
+    }
     db_session_close(&a);
     db_session_close(&b);
     db_session_close(&c);

@@ -266,15 +266,13 @@ void db_hw_probe_result(const db_hw_probe *p, db_hw *hw)
     }
     hw->op_s = db_probe_figure_median(&p->fig[F_NORM]);
     if (!(hw->attn_rate[0] > 0 && hw->op_s > 0)) memset(hw->attn_rate, 0, sizeof hw->attn_rate), hw->op_s = 0;
-    char spread[80];
-    snprintf(spread, sizeof spread, "median of %%d calls over %d pass%s", p->done, p->done == 1 ? "" : "es");
-    char tail[100];
-    snprintf(tail, sizeof tail, spread, p->fig[F_GEMV].n);
-    snprintf(hw->bw_source, sizeof hw->bw_source, "measured: GEMV, 1 row x [%d, %d] %s weights (%.0f MiB read once), %s",
-             p->O, p->I, db_dtype_name(p->dt), (double)p->O * p->I * es / DB_MIB, tail);
-    snprintf(tail, sizeof tail, spread, p->fig[F_MM].n);
-    snprintf(hw->flops_source, sizeof hw->flops_source, "measured: matmul, %d rows x [%d, %d] %s weights, %s",
-             p->N, p->I, p->I, db_dtype_name(p->dt), tail);
+    const char *plural = p->done == 1 ? "" : "es"; /* "pass" / "passes" */
+    snprintf(hw->bw_source, sizeof hw->bw_source,
+             "measured: GEMV, 1 row x [%d, %d] %s weights (%.0f MiB read once), median of %d calls over %d pass%s",
+             p->O, p->I, db_dtype_name(p->dt), (double)p->O * p->I * es / DB_MIB, p->fig[F_GEMV].n, p->done, plural);
+    snprintf(hw->flops_source, sizeof hw->flops_source,
+             "measured: matmul, %d rows x [%d, %d] %s weights, median of %d calls over %d pass%s",
+             p->N, p->I, p->I, db_dtype_name(p->dt), p->fig[F_MM].n, p->done, plural);
 }
 
 size_t db_hw_probe_bytes(const db_hw_probe *p) { return p ? p->bytes : 0; }

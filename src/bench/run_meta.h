@@ -58,7 +58,7 @@ typedef struct {
     db_model_meta models[DB_META_MAX_MODELS];
     int n_models;
     uint64_t seed;
-    char kv_dtype[8];       /* the K/V caches' dtype the rows ran with: f32 (default) or f16 */
+    char kv_dtype[8];       /* the K/V caches' dtype the rows ran with: f32 or f16 (auto resolved) */
     char *command_line;     /* argv joined with spaces (shell-quoted where needed), malloc'd */
     int out_of_memory;      /* init could not allocate the command line: db_run_meta_json fails */
     cJSON *sweep;           /* the sweep's keys and values (sweep.h db_sweep_get), what --resume

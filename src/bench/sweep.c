@@ -20,7 +20,7 @@ static const char *const backends[] = {"cpu", "cuda", "hip"};
 static const char *const templates[] = {"auto", "none", "chatml", "llama3"};
 static const char *const outputs[] = {"md", "csv", "json"};
 static const char *const dtypes[] = {"bf16", "f16", "f32"};
-static const char *const kv_dtypes[] = {"f32", "f16"};
+static const char *const kv_dtypes[] = {"auto", "f32", "f16"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
 
 /* the variant names of the table (variant.h), for the list parser */
@@ -75,7 +75,7 @@ void db_sweep_init(db_sweep *s)
     strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
     strcpy(s->dtype, "bf16");
-    strcpy(s->kv_dtype, "f32");
+    strcpy(s->kv_dtype, "auto");
     s->prompt_tokens = 128;
 }
 

@@ -76,7 +76,7 @@ typedef struct {
     int thinking, no_baseline, deterministic;
     char output[8];         /* stdout format: md, csv, json */
     int threads;            /* 0 = all cores */
-    char kv_dtype[8];       /* K/V caches of target and drafter: f32 (default) or f16 */
+    char kv_dtype[8];       /* K/V caches of target and drafter: auto (default), f32 or f16 */
     /* capacity planning (capacity.h, synthetic.h, profile.h) */
     int synthetic;          /* random weights of the configs' shapes, generated on the backend */
     char target_config[512], drafter_config[512]; /* config.json files (synthetic); "" = the

@@ -177,9 +177,10 @@ void db_variants_help(FILE *f)
     }
 }
 
-int db_opt_kv_dtype(const char *value, db_dtype *dtype, char *err, size_t errlen)
+int db_opt_kv_dtype(const char *value, const char *backend, db_dtype *dtype, char *err,
+                    size_t errlen)
 {
-    if (db_kv_dtype_parse(value, dtype) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "--kv-dtype %s: f32 or f16", value ? value : "");
+    if (db_kv_dtype_parse(value ? value : "auto", backend, dtype) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "--kv-dtype %s: auto, f32 or f16", value);
     return DB_OK;
 }

@@ -61,9 +61,13 @@ int db_opt_apply(const db_opt_use *u, char *err, size_t errlen);
 int db_opts_parse(const db_cmd_opts *c, int argc, char **argv, int *help, char *err, size_t errlen);
 void db_opts_usage(const db_cmd_opts *c, FILE *f);
 /* --kv-dtype, the same in every command that builds a target: its help text, and its value
- * ("f32" / "f16") as a dtype; DB_EINPUT "--kv-dtype X: f32 or f16" for anything else */
-#define DB_KV_DTYPE_HELP "K/V cache dtype of target and drafter: f32 (default) or f16 (backends with f16 KV ops: cpu)"
-int db_opt_kv_dtype(const char *value, db_dtype *dtype, char *err, size_t errlen);
+ * ("auto" or NULL, "f32", "f16") as a dtype, auto resolved for the named backend (kv_cache.h);
+ * DB_EINPUT "--kv-dtype X: auto, f32 or f16" for anything else */
+#define DB_KV_DTYPE_HELP                                                                           \
+    "K/V cache dtype of target and drafter: auto (default: f16 on backends with f16 KV ops, "     \
+    "cpu; f32 elsewhere), f32 or f16"
+int db_opt_kv_dtype(const char *value, const char *backend, db_dtype *dtype, char *err,
+                    size_t errlen);
 /* the variant table (variant.h) as help text: name, checkpoint, conv, selector, meaning */
 void db_variants_help(FILE *f);
 

@@ -492,7 +492,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
 {
     const char *target = "models/tiny-qwen3", *drafter = NULL, *rows_s = "1,2,4,8,16,32,64",
                *ctx_s = "128", *mode = "batch", *dtype_s = "bf16", *output = "md", *backend = "cpu",
-               *kv_s = "f32";
+               *kv_s = "auto";
     int reps = 9, threads = 0, synthetic = 0, deterministic = 0, block = 8, help = 0, seed = 0;
     const db_opt opts[] = {
         {"target", 't', "DIR", "target checkpoint (default models/tiny-qwen3); with --synthetic its config.json", NULL, DB_OPT_STR, &target},
@@ -526,7 +526,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     db_dtype dt;
     if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
     db_dtype kvt;
-    if ((rc = db_opt_kv_dtype(kv_s, &kvt, err, errlen))) return rc;
+    if ((rc = db_opt_kv_dtype(kv_s, backend, &kvt, err, errlen))) return rc;
     int rows[DB_LIST_MAX], ctxs[DB_LIST_MAX], nrows, nctx;
     if ((rc = db_parse_int_list("--rows", rows_s, 1, 4096, rows, &nrows, err, errlen))) return rc;
     if ((rc = db_parse_int_list("--context", ctx_s, 0, 1 << 20, ctxs, &nctx, err, errlen))) return rc;

@@ -144,7 +144,7 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
                              opts, (int)(sizeof opts / sizeof *opts), NULL};
     int rc = db_opts_parse(&cmd, argc, argv, help, err, errlen);
     if (rc || *help) return rc;
-    if ((rc = db_opt_kv_dtype(c->kv_s ? c->kv_s : "f32", &c->kv_dtype, err, errlen))) return rc;
+    if ((rc = db_opt_kv_dtype(c->kv_s, c->backend, &c->kv_dtype, err, errlen))) return rc;
     if (!c->target_dir || !c->drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
     if (c->conc < 1 || c->max_new < 1 || c->n_random < 1)
         return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");

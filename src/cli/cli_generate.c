@@ -53,7 +53,7 @@ typedef struct {
 
 static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    *g = (gen_opts){.backend = "cpu", .template_name = "auto", .max_new = 64, .top_p = 1.0f, .kv_s = "f32"};
+    *g = (gen_opts){.backend = "cpu", .template_name = "auto", .max_new = 64, .top_p = 1.0f, .kv_s = "auto"};
     char names[200], vhelp[300];
     snprintf(vhelp, sizeof vhelp, "%s (default: dflash2 with a DFlash 2 drafter, dflash with a DFlash 1 one, else ar)",
              db_variant_names(names, sizeof names, 0));
@@ -86,7 +86,7 @@ static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *er
                              opts, (int)(sizeof opts / sizeof *opts), db_variants_help};
     int rc = db_opts_parse(&cmd, argc, argv, help, err, errlen);
     if (rc || *help) return rc;
-    return db_opt_kv_dtype(g->kv_s, &g->kv_dtype, err, errlen);
+    return db_opt_kv_dtype(g->kv_s, g->backend, &g->kv_dtype, err, errlen);
 }
 
 /* --prompt or --dataset: the text through the chat template and the tokenizer */

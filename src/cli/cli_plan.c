@@ -34,6 +34,7 @@
 #include "model/gguf.h"
 #include "model/safetensors.h"
 #include "model/synthetic.h"
+#include "report/report.h"
 #include "base/parse.h"
 #include "base/paths.h"
 #include "base/util.h"
@@ -329,7 +330,7 @@ typedef struct {
 
 static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2", .kv_s = "f32",
+    *p = (plan_ctx){.conc_s = "1,8,32", .backend = "cpu", .variant_s = "dflash2", .kv_s = "auto",
                     .output = "md", .block = 8, .prompt_tokens = 128, .max_new = 32, .warmup = 1, .reps = 3,
                     .link_s = "nvlink"};
     char names[200], vhelp[300];
@@ -385,7 +386,7 @@ static int parse_dtype(const char *s, db_dtype *dt)
 static int check_options(plan_ctx *p, char *err, size_t errlen)
 {
     char names[200];
-    int rc = db_opt_kv_dtype(p->kv_s, &p->kv_dtype, err, errlen);
+    int rc = db_opt_kv_dtype(p->kv_s, p->backend, &p->kv_dtype, err, errlen);
     if (rc) return rc;
     if (!p->target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
     if (strcmp(p->output, "md") && strcmp(p->output, "json"))
@@ -572,16 +573,6 @@ static void predict(plan_ctx *p)
     }
 }
 
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++) /* insertion sort: n <= MAX_REPS */
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1], v[j - 1] = t;
-        }
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* one concurrency on the synthetic pair: warm-up, then p->reps rounds of an ar run and a
  * replayed cycle run, the order alternating from round to round (a drift of the machine's
  * memory bandwidth during the measurement then falls on both alike); medians of the rounds.
@@ -622,15 +613,15 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
             if (!rc && half == 1 && p->probe) rc = db_hw_probe_pass(p->probe, err, errlen);
         }
     if (rc) return rc;
-    r->ar_ms = median(ar_ms, p->reps);
+    r->ar_ms = db_quantile(ar_ms, p->reps, 0.5);
     r->ar_tok_s = r->conc * t_ar / (r->ar_ms / 1e3);
     if (p->d) {
-        r->cyc_ms = median(cyc_ms, p->reps);
+        r->cyc_ms = db_quantile(cyc_ms, p->reps, 0.5);
         r->cyc_tok_s = r->conc * r->tau_meas / (r->cyc_ms / 1e3);
-        r->draft_ms = median(sp[0], p->reps);
-        r->select_ms = median(sp[1], p->reps);
-        r->verify_ms = median(sp[2], p->reps);
-        r->host_ms = median(sp[3], p->reps);
+        r->draft_ms = db_quantile(sp[0], p->reps, 0.5);
+        r->select_ms = db_quantile(sp[1], p->reps, 0.5);
+        r->verify_ms = db_quantile(sp[2], p->reps, 0.5);
+        r->host_ms = db_quantile(sp[3], p->reps, 0.5);
         predict_at_measured_tau(p, r);
     }
     r->measured = 1;

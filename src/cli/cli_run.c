@@ -473,8 +473,9 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
 {
     const db_sweep *sw = &c->sw;
     db_run_meta_init(&c->meta, argc, argv, sw->seed, sw->label, time(NULL));
-    snprintf(c->meta.kv_dtype, sizeof c->meta.kv_dtype, "%s", sw->kv_dtype);
-    db_kv_dtype_parse(sw->kv_dtype, &c->kv_dtype); /* one of the sweep key's choices */
+    /* one of the sweep key's choices; the rows and meta.json name the dtype auto resolved to */
+    db_kv_dtype_parse(sw->kv_dtype, sw->backend[0], &c->kv_dtype);
+    snprintf(c->meta.kv_dtype, sizeof c->meta.kv_dtype, "%s", db_dtype_name(c->kv_dtype));
     if (!(c->meta.sweep = db_sweep_json(sw))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     find_models(&c->sw);
     int rc = db_sweep_points(sw, &c->keys, &c->nkeys, err, errlen);

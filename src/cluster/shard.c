@@ -83,7 +83,7 @@ double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d,
 {
     db_variant v;
     db_dtype kv = DB_F32;
-    db_kv_dtype_parse(sw->kv_dtype, &kv); /* the sweep's K/V caches: bytes attention reads */
+    db_kv_dtype_parse(sw->kv_dtype, sw->backend[0], &kv); /* the sweep's K/V caches: bytes attention reads */
     int draft = db_variant_parse(k->variant, &v) == 0 && db_variant_uses_drafter(v) && d;
     int B = draft ? k->block_size : 1, n = n_prompts > 0 ? n_prompts : 1;
     int N = k->concurrency < n ? k->concurrency : n;

@@ -5,12 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int db_kv_dtype_parse(const char *name, db_dtype *dt)
+int db_kv_dtype_parse(const char *name, const char *backend, db_dtype *dt)
 {
     if (name && strcmp(name, "f32") == 0) *dt = DB_F32;
     else if (name && strcmp(name, "f16") == 0) *dt = DB_F16;
+    else if (name && strcmp(name, "auto") == 0) *dt = db_kv_dtype_auto(backend);
     else return -1;
     return 0;
+}
+
+db_dtype db_kv_dtype_auto(const char *backend)
+{
+    for (int i = 0; backend && db_backends[i]; i++)
+        if (strcmp(db_backends[i]->name, backend) == 0)
+            return db_backends[i]->kv_store_f16 && db_backends[i]->attention_f16 ? DB_F16 : DB_F32;
+    return DB_F32;
 }
 
 size_t db_kv_bytes(int layers, int slots, int cap, int width, db_dtype dtype)

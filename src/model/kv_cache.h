@@ -18,8 +18,14 @@ typedef struct {
     int *len;     /* [slots] host */
 } db_kv;
 
-/* "f32" -> DB_F32, "f16" -> DB_F16 (the --kv-dtype values); -1 for anything else */
-int db_kv_dtype_parse(const char *name, db_dtype *dt);
+/* The --kv-dtype values: "f32" -> DB_F32, "f16" -> DB_F16, "auto" -> db_kv_dtype_auto(backend);
+ * -1 for anything else */
+int db_kv_dtype_parse(const char *name, const char *backend, db_dtype *dt);
+/* The default cache of the backend named `backend`: 2 bytes a value (DB_F16) where it has the f16
+ * cache ops, the bytes per cached value that serving engines use (llama.cpp's f16 cache, vLLM's
+ * and SGLang's cache in the model's 16-bit dtype), so attention's memory traffic and the KV
+ * memory of a point are theirs; DB_F32 on a backend without them. */
+db_dtype db_kv_dtype_auto(const char *backend);
 /* dtype DB_F32 or DB_F16; DB_EINPUT for another dtype or f16 on a backend without the f16 ops */
 int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int width,
                db_dtype dtype, char *err, size_t errlen);
