@@ -13,7 +13,7 @@
  * measured cycle stayed within 2%. So every figure's calls are dealt out over `passes` passes,
  * each pass a slice of every figure in turn, and a figure is the median of all its calls: a
  * phase shorter than about half of the window moves no median. `plan` runs its passes between
- * the rounds of its synthetic run, so the figures are sampled over the same minutes as the times
+ * the runs of its synthetic measurement, so the figures are sampled over the same minutes as the times
  * they predict. */
 #ifndef DB_DEVICE_PROBE_H
 #define DB_DEVICE_PROBE_H

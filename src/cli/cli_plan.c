@@ -609,8 +609,8 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
             } else {
                 rc = measure(&p->s, &pa, r->conc, p->prompt_tokens, p->tc.vocab, seed, &ar_ms[k], &t_ar, split, err, errlen);
             }
-            /* the device's figures get their next pass after each round (probe_start) */
-            if (!rc && half == 1 && p->probe) rc = db_hw_probe_pass(p->probe, err, errlen);
+            /* the device's figures get their next pass after each run (probe_start) */
+            if (!rc && p->probe) rc = db_hw_probe_pass(p->probe, err, errlen);
         }
     if (rc) return rc;
     r->ar_ms = db_quantile(ar_ms, p->reps, 0.5);
@@ -629,11 +629,15 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
 }
 
 /* The device figures. Measured ones are sampled in passes (device_probe.h): one before the
- * run, one after each of its rounds, so the figures come from the same minutes as the times
- * they predict (a shared machine's bandwidth wanders: 33 to 55 GB/s over minutes on this kind
- * of VM; figures taken only before a run of minutes, or before and after it, moved
- * measured/predicted by 10-30% from sitting to sitting). Without a run (--no-measure, a
- * quantized dtype, a run that does not fit) the passes follow each other at once. */
+ * run, one after each of its runs (ar, then the cycle run, every round), so the figures come
+ * from the same minutes as the times they predict (a shared machine's bandwidth wanders: 33 to
+ * 55 GB/s over minutes on this kind of VM; figures taken only before a run of minutes, or
+ * before and after it, moved measured/predicted by 10-30% from sitting to sitting). A pass
+ * after every run, not every round: with 4 passes a slow phase over two of them still moved
+ * the medians (a sitting measured 187 GFLOP/s at 16 rows beside runs as fast as those of one
+ * that measured 313; one pass's 16-row calls took 3.0 ms against 1.7 in the others). Without a
+ * run (--no-measure, a quantized dtype, a run that does not fit) the passes follow each other
+ * at once. */
 static int probe_start(plan_ctx *p, char *err, size_t errlen)
 {
     if (p->bw_arg > 0 && p->gf_arg > 0) { /* both given: nothing to measure */
@@ -641,7 +645,7 @@ static int probe_start(plan_ctx *p, char *err, size_t errlen)
         return DB_OK;
     }
     int runs = !p->no_measure && !db_dtype_is_quant(p->dt);
-    int rc = db_hw_probe_init(&p->probe, p->s.be, p->dt, 0, &p->tc, runs ? 1 + p->nconc * p->reps : DB_PROBE_PASSES,
+    int rc = db_hw_probe_init(&p->probe, p->s.be, p->dt, 0, &p->tc, runs ? 1 + p->nconc * p->reps * (p->d ? 2 : 1) : DB_PROBE_PASSES,
                               runs ? 2 : 1, err, errlen);
     if (!rc) rc = db_hw_probe_pass(p->probe, err, errlen);
     if (!rc) db_hw_probe_result(p->probe, &p->hw), db_hw_apply_given(&p->hw, p->bw_arg, p->gf_arg);
