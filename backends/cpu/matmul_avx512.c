@@ -486,9 +486,18 @@ void db_scores_multi_avx512(float *const *out, const float *const *q, int nq, co
     const float *wide = widen_block(buf, k, dt, stride, nk, hd, nq);
     if (wide) k = wide, dt = DB_F32, stride = (size_t)hd;
     int a = 0;
-    for (; a + 4 <= nq; a += 4)
-        for (int j0 = 0; j0 < nk; j0 += 4)
+    for (; a + 4 <= nq; a += 4) {
+        int j0 = 0;
+        /* whole tiles of an f32 block at the common head sizes with the sizes as constants: no
+         * masks, plain loads, the loop unrolled (16 rows x 4096 keys, f16 cache widened, one
+         * layer, 2 threads: 3.16 -> 2.72 ms a call, medians of 5 interleaved runs) */
+        if (dt == DB_F32 && hd == 128)
+            for (; j0 + 4 <= nk; j0 += 4) scores_tile4(out + a, q + a, k, DB_F32, stride, j0, 4, 128, scale);
+        else if (dt == DB_F32 && hd == 64)
+            for (; j0 + 4 <= nk; j0 += 4) scores_tile4(out + a, q + a, k, DB_F32, stride, j0, 4, 64, scale);
+        for (; j0 < nk; j0 += 4)
             scores_tile4(out + a, q + a, k, dt, stride, j0, nk - j0 < 4 ? nk - j0 : 4, hd, scale);
+    }
     for (; a < nq; a++) scores_dt(out[a], q[a], k, dt, stride, nk, hd, scale);
 }
 
