@@ -51,29 +51,36 @@ const char *db_dtype_name(db_dtype t)
     return (unsigned)t < DB_NUM_DTYPES ? dtype_info[t].name : "?";
 }
 
+const db_backend_ops *db_backend_find(const char *name)
+{
+    for (int i = 0; name && db_backends[i]; i++)
+        if (strcmp(db_backends[i]->name, name) == 0) return db_backends[i];
+    return NULL;
+}
+
 int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
                       size_t errlen)
 {
     *out = NULL;
-    for (int i = 0; db_backends[i]; i++) {
-        if (strcmp(db_backends[i]->name, name) != 0) continue;
-        db_backend *be = calloc(1, sizeof *be);
-        if (!be) {
-            snprintf(err, errlen, "out of memory creating backend %s", name);
-            return -1;
-        }
-        be->ops = db_backends[i];
-        if (be->ops->init(be, opts) != 0) {
-            snprintf(err, errlen, "backend %s: %s", name, be->err);
-            free(be);
-            return -1;
-        }
-        db_profile_attach(be);
-        *out = be;
-        return 0;
+    const db_backend_ops *ops = db_backend_find(name);
+    if (!ops) {
+        snprintf(err, errlen, "backend '%s' is not compiled into this binary (see --version)", name);
+        return -2;
     }
-    snprintf(err, errlen, "backend '%s' is not compiled into this binary (see --version)", name);
-    return -2;
+    db_backend *be = calloc(1, sizeof *be);
+    if (!be) {
+        snprintf(err, errlen, "out of memory creating backend %s", name);
+        return -1;
+    }
+    be->ops = ops;
+    if (be->ops->init(be, opts) != 0) {
+        snprintf(err, errlen, "backend %s: %s", name, be->err);
+        free(be);
+        return -1;
+    }
+    db_profile_attach(be);
+    *out = be;
+    return 0;
 }
 
 void db_backend_destroy(db_backend *be)

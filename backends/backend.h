@@ -202,6 +202,8 @@ extern const db_backend_ops *const db_backends[];
 /* Create by name ("cpu", "cuda", "hip"). 0, or with the message in err: -2 when no backend of
  * that name is compiled in (a bad argument), -1 when it failed to start (no device, out of
  * memory: a runtime failure). */
+/* the compiled-in backend of that name, or NULL */
+const db_backend_ops *db_backend_find(const char *name);
 int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
                       size_t errlen);
 void db_backend_destroy(db_backend *be);

@@ -31,7 +31,6 @@
 #include "engine/engine.h"
 #include "bench/profile.h"
 #include "engine/session.h"
-#include "model/gguf.h"
 #include "model/safetensors.h"
 #include "model/synthetic.h"
 #include "report/report.h"
@@ -44,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* DFlash (5-layer, Qwen3-4B class) on GSM8K, T = 0, per-position Recall@1, counted
  * where every earlier position was right, i.e. the conditional acceptance of greedy DFlash */
@@ -498,18 +496,6 @@ static int acceptance(plan_ctx *p, char *err, size_t errlen)
 }
 
 /* the configs (from any directory: base/paths.h) and the acceptance */
-/* 1 when `target` holds weights (a GGUF, or a directory with model.safetensors or its index):
- * then they must open, or the plan would silently predict at bf16 */
-static int names_weights(const char *target)
-{
-    char p[2048], e[64];
-    if (db_gguf_resolve(target, p, sizeof p, e, sizeof e) != 0) return 1;
-    static const char *const files[] = {"model.safetensors", "model.safetensors.index.json"};
-    for (int i = 0; i < 2; i++)
-        if (db_path_join(p, sizeof p, target, files[i]) == 0 && access(p, F_OK) == 0) return 1;
-    return 0;
-}
-
 static int load_inputs(plan_ctx *p, char *err, size_t errlen)
 {
     p->target = db_data_find(p->target, p->tbuf, sizeof p->tbuf);
@@ -524,7 +510,8 @@ static int load_inputs(plan_ctx *p, char *err, size_t errlen)
         if ((rc = db_st_open_dir(&st, p->target, e2, sizeof e2)) == DB_OK) {
             p->dt = db_st_main_dtype(&st);
             db_st_close(&st);
-        } else if (names_weights(p->target)) { /* there, but truncated, lying, unreadable */
+        } else if (db_st_dir_has_weights(p->target)) { /* there, but truncated, lying, unreadable:
+                                                          * never a silent plan at bf16 */
             return db_fail(err, errlen, rc, "%s", e2);
         }
     }

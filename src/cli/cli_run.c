@@ -484,9 +484,7 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
         if (strcmp(sw->backend[b], sw->backend[0]) != 0)
             return db_fail(err, errlen, DB_EINPUT, "one backend per invocation for now (got %s and %s)",
                            sw->backend[0], sw->backend[b]);
-    int known = 0;
-    for (int i = 0; db_backends[i]; i++) known |= strcmp(db_backends[i]->name, sw->backend[0]) == 0;
-    if (!known)
+    if (!db_backend_find(sw->backend[0]))
         return db_fail(err, errlen, DB_EINPUT, "backend '%s' is not compiled into this binary (see --version)",
                        sw->backend[0]);
     for (int d = 0; d < sw->n_dataset && !rc && !synth_only(c); d++) {

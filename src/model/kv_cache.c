@@ -16,10 +16,8 @@ int db_kv_dtype_parse(const char *name, const char *backend, db_dtype *dt)
 
 db_dtype db_kv_dtype_auto(const char *backend)
 {
-    for (int i = 0; backend && db_backends[i]; i++)
-        if (strcmp(db_backends[i]->name, backend) == 0)
-            return db_backends[i]->kv_store_f16 && db_backends[i]->attention_f16 ? DB_F16 : DB_F32;
-    return DB_F32;
+    const db_backend_ops *ops = db_backend_find(backend);
+    return ops && ops->kv_store_f16 && ops->attention_f16 ? DB_F16 : DB_F32;
 }
 
 size_t db_kv_bytes(int layers, int slots, int cap, int width, db_dtype dtype)

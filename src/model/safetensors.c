@@ -386,6 +386,16 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
     return opened(s, rc, err, errlen);
 }
 
+int db_st_dir_has_weights(const char *dir)
+{
+    char p[2048], e[64];
+    if (db_gguf_resolve(dir, p, sizeof p, e, sizeof e) != 0) return 1;
+    static const char *const files[] = {"model.safetensors.index.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++)
+        if (db_path_join(p, sizeof p, dir, files[i]) == 0 && access(p, F_OK) == 0) return 1;
+    return 0;
+}
+
 int db_st_open_index_mem(db_st_set *s, const char *dir, const char *index_text, const db_st_mem_file *files,
                          int nfiles, char *err, size_t errlen)
 {

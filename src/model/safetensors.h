@@ -51,6 +51,9 @@ typedef struct {
 
 /* Open every safetensors file of a checkpoint directory. */
 int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen);
+/* 1 when db_st_open_dir(dir) finds weights to read (a GGUF, model.safetensors or its index),
+ * whether or not they open; 0 when there are none (a config-only directory) */
+int db_st_dir_has_weights(const char *dir);
 /* Open one file (tests, tools). */
 int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen);
 /* The same for a file's bytes already in memory (buf stays the caller's and outlives the set;
