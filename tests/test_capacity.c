@@ -301,7 +301,7 @@ static void test_synthetic_models(void)
         tap_ok(rc16 == DB_EINPUT && strstr(err, "nof16") && strstr(err, "f16") && rc32 == DB_OK,
                "f16 KV cache on a backend without kv_store_f16 / attention_f16: refused (%s); f32 taken", err);
     }
-    { /* --kv-dtype auto: f16 on the backends with the f16 cache ops (the CPU one), f32 on the
+    { /* --kv-dtype auto: f16 on the backends with the f16 cache ops (every one built in), f32 on the
        * others and for a name no backend has; explicit values whatever the backend */
         int bad = db_kv_dtype_auto("cpu") != DB_F16 || db_kv_dtype_auto("nonesuch") != DB_F32;
         for (int i = 0; db_backends[i]; i++) {

@@ -490,6 +490,61 @@ static void test_attention(db_backend *g, const char *name)
     }
 }
 
+/* f16 K/V caches: kv_store_f16 rounds as db_f32_to_f16 (bitwise, ties, subnormals, overflow,
+ * signed zeros); attention_f16 == attention on the widened caches (bitwise: the same kernel and
+ * order) and within 1e-5 of the CPU backend's attention_f16, with aligned and unaligned caches */
+static void test_kv_f16(db_backend *g, const char *name)
+{
+    const int n = 5, width = 2 * 64, slots = 2, cap = 40, nh = 4, nkv = 2, hd = 64;
+    float *src = rand_floats((size_t)n * width, -70000, 70000);
+    static const float special[] = {0.0f, -0.0f, 65504.0f, 65520.0f, -65520.0f, 1e-8f, -3e-8f, 5.960464e-8f,
+                                    2.98023224e-8f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, INFINITY, -INFINITY};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) src[i * 7] = special[i];
+    for (int i = 0; i < width; i++) src[width + i] = ldexpf(urand(-1, 1), -14 - (i % 12)); /* f16 subnormals */
+    const int dst_idx[5] = {3, 0, 7, 1, 5};
+    size_t cn = (size_t)8 * width;
+    uint16_t *want = calloc(cn, 2), *got = calloc(cn, 2);
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < width; i++) want[(size_t)dst_idx[r] * width + i] = db_f32_to_f16(src[(size_t)r * width + i]);
+    float *sg = dev_put(g, src, sizeof(float) * n * width);
+    uint16_t *cg = dev_put(g, NULL, 2 * cn);
+    g->ops->kv_store_f16(g, cg, dst_idx, sg, n, width);
+    int dl = g->ops->download(g, got, cg, 2 * cn);
+    tap_ok(dl == 0 && memcmp(want, got, 2 * cn) == 0,
+           "%s: kv_store_f16 == db_f32_to_f16 bitwise (ties, subnormals, overflow, +-0, +-inf), scattered rows", name);
+    g->ops->dfree(g, sg), g->ops->dfree(g, cg);
+    free(src), free(want), free(got);
+
+    const db_attn_row rows[4] = {{0, 0, 40}, {1, 3, 29}, {0, 17, 17}, {1, 0, 1}};
+    const int nr = 4;
+    size_t kvn = (size_t)slots * cap * nkv * hd, qn = (size_t)nr * nh * hd;
+    uint16_t *kh = malloc(2 * (kvn + 1)), *vh = malloc(2 * (kvn + 1));
+    float *kw = malloc(sizeof(float) * kvn), *vw = malloc(sizeof(float) * kvn), *q = rand_floats(qn, -3, 3);
+    for (size_t i = 0; i < kvn + 1; i++) kh[i] = db_f32_to_f16(urand(-1, 1)), vh[i] = db_f32_to_f16(urand(-1, 1));
+    float scale = 1.0f / sqrtf((float)hd);
+    for (int off = 0; off <= 1; off++) { /* off 1: caches 2 bytes past an 8-byte boundary */
+        for (size_t i = 0; i < kvn; i++) kw[i] = db_f16_to_f32(kh[off + i]), vw[i] = db_f16_to_f32(vh[off + i]);
+        uint16_t *kg = dev_put(g, kh, 2 * (kvn + 1)), *vg = dev_put(g, vh, 2 * (kvn + 1));
+        uint16_t *kc = dev_put(cpu, kh, 2 * (kvn + 1)), *vc = dev_put(cpu, vh, 2 * (kvn + 1));
+        float *kwg = dev_put(g, kw, sizeof(float) * kvn), *vwg = dev_put(g, vw, sizeof(float) * kvn);
+        float *qg = dev_put(g, q, sizeof(float) * qn), *qc = dev_put(cpu, q, sizeof(float) * qn);
+        float *oh = dev_poison(g, qn), *ow = dev_poison(g, qn), *oc = dev_put(cpu, NULL, sizeof(float) * qn);
+        g->ops->attention_f16(g, oh, qg, kg + off, vg + off, cap, rows, nr, nh, nkv, hd, scale);
+        g->ops->attention(g, ow, qg, kwg, vwg, cap, rows, nr, nh, nkv, hd, scale);
+        cpu->ops->attention_f16(cpu, oc, qc, kc + off, vc + off, cap, rows, nr, nh, nkv, hd, scale);
+        float *h = dev_get(g, oh, qn), *hw = dev_get(g, ow, qn);
+        double e = rel_err(h, oc, qn);
+        tap_ok(memcmp(h, hw, sizeof(float) * qn) == 0 && e <= 1e-5,
+               "%s: attention_f16 (%s caches) == attention on the widened caches bitwise, rel err %.2e to cpu", name,
+               off ? "unaligned" : "aligned", e);
+        g->ops->dfree(g, kg), g->ops->dfree(g, vg), g->ops->dfree(g, kwg), g->ops->dfree(g, vwg);
+        g->ops->dfree(g, qg), g->ops->dfree(g, oh), g->ops->dfree(g, ow);
+        cpu->ops->dfree(cpu, kc), cpu->ops->dfree(cpu, vc), cpu->ops->dfree(cpu, qc), cpu->ops->dfree(cpu, oc);
+        free(h), free(hw);
+    }
+    free(kh), free(vh), free(kw), free(vw), free(q);
+}
+
 /* ------------------------------------------------------------------------ topk, probs */
 
 /* logits: mode 0 continuous; 1 few distinct values (ties), with -0 / +0 and -inf mixed in */
@@ -804,6 +859,8 @@ static db_backend *make_backend(const db_backend_ops *ops, int deterministic, ch
 
 /* generation of three prompts at concurrency 2 on backend `ops`: greedy (temperature 0) or
  * sampled (top_p 0.95, top_k 20), on the device path or (host_path) the host one */
+static db_dtype pipeline_kv = DB_F32; /* generate_t's K/V cache dtype */
+
 static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v, int max_new, float temperature,
                       int host_path, int out[NPROMPT][MAX_NEW], int nout[NPROMPT])
 {
@@ -826,7 +883,7 @@ static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v
     struct db_engine_test_hooks hooks = {.host_path = host_path};
     db_gen_params p = {.variant = v, .block_size = 8, .top_p = temperature > 0 ? 0.95f : 1.0f,
                        .top_k = temperature > 0 ? 20 : 0, .temperature = temperature,
-                       .max_new_tokens = max_new, .seed = 1, .test_hooks = &hooks};
+                       .max_new_tokens = max_new, .seed = 1, .test_hooks = &hooks, .kv_dtype = pipeline_kv};
     db_engine *e = NULL;
     if (!rc) rc = db_engine_create(&e, &t, has_d ? &d : NULL, &p, 2, 12, err, sizeof err);
     if (!rc) {
@@ -907,6 +964,24 @@ static void test_pipeline(const db_backend_ops *ops, int quick)
                    db_variant_name((db_variant)v), det ? "deterministic" : "fast", NPROMPT, max_new);
         }
     }
+    /* f16 K/V caches (the default `auto` resolves to them where a backend has the ops) */
+    pipeline_kv = DB_F16;
+    static const db_variant kv_variants[] = {DB_VAR_AR, DB_VAR_DFLASH2};
+    for (int vi = 0; vi < 2; vi++) {
+        db_variant v = kv_variants[vi];
+        int oc[NPROMPT][MAX_NEW], og[NPROMPT][MAX_NEW], nc[NPROMPT], ng[NPROMPT];
+        memset(og, 0xff, sizeof og);
+        int rc = generate(&db_cpu_backend_ops, 1, v, max_new, oc, nc);
+        if (rc) tap_diag("cpu: %s", err);
+        int rg = rc ? -1 : generate(ops, 1, v, max_new, og, ng);
+        if (!rc && rg) tap_diag("%s: %s", name, err);
+        int same = !rc && !rg;
+        for (int i = 0; same && i < NPROMPT; i++)
+            same = nc[i] == ng[i] && memcmp(oc[i], og[i], sizeof(int) * (size_t)nc[i]) == 0;
+        tap_ok(same, "%s: greedy %s with f16 K/V caches, %d prompts x %d tokens == cpu backend's", name,
+               db_variant_name(v), NPROMPT, max_new);
+    }
+    pipeline_kv = DB_F32;
     test_sampling_paths(ops, max_new);
     if (quick) test_sampling_paths(&db_cpu_backend_ops, max_new);
 }
@@ -1056,6 +1131,7 @@ static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_ini
     test_elementwise(g, name);
     test_embed_copy_rows(g, name);
     test_attention(g, name);
+    test_kv_f16(g, name);
     test_topk(g, name);
     test_probs(g, name);
     test_dynconv(g, name);

@@ -65,7 +65,7 @@ void db_opts_usage(const db_cmd_opts *c, FILE *f);
  * DB_EINPUT "--kv-dtype X: auto, f32 or f16" for anything else */
 #define DB_KV_DTYPE_HELP                                                                           \
     "K/V cache dtype of target and drafter: auto (default: f16 on backends with f16 KV ops, "     \
-    "cpu; f32 elsewhere), f32 or f16"
+    "as cpu, cuda, hip; else f32), f32 or f16"
 int db_opt_kv_dtype(const char *value, const char *backend, db_dtype *dtype, char *err,
                     size_t errlen);
 /* the variant table (variant.h) as help text: name, checkpoint, conv, selector, meaning */
