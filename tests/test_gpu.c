@@ -941,6 +941,21 @@ static void test_sampling_paths(const db_backend_ops *ops, int max_new)
  * speculative variants equal its ar (test_drafter), so equality here also makes every GPU
  * variant lossless. `quick` (the emulation): ar, dflash2-bare and dflash2 deterministic, dflash2
  * fast, 12 tokens. */
+/* greedy generate of variant v on ops and on the CPU backend: 1 when every prompt's tokens agree */
+static int greedy_same_as_cpu(const db_backend_ops *ops, int det, db_variant v, int max_new)
+{
+    int oc[NPROMPT][MAX_NEW], og[NPROMPT][MAX_NEW], nc[NPROMPT], ng[NPROMPT];
+    memset(og, 0xff, sizeof og);
+    int rc = generate(&db_cpu_backend_ops, det, v, max_new, oc, nc);
+    if (rc) tap_diag("cpu: %s", err);
+    int rg = rc ? -1 : generate(ops, det, v, max_new, og, ng);
+    if (!rc && rg) tap_diag("%s: %s", ops->name, err);
+    int same = !rc && !rg;
+    for (int i = 0; same && i < NPROMPT; i++)
+        same = nc[i] == ng[i] && memcmp(oc[i], og[i], sizeof(int) * (size_t)nc[i]) == 0;
+    return same;
+}
+
 static void test_pipeline(const db_backend_ops *ops, int quick)
 {
     const char *name = ops->name;
@@ -951,36 +966,18 @@ static void test_pipeline(const db_backend_ops *ops, int quick)
             /* dspark runs on the DSpark fixture (generate) */
             if (quick && (v == DB_VAR_SELECTOR_OFF || v == DB_VAR_CONV_OFF || (!det && v != DB_VAR_DFLASH2)))
                 continue;
-            int oc[NPROMPT][MAX_NEW], og[NPROMPT][MAX_NEW], nc[NPROMPT], ng[NPROMPT];
-            memset(og, 0xff, sizeof og);
-            int rc = generate(&db_cpu_backend_ops, det, (db_variant)v, max_new, oc, nc);
-            if (rc) tap_diag("cpu: %s", err);
-            int rg = rc ? -1 : generate(ops, det, (db_variant)v, max_new, og, ng);
-            if (!rc && rg) tap_diag("%s: %s", name, err);
-            int same = !rc && !rg;
-            for (int i = 0; same && i < NPROMPT; i++)
-                same = nc[i] == ng[i] && memcmp(oc[i], og[i], sizeof(int) * (size_t)nc[i]) == 0;
-            tap_ok(same, "%s: greedy %s (%s mode), %d prompts x %d tokens at concurrency 2 == cpu backend", name,
+            tap_ok(greedy_same_as_cpu(ops, det, (db_variant)v, max_new),
+                   "%s: greedy %s (%s mode), %d prompts x %d tokens at concurrency 2 == cpu backend", name,
                    db_variant_name((db_variant)v), det ? "deterministic" : "fast", NPROMPT, max_new);
         }
     }
     /* f16 K/V caches (the default `auto` resolves to them where a backend has the ops) */
     pipeline_kv = DB_F16;
     static const db_variant kv_variants[] = {DB_VAR_AR, DB_VAR_DFLASH2};
-    for (int vi = 0; vi < 2; vi++) {
-        db_variant v = kv_variants[vi];
-        int oc[NPROMPT][MAX_NEW], og[NPROMPT][MAX_NEW], nc[NPROMPT], ng[NPROMPT];
-        memset(og, 0xff, sizeof og);
-        int rc = generate(&db_cpu_backend_ops, 1, v, max_new, oc, nc);
-        if (rc) tap_diag("cpu: %s", err);
-        int rg = rc ? -1 : generate(ops, 1, v, max_new, og, ng);
-        if (!rc && rg) tap_diag("%s: %s", name, err);
-        int same = !rc && !rg;
-        for (int i = 0; same && i < NPROMPT; i++)
-            same = nc[i] == ng[i] && memcmp(oc[i], og[i], sizeof(int) * (size_t)nc[i]) == 0;
-        tap_ok(same, "%s: greedy %s with f16 K/V caches, %d prompts x %d tokens == cpu backend's", name,
-               db_variant_name(v), NPROMPT, max_new);
-    }
+    for (int vi = 0; vi < 2; vi++)
+        tap_ok(greedy_same_as_cpu(ops, 1, kv_variants[vi], max_new),
+               "%s: greedy %s with f16 K/V caches, %d prompts x %d tokens == cpu backend's", name,
+               db_variant_name(kv_variants[vi]), NPROMPT, max_new);
     pipeline_kv = DB_F32;
     test_sampling_paths(ops, max_new);
     if (quick) test_sampling_paths(&db_cpu_backend_ops, max_new);

@@ -1,6 +1,6 @@
-/* gpu_attention.cuh — attention over f32 or f16 K/V caches, and the f16 cache store. Part of
- * gpu_backend.cu's translation unit: included there, inside its anonymous namespace, after the
- * context, arena and device helpers it uses; never compiled alone. */
+/* gpu_attention.cuh — attention over f32 or f16 K/V caches. Part of gpu_backend.cu's translation
+ * unit: included there, inside its anonymous namespace, after the context, arena and device
+ * helpers it uses; never compiled alone. */
 
 /* ---------------------------------------------------------------------------------------- */
 /* attention                                                                                */
@@ -154,30 +154,4 @@ void gpu_attention_f16(db_backend *be, float *out, const float *q, const uint16_
                        int cap, const db_attn_row *rows, int n, int nh, int nkv, int hd, float scale)
 {
     launch_attention(be, out, q, kcache, vcache, cap, rows, n, nh, nkv, hd, scale);
-}
-
-/* f16 K/V caches: row dst_idx[r] of dst = row r of src [N, width], rounded to nearest even
- * (__float2half_rn, as db_f32_to_f16) */
-__global__ void k_kv_store_f16(uint16_t *dst, const int *dst_idx, const float *src, int n, int width)
-{
-    for (int r = blockIdx.y; r < n; r += gridDim.y) {
-        uint16_t *dr = dst + (size_t)dst_idx[r] * (size_t)width;
-        const float *sr = src + (size_t)r * (size_t)width;
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x)
-            dr[i] = __half_as_ushort(__float2half_rn(sr[i]));
-    }
-}
-
-void gpu_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src, int n, int width)
-{
-    gpu_ctx *c = ctx_of(be);
-    if (n <= 0 || width <= 0) return;
-    size_t ib = sizeof(int) * (size_t)n;
-    if (arena_reserve(be, align_up(ib))) return;
-    const int *di = (const int *)arena_put(be, dst_idx, ib);
-    if (!di) return;
-    unsigned bx = blocks_for((size_t)width, 256);
-    dim3 grid(bx < 64 ? bx : 64, (unsigned)n < MAX_GRID_Y ? (unsigned)n : MAX_GRID_Y);
-    launch_kernel(k_kv_store_f16, grid, 256, 0, c->stream, dst, di, src, n, width);
-    LAUNCH_CHECK(be, "k_kv_store_f16");
 }

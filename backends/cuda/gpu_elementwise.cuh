@@ -1,6 +1,7 @@
-/* gpu_elementwise.cuh — the small ops: rmsnorm, rope, swiglu, add, scale_softcap, embed,
- * copy_rows, dynconv. Part of gpu_backend.cu's translation unit: included there, inside its
- * anonymous namespace, after the context, arena and device helpers it uses; never compiled alone. */
+/* gpu_elementwise.cuh — the small ops: rmsnorm, rope, swiglu, add, scale_softcap, embed, copy_rows
+ * (and through it the f16 K/V store), dynconv. Part of gpu_backend.cu's translation unit: included
+ * there, inside its anonymous namespace, after the context, arena and device helpers it uses;
+ * never compiled alone. */
 
 /* ---------------------------------------------------------------------------------------- */
 /* rmsnorm, rope, swiglu, add, scale_softcap, embed, copy_rows, dynconv                     */
@@ -173,20 +174,28 @@ void gpu_embed(db_backend *be, float *out, const db_weight *table, const int *id
     LAUNCH_CHECK(be, "k_embed");
 }
 
+/* a row element stored as f32, or as f16 bits rounded to nearest even (__float2half_rn, as
+ * db_f32_to_f16): the f16 K/V caches' store is this copy into f16 rows */
+__device__ __forceinline__ void store_elem(float *d, float x) { *d = x; }
+__device__ __forceinline__ void store_elem(uint16_t *d, float x) { *d = __half_as_ushort(__float2half_rn(x)); }
+
 /* rows must not overlap between dst and src (the pipeline never asks for that) */
-__global__ void k_copy_rows(float *dst, int dst_stride, const int *dst_idx, const float *src, int src_stride,
+template <typename D>
+__global__ void k_copy_rows(D *dst, int dst_stride, const int *dst_idx, const float *src, int src_stride,
                             const int *src_idx, int n, int width)
 {
     for (int r = blockIdx.y; r < n; r += gridDim.y) {
         size_t d = (size_t)(dst_idx ? dst_idx[r] : r), s = (size_t)(src_idx ? src_idx[r] : r);
-        float *dr = dst + d * (size_t)dst_stride;
+        D *dr = dst + d * (size_t)dst_stride;
         const float *sr = src + s * (size_t)src_stride;
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x) dr[i] = sr[i];
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x)
+            store_elem(dr + i, sr[i]);
     }
 }
 
-void gpu_copy_rows(db_backend *be, float *dst, int dst_stride, const int *dst_idx, const float *src,
-                   int src_stride, const int *src_idx, int n, int width)
+template <typename D>
+void launch_copy_rows(db_backend *be, D *dst, int dst_stride, const int *dst_idx, const float *src,
+                      int src_stride, const int *src_idx, int n, int width)
 {
     gpu_ctx *c = ctx_of(be);
     if (n <= 0 || width <= 0) return;
@@ -197,8 +206,20 @@ void gpu_copy_rows(db_backend *be, float *dst, int dst_stride, const int *dst_id
     if ((dst_idx && !di) || (src_idx && !si)) return;
     unsigned bx = blocks_for((size_t)width, 256);
     dim3 grid(bx < 64 ? bx : 64, (unsigned)n < MAX_GRID_Y ? (unsigned)n : MAX_GRID_Y);
-    launch_kernel(k_copy_rows, grid, 256, 0, c->stream, dst, dst_stride, di, src, src_stride, si, n, width);
+    launch_kernel(k_copy_rows<D>, grid, 256, 0, c->stream, dst, dst_stride, di, src, src_stride, si, n, width);
     LAUNCH_CHECK(be, "k_copy_rows");
+}
+
+void gpu_copy_rows(db_backend *be, float *dst, int dst_stride, const int *dst_idx, const float *src,
+                   int src_stride, const int *src_idx, int n, int width)
+{
+    launch_copy_rows(be, dst, dst_stride, dst_idx, src, src_stride, src_idx, n, width);
+}
+
+/* f16 K/V caches: row dst_idx[r] of dst (rows `width` apart) = row r of src [N, width], in f16 */
+void gpu_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src, int n, int width)
+{
+    launch_copy_rows(be, dst, width, dst_idx, src, width, nullptr, n, width);
 }
 
 __global__ void k_dynconv(float *out, const float *in, const float *base, const float *delta, int phase,

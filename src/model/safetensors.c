@@ -355,6 +355,10 @@ static int opened(db_st_set *s, int rc, char *err, size_t errlen)
     return rc;
 }
 
+/* a checkpoint directory's weights: the sharded index, else the single file */
+#define ST_INDEX "model.safetensors.index.json"
+#define ST_SINGLE "model.safetensors"
+
 int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -363,7 +367,7 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
     if (g) return g < 0 ? g : db_gguf_open_st(s, gp, err, errlen);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     char p[2048];
-    if (db_path_join(p, sizeof p, dir, "model.safetensors.index.json") != 0)
+    if (db_path_join(p, sizeof p, dir, ST_INDEX) != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     int rc;
     if (access(p, F_OK) == 0) {
@@ -372,10 +376,10 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
         if (rc == DB_OK) rc = open_index(s, dir, p, txt, NULL, 0, err, errlen);
         free(txt);
     } else {
-        db_path_join(p, sizeof p, dir, "model.safetensors");
+        db_path_join(p, sizeof p, dir, ST_SINGLE);
         if (access(p, F_OK) != 0)
             return db_fail(err, errlen, DB_EINPUT,
-                           "%s: no model.safetensors or model.safetensors.index.json", dir);
+                           "%s: no " ST_SINGLE " or " ST_INDEX, dir);
         s->files = db_calloc(1, sizeof *s->files);
         if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         s->nfiles = 1;
@@ -390,7 +394,7 @@ int db_st_dir_has_weights(const char *dir)
 {
     char p[2048], e[64];
     if (db_gguf_resolve(dir, p, sizeof p, e, sizeof e) != 0) return 1;
-    static const char *const files[] = {"model.safetensors.index.json", "model.safetensors"};
+    static const char *const files[] = {ST_INDEX, ST_SINGLE};
     for (int i = 0; i < 2; i++)
         if (db_path_join(p, sizeof p, dir, files[i]) == 0 && access(p, F_OK) == 0) return 1;
     return 0;
@@ -402,7 +406,7 @@ int db_st_open_index_mem(db_st_set *s, const char *dir, const char *index_text, 
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     char p[2048];
-    if (db_path_join(p, sizeof p, dir, "model.safetensors.index.json") != 0)
+    if (db_path_join(p, sizeof p, dir, ST_INDEX) != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     static const db_st_mem_file none = {"", NULL, 0}; /* no files: mem must not be NULL */
     return opened(s, open_index(s, dir, p, index_text, nfiles ? files : &none, nfiles ? nfiles : 1, err, errlen),
