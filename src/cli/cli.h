@@ -18,8 +18,5 @@ int db_cmd_merge(int argc, char **argv, char *err, size_t errlen);
 /* run, or under an MPI launcher one shard per rank and rank 0 merging (cli_mpi.c) */
 int db_cmd_run_mpi(int argc, char **argv, char *err, size_t errlen);
 
-/* A tokenizer from `path`: a tokenizer.json, a directory holding one, or a GGUF model (file or
- * directory) whose tokenizer.ggml.* metadata stands in for it (cli_tokenize.c). */
-int db_cli_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,6 @@
 /* cli_generate.c — `dflash-bench generate`: decode one prompt with a variant (autoregressive
  * or speculative) and print the output ids to stdout; cycle statistics go to stderr. */
+#include "bench/prompt_set.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/engine.h"
@@ -94,7 +95,7 @@ static int text_prompt(const gen_opts *g, db_chat_template tmpl, db_tokenizer *t
                        char *err, size_t errlen)
 {
     int rc;
-    if ((rc = db_cli_tokenizer_load(tok, g->tok_path ? g->tok_path : g->target_dir, err, errlen))) return rc;
+    if ((rc = db_prompt_tokenizer_load(tok, g->tok_path ? g->tok_path : g->target_dir, err, errlen))) return rc;
     db_dataset ds = {0};
     char *turns[1] = {(char *)g->prompt_text};
     db_sample one = {.turns = turns, .n_turns = 1};

@@ -1,34 +1,20 @@
 /* cli_run.c — `dflash-bench run`: the benchmark sweep. Parses the sweep (sweep.h: flags and
- * --config ini), checks everything checkable before a model loads, then measures every point
- * (engine.h) and appends its rows to the results directory (results_dir.h) as it finishes.
- *
- * Per point: one engine sized for the point's concurrency; `warmup` untimed passes over the
- * first `concurrency` prompts; then `repetitions` timed passes over all prompts. A timed pass is
- * closed-loop: all samples' first turns, then (multi-turn sets) all second turns with the
- * model's decoded first answers in the conversation; wall time is the sum of the turns' runs
- * (sizing the engine and decoding answers between turns are outside it), so
- * throughput = committed tokens of every turn / wall seconds. Every variant sees the same
- * prompts and the same per-request seeds, so speedup pairs with `ar` prompt by prompt. */
-#include "bench/capacity.h"
-#include "bench/drafter_set.h"
+ * --config ini), checks everything checkable before a model loads, then measures every group of
+ * points (bench/runner.h: warm-up, rotated timed rounds, the models target by target) and
+ * appends its rows to the results directory (results_dir.h) as it finishes. */
 #include "bench/machine_load.h"
+#include "bench/profile.h"
+#include "bench/progress.h"
+#include "bench/run_meta.h"
+#include "bench/runner.h"
+#include "bench/sweep.h"
+#include "bench/sweep_record.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cluster/shard.h"
-#include "engine/engine.h"
-#include "text/prompt.h"
-#include "bench/progress.h"
 #include "report/report.h"
 #include "report/report_out.h"
 #include "report/results_dir.h"
-#include "bench/run_meta.h"
-#include "bench/profile.h"
-#include "engine/session.h"
-#include "bench/sweep.h"
-#include "bench/sweep_record.h"
-#include "model/synthetic.h"
-#include "text/tokenizer.h"
-#include "base/paths.h"
 #include "base/util.h"
 
 #include <math.h>
@@ -37,49 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-typedef struct {
-    char name[64];
-    db_dataset ds;
-    int **ids; /* [n_samples] first-turn prompt ids */
-    int *len;
-    int synthetic; /* synthetic-<N>: random ids, one turn, no text */
-} prompt_set;
 
 typedef struct {
     db_sweep sw;
     const char *resume;
     const char *shard_arg; /* --shard K/N */
     db_shard shard;
-    char *argv0;          /* how this binary was called, for the resume command */
+    char *argv0;           /* how this binary was called, for the resume command */
     char out_dir[1024];
-    db_point_key *keys;   /* the sweep's points, in order */
-    int nkeys;
-    int maxb;             /* largest block size of a drafter point */
-    db_session s;
-    int session_open;
-    db_session_opts so;
-    db_synth_opts syn;
-    const char *tpath;    /* the target being measured: its checkpoint, or (synthetic) its config */
-    int cur_target;       /* its index in the sweep's target list, -1 before the first */
-    db_drafter_set ds;    /* the drafters the variants run, one per checkpoint */
-    int dslot;            /* the slot of the point being measured, -1 for none */
-    double t_origin;      /* db_now() at the first timed pass: requests.csv's start_s origin */
-    db_tokenizer tok;
-    db_chat_template tmpl;
-    prompt_set *sets;
-    int n_sets;
-    db_point_raw *done;   /* completed points of this invocation (baselines for speedup) */
+    db_sweep_runner sr;    /* points, prompts, models, the measurement */
+    db_point_raw *done;    /* completed points of this invocation (baselines for speedup) */
     int n_done;
-    /* capacity planning */
-    db_model_config tcfg;     /* the configs, read before any weight loads */
-    int need_drafter;
-    db_dtype wdtype;          /* storage dtype of the weights (synthetic: the chosen one) */
-    db_dtype kv_dtype;        /* the K/V caches' (sweep key kv_dtype) */
-    db_profile profiles[DB_SWEEP_MAX]; /* acceptance profiles, in sweep order */
-    db_hw hw;                 /* device figures for the roofline (predict) */
-    /* output */
     db_run_meta meta;
     db_results res;
     int res_open;
@@ -157,8 +111,8 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
 {
     db_cmd_opts cmd = run_options(c);
     db_sweep_init(&c->sw);
-    db_opt_use *uses = calloc((size_t)argc, sizeof *uses);
-    if (!uses) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    db_opt_use *uses = db_calloc((size_t)argc, sizeof *uses);
+    if (!uses) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the options");
     int n, rc = db_opts_scan(&cmd, argc, argv, uses, &n, help, err, errlen);
     for (int i = 0; i < n && !rc && !*help; i++)
         if (uses[i].opt->dst == &c->resume) c->resume = uses[i].value;
@@ -189,263 +143,6 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
     return rc || *help ? rc : db_sweep_validate(&c->sw, err, errlen);
 }
 
-/* synthetic-<N>: max_samples prompts of N ids drawn uniformly from the vocabulary, seeded by
- * the run's seed and the prompt's index (the same prompts for every point and variant) */
-static int synthetic_set(prompt_set *ps, int n_tokens, int n, int vocab, uint64_t seed, char *err,
-                         size_t errlen)
-{
-    ps->synthetic = 1;
-    ps->ds.samples = calloc((size_t)n, sizeof *ps->ds.samples);
-    ps->ids = calloc((size_t)n, sizeof(int *));
-    ps->len = calloc((size_t)n, sizeof(int));
-    if (!ps->ds.samples || !ps->ids || !ps->len) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    snprintf(ps->ds.name, sizeof ps->ds.name, "%s", ps->name);
-    for (int j = 0; j < n; j++) {
-        db_sample *sm = &ps->ds.samples[j];
-        sm->turns = calloc(1, sizeof(char *));
-        if (sm->turns) sm->turns[0] = calloc(1, 1);
-        ps->ids[j] = malloc(sizeof(int) * (size_t)n_tokens);
-        if (!sm->turns || !sm->turns[0] || !ps->ids[j]) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-        sm->n_turns = 1;
-        sm->line = j + 1;
-        ps->ds.n = j + 1;
-        db_rng r;
-        db_rng_seed(&r, db_synth_mix(seed ^ db_synth_fnv1a("synthetic-prompts")) + (uint64_t)j);
-        for (int t = 0; t < n_tokens; t++) ps->ids[j][t] = (int)(db_rng_next(&r) % (uint64_t)vocab);
-        ps->len[j] = n_tokens;
-    }
-    return DB_OK;
-}
-
-/* model paths not found from the current directory come from the data root (base/paths.h), so
- * `run` and its default models work from any directory; a path found nowhere stays as given
- * and its loader names it */
-static void find_models(db_sweep *sw)
-{
-    typedef struct {
-        char *p;
-        size_t n;
-    } field;
-    field f[2 + 2 * DB_SWEEP_MODELS] = {{sw->target_config, sizeof sw->target_config},
-                                        {sw->drafter_config, sizeof sw->drafter_config}};
-    for (int i = 0; i < sw->n_target; i++) f[2 + i] = (field){sw->target[i], sizeof sw->target[i]};
-    for (int i = 0; i < sw->n_drafter; i++) f[2 + DB_SWEEP_MODELS + i] = (field){sw->drafter[i], sizeof sw->drafter[i]};
-    char buf[1024];
-    for (int v = 0; v < DB_SWEEP_VARIANTS; v++)
-        if (sw->variant_drafter[v][0] && db_data_find(sw->variant_drafter[v], buf, sizeof buf) == buf &&
-            strlen(buf) < sizeof sw->variant_drafter[v])
-            memcpy(sw->variant_drafter[v], buf, strlen(buf) + 1);
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        if (f[i].p && f[i].p[0] && db_data_find(f[i].p, buf, sizeof buf) == buf && strlen(buf) < f[i].n)
-            memcpy(f[i].p, buf, strlen(buf) + 1);
-}
-
-static int load_sets(run_ctx *c, char *err, size_t errlen)
-{
-    int synth_only = c->sw.synthetic && !c->sw.dataset_set;
-    c->n_sets = synth_only ? 1 : c->sw.n_dataset;
-    c->sets = calloc((size_t)c->n_sets, sizeof *c->sets);
-    if (!c->sets) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    for (int i = 0; i < c->n_sets; i++) {
-        prompt_set *ps = &c->sets[i];
-        int nt = c->sw.prompt_tokens, rc;
-        if (synth_only) snprintf(ps->name, sizeof ps->name, "synthetic-%d", nt);
-        else snprintf(ps->name, sizeof ps->name, "%s", c->sw.dataset[i]);
-        if (db_dataset_is_synthetic(ps->name, &nt)) {
-            if ((rc = synthetic_set(ps, nt, c->sw.max_samples, c->tcfg.vocab, c->sw.seed, err, errlen)))
-                return rc;
-            continue;
-        }
-        rc = db_dataset_load(&ps->ds, c->sw.dataset[i], c->sw.max_samples, c->sw.seed, err, errlen);
-        if (rc) return rc;
-        ps->ids = calloc((size_t)ps->ds.n, sizeof(int *));
-        ps->len = calloc((size_t)ps->ds.n, sizeof(int));
-        for (int j = 0; j < ps->ds.n; j++) {
-            rc = db_prompt_render(&c->tok, c->tmpl, c->sw.thinking, &ps->ds.samples[j], 0, NULL,
-                                  &ps->ids[j], &ps->len[j], err, errlen);
-            if (rc) return rc;
-            for (int t = 0; t < ps->len[j]; t++)
-                if (ps->ids[j][t] < 0 || ps->ids[j][t] >= c->tcfg.vocab)
-                    return db_fail(err, errlen, DB_EINPUT, "%s: prompt %d: token id %d outside the vocabulary (%d) of %s",
-                                   ps->name, j, ps->ids[j][t], c->tcfg.vocab, c->tcfg.path);
-        }
-    }
-    return DB_OK;
-}
-
-static void free_sets(run_ctx *c)
-{
-    for (int i = 0; i < c->n_sets; i++) {
-        prompt_set *ps = &c->sets[i];
-        for (int j = 0; j < ps->ds.n && ps->ids; j++) free(ps->ids[j]);
-        free(ps->ids);
-        free(ps->len);
-        db_dataset_free(&ps->ds);
-    }
-    free(c->sets);
-}
-
-static prompt_set *find_set(run_ctx *c, const char *name)
-{
-    for (int i = 0; i < c->n_sets; i++)
-        if (strcmp(c->sets[i].name, name) == 0) return &c->sets[i];
-    return NULL;
-}
-
-/* One closed-loop pass over reqs through an engine sized for them. Sizing (cache allocation)
- * is outside the timing: *secs gets the duration of the run alone. */
-static int run_requests(run_ctx *c, const db_gen_params *p, int conc, db_request *reqs, int n,
-                        double *t0, double *secs, char *err, size_t errlen)
-{
-    db_drafter *d = c->dslot >= 0 ? &c->ds.slot[c->dslot].d : NULL;
-    int maxp = 1;
-    for (int i = 0; i < n; i++) maxp = reqs[i].n_prompt > maxp ? reqs[i].n_prompt : maxp;
-    db_engine *e;
-    int rc = db_engine_create(&e, &c->s.target, d, p, conc,
-                              maxp, err, errlen);
-    if (rc) return rc;
-    double ts = db_now();
-    if (*t0 < 0) *t0 = ts; /* the first run starts the clock of the time stamps */
-    rc = db_engine_run(e, reqs, n, *t0, NULL, NULL, err, errlen);
-    if (secs) *secs += db_now() - ts;
-    db_engine_destroy(e);
-    return rc;
-}
-
-/* A timed pass: turn 1 of every sample, then later turns with the decoded answers so far.
- * stats[] receives one entry per (sample, turn), sample-major order within each turn. */
-static int timed_pass(run_ctx *c, const prompt_set *ps, const db_gen_params *p, int conc,
-                      db_req_stats *stats, int *n_stats, double *wall, char *err, size_t errlen)
-{
-    int ns = ps->ds.n, max_turns = 1, rc = DB_OK;
-    for (int j = 0; j < ns; j++)
-        if (ps->ds.samples[j].n_turns > max_turns) max_turns = ps->ds.samples[j].n_turns;
-    char ***answers = calloc((size_t)ns, sizeof(char **));
-    db_request *reqs = calloc((size_t)ns, sizeof *reqs);
-    int *outbuf = malloc(sizeof(int) * (size_t)ns * (size_t)p->max_new_tokens);
-    int **prompts = calloc((size_t)ns, sizeof(int *)), *idx = calloc((size_t)ns, sizeof(int));
-    if (!answers || !reqs || !outbuf || !prompts || !idx) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    *n_stats = 0;
-    *wall = 0;
-    double t0 = -1; /* time stamps count from the start of the first turn's run */
-    for (int turn = 0; turn < max_turns && !rc; turn++) {
-        int n = 0;
-        for (int j = 0; j < ns && !rc; j++) {
-            const db_sample *sm = &ps->ds.samples[j];
-            if (turn >= sm->n_turns) continue;
-            int *ids = ps->ids[j], len = ps->len[j];
-            if (turn > 0) {
-                rc = db_prompt_render(&c->tok, c->tmpl, c->sw.thinking, sm, turn,
-                                      (const char *const *)answers[j], &prompts[n], &len, err, errlen);
-                ids = prompts[n];
-            }
-            idx[n] = j;
-            reqs[n] = (db_request){.prompt = ids, .n_prompt = len, .out = outbuf + (size_t)n * p->max_new_tokens};
-            n++;
-        }
-        if (!rc) rc = run_requests(c, p, conc, reqs, n, &t0, wall, err, errlen);
-        for (int r = 0; r < n && !rc; r++) {
-            stats[(*n_stats)++] = reqs[r].st;
-            if (turn + 1 < ps->ds.samples[idx[r]].n_turns) {
-                char *text;
-                size_t tl;
-                rc = db_tokenizer_decode(&c->tok, reqs[r].out, reqs[r].n_out, 1, &text, &tl, err, errlen);
-                if (!rc) {
-                    if (!answers[idx[r]]) answers[idx[r]] = calloc((size_t)max_turns, sizeof(char *));
-                    answers[idx[r]][turn] = text;
-                }
-            }
-        }
-        for (int r = 0; r < n; r++)
-            if (turn > 0) free(prompts[r]), prompts[r] = NULL;
-    }
-    for (int j = 0; j < ns && answers; j++) {
-        for (int t = 0; answers[j] && t < max_turns; t++) free(answers[j][t]);
-        free(answers[j]);
-    }
-    free(answers), free(reqs), free(outbuf), free(prompts), free(idx);
-    return rc;
-}
-
-/* the engine parameters of point k (and its drafter slot, in c->dslot) */
-static int point_params(run_ctx *c, const db_point_key *k, db_gen_params *p, prompt_set **ps, char *err,
-                        size_t errlen)
-{
-    *ps = find_set(c, k->dataset);
-    db_variant v;
-    c->dslot = db_drafter_set_of(&c->ds, &c->sw, k);
-    if (!*ps || db_variant_parse(k->variant, &v) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
-    *p = (db_gen_params){.variant = v, .block_size = k->block_size, .temperature = k->temperature,
-                         .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
-                         .seed = c->sw.seed, .ignore_eos = c->sw.synthetic, .kv_dtype = c->kv_dtype};
-    for (int i = 0; i < c->sw.n_profile; i++) /* replayed acceptance: "replay:<profile>" */
-        if (!strncmp(k->acceptance_source, "replay:", 7) && !strcmp(k->acceptance_source + 7, c->sw.profile[i])) {
-            p->replay_rates = c->profiles[i].rate;
-            p->replay_n = c->profiles[i].n;
-        }
-    return DB_OK;
-}
-
-/* raw's arrays for the sweep's repetitions, then the untimed warm-up passes over one batch of
- * first turns */
-static int point_begin(run_ctx *c, const db_point_key *k, db_point_raw *raw, char *err, size_t errlen)
-{
-    db_gen_params p;
-    prompt_set *ps;
-    int rc = point_params(c, k, &p, &ps, err, errlen), R = c->sw.repetitions;
-    if (rc) return rc;
-    int per_pass = 0;
-    for (int j = 0; j < ps->ds.n; j++) per_pass += ps->ds.samples[j].n_turns;
-    memset(raw, 0, sizeof *raw);
-    raw->key = *k;
-    raw->n_prompts = per_pass;
-    raw->repetitions = R;
-    raw->wall_s = calloc((size_t)R, sizeof(double));
-    raw->rep_start_s = calloc((size_t)R, sizeof(double));
-    raw->reqs = calloc((size_t)R * per_pass, sizeof(db_req_stats));
-    if (!raw->wall_s || !raw->rep_start_s || !raw->reqs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    for (int w = 0; w < c->sw.warmup && !rc; w++) {
-        int n = ps->ds.n < k->concurrency ? ps->ds.n : k->concurrency;
-        db_request *reqs = calloc((size_t)n, sizeof *reqs);
-        int *out = malloc(sizeof(int) * (size_t)n * k->max_new_tokens);
-        if (!reqs || !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-        for (int j = 0; j < n && !rc; j++)
-            reqs[j] = (db_request){.prompt = ps->ids[j], .n_prompt = ps->len[j], .out = out + (size_t)j * k->max_new_tokens};
-        double t0 = -1;
-        if (!rc) rc = run_requests(c, &p, k->concurrency, reqs, n, &t0, NULL, err, errlen);
-        free(reqs);
-        free(out);
-    }
-    return rc;
-}
-
-/* timed repetition r of the point: its start time, requests, wall time, page faults and the
- * backend's peak memory */
-static int point_rep(run_ctx *c, db_point_raw *raw, int r, char *err, size_t errlen)
-{
-    db_gen_params p;
-    prompt_set *ps;
-    int rc = point_params(c, &raw->key, &p, &ps, err, errlen), got = 0;
-    if (rc) return rc;
-    c->s.be->bytes_peak = c->s.be->bytes_in_use;
-    db_load_sample a, b;
-    db_load_sample_now(&a);
-    if (c->t_origin < 0) c->t_origin = a.t;
-    raw->rep_start_s[r] = a.t - c->t_origin;
-    rc = timed_pass(c, ps, &p, raw->key.concurrency, raw->reqs + (size_t)r * raw->n_prompts, &got, &raw->wall_s[r],
-                    err, errlen);
-    db_load_sample_now(&b);
-    raw->major_faults += b.majflt - a.majflt;
-    double mib = (double)c->s.be->bytes_peak / DB_MIB;
-    if (mib > raw->peak_mem_mib) raw->peak_mem_mib = mib;
-    if (!rc && got != raw->n_prompts) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, raw->n_prompts);
-    if (!rc && r + 1 == raw->repetitions && c->sw.predict)
-        raw->predicted_tok_s = db_roofline_point(&c->tcfg, c->dslot >= 0 ? &c->ds.slot[c->dslot].cfg : NULL, c->wdtype,
-                                                 &c->hw, raw, c->kv_dtype);
-    return rc;
-}
-
 static const db_point_raw *find_baseline(run_ctx *c, db_results *res, const db_point_key *k,
                                          db_point_raw *loaded, char *err, size_t errlen)
 {
@@ -457,132 +154,21 @@ static const db_point_raw *find_baseline(run_ctx *c, db_results *res, const db_p
     return NULL;
 }
 
-
-static int synth_only(const run_ctx *c) { return c->sw.synthetic && !c->sw.dataset_set; }
-
-/* the point runs the drafter (its variant, by the variant table) */
-static int key_drafts(const db_point_key *k)
-{
-    db_variant v;
-    return db_variant_parse(k->variant, &v) == 0 && db_variant_uses_drafter(v);
-}
-
-/* 1. the invocation's metadata and its points, and what is checkable from names alone: one compiled backend, datasets that
- *    resolve, profiles that load, an output directory that can be written */
+/* 1. the invocation's metadata and its points, what is checkable from names alone
+ *    (db_sweep_runner_init), and an output directory that can be written */
 static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
     db_run_meta_init(&c->meta, argc, argv, sw->seed, sw->label, time(NULL));
-    /* one of the sweep key's choices; the rows and meta.json name the dtype auto resolved to */
-    db_kv_dtype_parse(sw->kv_dtype, sw->backend[0], &c->kv_dtype);
-    snprintf(c->meta.kv_dtype, sizeof c->meta.kv_dtype, "%s", db_dtype_name(c->kv_dtype));
-    if (!(c->meta.sweep = db_sweep_json(sw))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    find_models(&c->sw);
-    int rc = db_sweep_points(sw, &c->keys, &c->nkeys, err, errlen);
-    if (rc) return rc;
-    for (int b = 1; b < sw->n_backend; b++)
-        if (strcmp(sw->backend[b], sw->backend[0]) != 0)
-            return db_fail(err, errlen, DB_EINPUT, "one backend per invocation for now (got %s and %s)",
-                           sw->backend[0], sw->backend[b]);
-    if (!db_backend_find(sw->backend[0]))
-        return db_fail(err, errlen, DB_EINPUT, "backend '%s' is not compiled into this binary (see --version)",
-                       sw->backend[0]);
-    for (int d = 0; d < sw->n_dataset && !rc && !synth_only(c); d++) {
-        char path[1024];
-        if (!db_dataset_is_synthetic(sw->dataset[d], NULL))
-            rc = db_dataset_resolve(sw->dataset[d], path, sizeof path, err, errlen);
-    }
-    for (int i = 0; i < sw->n_profile && !rc; i++)
-        if (strcmp(sw->profile[i], "none") != 0) rc = db_profile_load(&c->profiles[i], sw->profile[i], err, errlen);
+    if (!(c->meta.sweep = db_sweep_json(sw))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json");
+    int rc = db_sweep_runner_init(&c->sr, &c->sw, err, errlen);
+    /* the rows and meta.json name the dtype auto resolved to */
+    snprintf(c->meta.kv_dtype, sizeof c->meta.kv_dtype, "%s", db_dtype_name(c->sr.kv_dtype));
     if (rc) return rc;
     if (c->resume) snprintf(c->out_dir, sizeof c->out_dir, "%s", c->resume);
     else if (sw->out[0]) snprintf(c->out_dir, sizeof c->out_dir, "%s", sw->out);
     else db_results_default_dir(c->out_dir, sizeof c->out_dir, sw->label, time(NULL));
     return db_results_check_writable(c->out_dir, c->resume != NULL, err, errlen);
-}
-
-/* the checkpoint of target entry ti, or (synthetic) the config that stands for it */
-static const char *target_path(const run_ctx *c, int ti)
-{
-    return c->sw.synthetic && c->sw.target_config[0] ? c->sw.target_config : c->sw.target[ti];
-}
-
-/* the points of target entry ti: keys[*i0, *i0 + *n) (the target is the outermost axis) */
-static void target_keys(const run_ctx *c, int ti, int *i0, int *n)
-{
-    *i0 = 0;
-    while (*i0 < c->nkeys && c->keys[*i0].target_i != ti) ++*i0;
-    *n = 0;
-    while (*i0 + *n < c->nkeys && c->keys[*i0 + *n].target_i == ti) ++*n;
-}
-
-/* target entry ti's config, and the drafters of its points checked against it */
-static int target_configs(run_ctx *c, int ti, char *err, size_t errlen)
-{
-    int i0, n;
-    target_keys(c, ti, &i0, &n);
-    c->tpath = target_path(c, ti);
-    int rc = db_model_config_load(&c->tcfg, c->tpath, err, errlen);
-    return rc ? rc : db_drafter_set_plan(&c->ds, &c->sw, c->keys + i0, n, c->tcfg.n_layers, err, errlen);
-}
-
-/* 2. the model configs (the checkpoints', or the configs alone for synthetic weights) of every
- *    target, checked against the sweep before any weight loads; the targets of one sweep share
- *    a vocabulary (the prompts are tokenized once). Leaves target 0's config in c->tcfg. */
-static int load_configs(run_ctx *c, char *err, size_t errlen)
-{
-    const db_sweep *sw = &c->sw;
-    c->maxb = 1;
-    c->cur_target = -1;
-    for (int i = 0; i < c->nkeys; i++)
-        if (key_drafts(&c->keys[i])) {
-            c->need_drafter = 1;
-            if (c->keys[i].block_size > c->maxb) c->maxb = c->keys[i].block_size;
-        }
-    c->syn = (db_synth_opts){.seed = sw->seed, .dtype = DB_BF16};
-    if (sw->synthetic) db_dtype_parse(sw->dtype, &c->syn.dtype);
-    int rc = DB_OK, vocab = 0;
-    for (int ti = sw->n_target - 1; ti >= 0 && !rc; ti--) {
-        rc = target_configs(c, ti, err, errlen);
-        if (!rc && ti < sw->n_target - 1 && c->tcfg.vocab != vocab)
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: vocabulary of %d tokens, %s has %d: the targets of one sweep "
-                         "are one model (at several weight types)", c->tpath, c->tcfg.vocab, target_path(c, ti + 1), vocab);
-        vocab = c->tcfg.vocab;
-    }
-    for (int i = 0; i < c->nkeys && !rc && sw->synthetic; i++) { /* the configs stand for the models */
-        db_point_key *k = &c->keys[i];
-        int ds = db_drafter_set_of(&c->ds, sw, k);
-        db_model_name(c->tcfg.path, k->target, sizeof k->target);
-        db_model_name(ds >= 0 ? c->ds.slot[ds].cfg.base.path : "", k->drafter, sizeof k->drafter);
-    }
-    for (int i = 0; i < sw->n_profile && !rc; i++)
-        if (strcmp(sw->profile[i], "none") != 0 && c->profiles[i].n < c->maxb - 1)
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: %d positions, but block size %d drafts %d",
-                         sw->profile[i], c->profiles[i].n, c->maxb, c->maxb - 1);
-    return rc;
-}
-
-/* 3. tokenizer, chat template and the prompt sets */
-static int prepare_prompts(run_ctx *c, char *err, size_t errlen)
-{
-    const db_sweep *sw = &c->sw;
-    int need_tok = 0, rc = DB_OK;
-    for (int d = 0; d < sw->n_dataset && !synth_only(c); d++)
-        need_tok |= !db_dataset_is_synthetic(sw->dataset[d], NULL);
-    c->tmpl = DB_CHAT_NONE;
-    if (need_tok) rc = db_cli_tokenizer_load(&c->tok, sw->target[0], err, errlen);
-    if (!rc && need_tok) {
-        if (strcmp(sw->chat_template, "auto") == 0)
-            c->tmpl = db_chat_template_detect(&c->tok, c->tcfg.model_type);
-        else
-            rc = db_chat_template_parse(sw->chat_template, &c->tmpl, err, errlen);
-    }
-    for (int i = 0; i < c->nkeys && !rc; i++) { /* synthetic prompts have no template */
-        db_point_key *k = &c->keys[i];
-        snprintf(k->chat_template, sizeof k->chat_template, "%s",
-                 db_chat_template_name(db_dataset_is_synthetic(k->dataset, NULL) ? DB_CHAT_NONE : c->tmpl));
-    }
-    return rc ? rc : load_sets(c, err, errlen);
 }
 
 /* 3b. --shard K/N (or the shard a resumed directory records): keep this shard's groups
@@ -597,119 +183,17 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
                        c->resume, c->shard_arg, rec.index, rec.count);
     if (!c->shard_arg) c->shard = rec;
     if (rc || !c->shard.count) return rc;
-    double *cost = malloc(sizeof *cost * (size_t)c->nkeys);
+    double *cost = db_malloc(sizeof *cost * (size_t)c->sr.nkeys);
     char hash[65];
-    if (!cost) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    for (int i = 0; i < c->nkeys && !rc; i++) {
-        if (i == 0 || c->keys[i].target_i != c->keys[i - 1].target_i) /* its target's configs */
-            rc = target_configs(c, c->keys[i].target_i, err, errlen);
-        const prompt_set *ps = find_set(c, c->keys[i].dataset);
-        int turns = 0, ds = db_drafter_set_of(&c->ds, &c->sw, &c->keys[i]);
-        double len = 0;
-        for (int j = 0; ps && j < ps->ds.n; j++) turns += ps->ds.samples[j].n_turns, len += ps->len[j];
-        cost[i] = db_shard_point_cost(&c->tcfg, ds >= 0 ? &c->ds.slot[ds].cfg : NULL, c->syn.dtype, &c->sw,
-                                      &c->keys[i], turns, ps && ps->ds.n ? len / ps->ds.n : 1);
-    }
-    if (!rc && c->sw.n_target > 1) rc = target_configs(c, 0, err, errlen); /* as load_configs left it */
+    if (!cost) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the shard's costs");
+    rc = db_sweep_runner_costs(&c->sr, cost, err, errlen);
     if (!rc) rc = db_sweep_hash_json(c->meta.sweep, hash, err, errlen);
-    if (!rc) rc = db_shard_apply(&c->shard, hash, c->keys, &c->nkeys, cost, &c->meta.shard, err, errlen);
+    if (!rc) rc = db_shard_apply(&c->shard, hash, c->sr.keys, &c->sr.nkeys, cost, &c->meta.shard, err, errlen);
     free(cost);
-    if (!rc && (*none = c->nkeys == 0))
+    if (!rc && (*none = c->sr.nkeys == 0))
         fprintf(stderr, "shard %d/%d: no points (the sweep has fewer groups than shards); nothing to do\n",
                 c->shard.index, c->shard.count);
     return rc;
-}
-
-/* memory: refuse what the current target's points cannot fit before allocating anything */
-static int check_memory(run_ctx *c, char *err, size_t errlen)
-{
-    int i0, nk;
-    target_keys(c, c->cur_target, &i0, &nk);
-    db_mem_need need = {db_weights_bytes(&c->tcfg, NULL, c->wdtype), 0, 0};
-    for (int s = 0; s < c->ds.n; s++) /* each drafter's own weights */
-        need.weights += db_weights_bytes(&c->tcfg, &c->ds.slot[s].cfg, c->wdtype) - db_weights_bytes(&c->tcfg, NULL, c->wdtype);
-    for (int i = i0; i < i0 + nk; i++) {
-        const db_point_key *k = &c->keys[i];
-        prompt_set *ps = find_set(c, k->dataset);
-        int maxp = 1, turns = 1;
-        for (int j = 0; ps && j < ps->ds.n; j++) {
-            maxp = ps->len[j] > maxp ? ps->len[j] : maxp;
-            turns = ps->ds.samples[j].n_turns > turns ? ps->ds.samples[j].n_turns : turns;
-        }
-        /* a later turn carries the earlier turns and answers (an estimate: its text is not
-         * known yet) */
-        maxp = maxp * turns + k->max_new_tokens * (turns - 1);
-        db_engine_shape es = {k->concurrency, key_drafts(k) ? k->block_size : 1, maxp, k->max_new_tokens,
-                              k->temperature > 0, c->kv_dtype};
-        double kv, act;
-        int ds = db_drafter_set_of(&c->ds, &c->sw, k);
-        db_engine_bytes(&c->tcfg, ds >= 0 ? &c->ds.slot[ds].cfg : NULL, &es, &kv, &act);
-        if (kv + act > need.kv + need.act) need.kv = kv, need.act = act;
-    }
-    char what[96];
-    snprintf(what, sizeof what, "this sweep (%s)", c->sw.synthetic ? "synthetic weights" : "its checkpoints");
-    return db_mem_check(&need, db_mem_available(c->s.be), what, err, errlen);
-}
-
-/* the main weight dtype of a checkpoint (safetensors.h db_st_main_dtype); synthetic: the chosen */
-static int main_dtype(const run_ctx *c, const char *path, db_dtype *dt, char *err, size_t errlen)
-{
-    *dt = c->syn.dtype;
-    if (c->sw.synthetic) return DB_OK;
-    db_st_set st;
-    int rc = db_st_open_dir(&st, path, err, errlen);
-    if (rc) return rc;
-    *dt = db_st_main_dtype(&st);
-    db_st_close(&st);
-    return DB_OK;
-}
-
-/* 4. the backend, and the roofline's device figures, measured before any model takes memory
- *    (with the first target's weight dtype) */
-static int open_backend(run_ctx *c, char *err, size_t errlen)
-{
-    const db_sweep *sw = &c->sw;
-    c->so = (db_session_opts){sw->backend[0], target_path(c, 0), NULL, sw->threads,
-                              sw->deterministic, sw->synthetic ? &c->syn : NULL};
-    int rc = db_session_open_backend(&c->s, &c->so, err, errlen);
-    if (rc) return rc;
-    c->session_open = 1;
-    if (c->kv_dtype == DB_F16 && (!c->s.be->ops->kv_store_f16 || !c->s.be->ops->attention_f16))
-        return db_fail(err, errlen, DB_EINPUT, "backend %s has no f16 KV cache (--kv-dtype f16); use --kv-dtype f32",
-                       c->s.be->ops->name);
-    if (!sw->predict) return DB_OK;
-    db_dtype dt;
-    if ((rc = main_dtype(c, target_path(c, 0), &dt, err, errlen))) return rc;
-    db_model_config t0; /* the matmul rates on the first target's matrix shapes */
-    if ((rc = db_model_config_load(&t0, target_path(c, 0), err, errlen))) return rc;
-    if ((rc = db_hw_figures(c->s.be, dt, sw->bandwidth_gbs, sw->gflops, &t0, &c->hw, err, errlen)))
-        return rc;
-    fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", c->hw.bw / 1e9, c->hw.bw_source,
-            c->hw.flops / 1e9, c->hw.flops_source);
-    return DB_OK;
-}
-
-/* 5. before the points of target entry ti: its config and drafters, the memory check, the
- *    weights, and whether the drafters run every variant and block size of its points */
-static int target_begin(run_ctx *c, int ti, char *err, size_t errlen)
-{
-    int i0, n, rc = target_configs(c, ti, err, errlen);
-    c->cur_target = ti;
-    target_keys(c, ti, &i0, &n);
-    if (!rc) rc = main_dtype(c, c->tpath, &c->wdtype, err, errlen);
-    if (!rc) rc = check_memory(c, err, errlen);
-    if (rc) return rc;
-    c->so.target = c->tpath;
-    if ((rc = db_session_load_models(&c->s, &c->so, err, errlen))) return rc; /* closed at the end */
-    return db_drafter_set_load(&c->ds, &c->sw, c->keys + i0, n, c->s.be, &c->s.target,
-                               c->sw.synthetic ? &c->syn : NULL, err, errlen);
-}
-
-/* after them: the drafters and the target leave the device */
-static void target_end(run_ctx *c)
-{
-    db_drafter_set_free(&c->ds);
-    db_target_free(&c->s.target);
 }
 
 /* 6. meta.json (every checkpoint of the sweep, hashed, with its main dtype), the results
@@ -717,25 +201,37 @@ static void target_end(run_ctx *c)
 static int open_results(run_ctx *c, char *err, size_t errlen)
 {
     const db_sweep *sw = &c->sw;
-    db_run_meta_set_backend(&c->meta, sw->backend[0], c->s.be->device_name, c->s.be->simd, c->s.be->threads);
+    db_sweep_runner *sr = &c->sr;
+    db_run_meta_set_backend(&c->meta, sw->backend[0], sr->s.be->device_name, sr->s.be->simd, sr->s.be->threads);
     int rc = DB_OK;
     for (int ti = 0; ti < sw->n_target && !rc; ti++) {
         db_dtype dt;
-        const char *tp = sw->synthetic ? c->tcfg.path : target_path(c, ti);
-        rc = main_dtype(c, target_path(c, ti), &dt, err, errlen);
+        const char *tp = sw->synthetic ? sr->tcfg.path : db_sweep_runner_target_path(sr, ti);
+        rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, ti), &dt, err, errlen);
         if (!rc) rc = db_run_meta_add_model(&c->meta, tp, db_dtype_name(dt), err, errlen);
     }
-    for (int i = 0; i < c->nkeys && !rc; i++) { /* the drafters, by the slots of the last plan */
-        int s = db_drafter_set_of(&c->ds, sw, &c->keys[i]);
+    for (int i = 0; i < sr->nkeys && !rc; i++) { /* the drafters, by the slots of the last plan */
+        int s = db_drafter_set_of(&sr->ds, sw, &sr->keys[i]);
         if (s < 0) continue;
         db_dtype dt;
-        const char *dp = sw->synthetic ? c->ds.slot[s].cfg.base.path : c->ds.slot[s].path;
-        rc = main_dtype(c, c->ds.slot[s].path, &dt, err, errlen);
+        const char *dp = sw->synthetic ? sr->ds.slot[s].cfg.base.path : sr->ds.slot[s].path;
+        rc = db_sweep_runner_main_dtype(sr, sr->ds.slot[s].path, &dt, err, errlen);
         if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), err, errlen);
     }
     if (!rc) c->res_open = (rc = db_results_open(&c->res, c->out_dir, c->resume != NULL, err, errlen)) == DB_OK;
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);
+    return rc;
+}
+
+/* 4. the backend, and the roofline's device figures (--predict) before any model takes memory */
+static int open_backend(run_ctx *c, char *err, size_t errlen)
+{
+    int rc = db_sweep_runner_open_backend(&c->sr, err, errlen);
+    const db_hw *hw = &c->sr.hw;
+    if (!rc && c->sw.predict)
+        fprintf(stderr, "roofline: %.1f GB/s (%s), %.1f GFLOP/s (%s)\n", hw->bw / 1e9, hw->bw_source, hw->flops / 1e9,
+                hw->flops_source);
     return rc;
 }
 
@@ -819,28 +315,17 @@ static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load
     return DB_OK;
 }
 
-/* the points keys[i0, i1) share target, backend, dataset, temperature and concurrency: a group */
-static int group_end(const run_ctx *c, int i0) { return db_group_end(c->keys, c->nkeys, i0); }
-
-/* One group, the unit of work: each point's warm-up, then R rounds; round r runs every point
- * once, starting at point r mod P (rotated), so a change of machine load falls on `ar` and
- * the variants alike. Nothing is written before every round ran: a stopped or killed group
- * leaves no point of it. */
+/* One group, the unit of work (bench/runner.h: warm-ups, then R rotated rounds). Nothing is
+ * written before every round ran: a stopped or killed group leaves no point of it. */
 static int measure_group(run_ctx *c, int i0, int i1, char *err, size_t errlen)
 {
-    int P = i1 - i0, R = c->sw.repetitions, rc = DB_OK, began = 0;
+    int P = i1 - i0;
     db_point_raw *raw = &c->done[c->n_done];
     db_load_sample a, b;
     db_load_sample_now(&a);
-    for (; began < P && !rc; began++) rc = point_begin(c, &c->keys[i0 + began], &raw[began], err, errlen);
-    for (int r = 0; r < R && !rc; r++)
-        for (int j = 0; j < P && !rc; j++)
-            rc = stop_signal ? stopped(c, err, errlen) : point_rep(c, &raw[(j + r) % P], r, err, errlen);
+    int rc = db_sweep_runner_group(&c->sr, i0, i1, raw, err, errlen);
     db_load_sample_now(&b);
-    if (rc) {
-        for (int j = 0; j < began; j++) db_point_raw_free(&raw[j]); /* not counted in n_done */
-        return rc;
-    }
+    if (rc) return stop_signal ? stopped(c, err, errlen) : rc;
     c->n_done += P;
     rc = record_load(c, raw, P, &a, &b, err, errlen);
     for (int j = 0; j < P && !rc; j++) rc = commit_point(c, &raw[j], err, errlen);
@@ -848,37 +333,34 @@ static int measure_group(run_ctx *c, int i0, int i1, char *err, size_t errlen)
 }
 
 /* 7. every group with a point not done yet (--resume keeps complete groups and runs a partly
- *    written one again), with progress on stderr; each target's weights are on the device
- *    while its groups run (target_begin / target_end), one target at a time */
+ *    written one again), with progress on stderr; the runner keeps one target's weights on the
+ *    device at a time */
 static int measure_all(run_ctx *c, char *err, size_t errlen)
 {
-    c->done = calloc((size_t)c->nkeys, sizeof *c->done);
-    if (!c->done) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    int todo = 0, rc = DB_OK;
-    for (int i0 = 0, i1; i0 < c->nkeys && !rc; i0 = i1) {
-        i1 = group_end(c, i0);
+    const db_point_key *keys = c->sr.keys;
+    int nkeys = c->sr.nkeys, todo = 0, rc = DB_OK;
+    if (!(c->done = db_calloc((size_t)nkeys, sizeof *c->done))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the points");
+    for (int i0 = 0, i1; i0 < nkeys && !rc; i0 = i1) {
+        i1 = db_group_end(keys, nkeys, i0);
         int done = 0;
-        for (int i = i0; i < i1; i++) done += db_results_is_done(&c->res, &c->keys[i]);
+        for (int i = i0; i < i1; i++) done += db_results_is_done(&c->res, &keys[i]);
         if (done > 0 && done < i1 - i0) /* its points must come from the same rounds */
-            rc = db_results_forget(&c->res, c->keys + i0, i1 - i0, err, errlen);
+            rc = db_results_forget(&c->res, keys + i0, i1 - i0, err, errlen);
         todo += done < i1 - i0 ? i1 - i0 : 0;
     }
     db_progress prog;
     db_progress_begin(&prog, stderr, todo);
-    if (c->resume && todo < c->nkeys) {
+    if (c->resume && todo < nkeys) {
         db_progress_clear(&prog);
-        fprintf(stderr, "resume: %d of %d points already complete in %s\n", c->nkeys - todo, c->nkeys, c->out_dir);
+        fprintf(stderr, "resume: %d of %d points already complete in %s\n", nkeys - todo, nkeys, c->out_dir);
     }
     catch_signals();
-    c->t_origin = -1;
-    for (int i0 = 0, i1; i0 < c->nkeys && !rc; i0 = i1) {
-        i1 = group_end(c, i0);
-        if (db_results_is_done(&c->res, &c->keys[i0])) continue;
-        const db_point_key *k = &c->keys[i0];
-        if (k->target_i != c->cur_target) {
-            if (c->cur_target >= 0) target_end(c);
-            if ((rc = target_begin(c, k->target_i, err, errlen))) break;
-        }
+    c->sr.run.stop = &stop_signal;
+    c->sr.run.t_origin = -1;
+    for (int i0 = 0, i1; i0 < nkeys && !rc; i0 = i1) {
+        i1 = db_group_end(keys, nkeys, i0);
+        if (db_results_is_done(&c->res, &keys[i0])) continue;
+        const db_point_key *k = &keys[i0];
         char what[300];
         snprintf(what, sizeof what, "%s%s%s c%d T%g: %d points x %d rounds", c->sw.n_target > 1 ? k->target : "",
                  c->sw.n_target > 1 ? " " : "", k->dataset, k->concurrency, k->temperature, i1 - i0, c->sw.repetitions);
@@ -896,33 +378,30 @@ static void run_free(run_ctx *c)
 {
     for (int i = 0; i < c->n_done; i++) db_point_raw_free(&c->done[i]);
     free(c->done);
-    free(c->keys);
     if (c->res_open) db_results_close(&c->res);
     db_run_meta_free(&c->meta);
-    free_sets(c);
-    db_tokenizer_free(&c->tok);
-    db_drafter_set_free(&c->ds);
-    if (c->session_open) db_session_close(&c->s);
+    db_sweep_runner_free(&c->sr);
 }
 
 /* --resume with every point of the sweep already complete: say so and write nothing */
 static int nothing_left(run_ctx *c, int *none, char *err, size_t errlen)
 {
-    int done = 0, rc = c->resume ? db_results_count_done(c->out_dir, c->keys, c->nkeys, &done, err, errlen) : DB_OK;
-    *none = !rc && c->resume && done == c->nkeys;
-    if (*none) fprintf(stderr, "resume: all %d points of %s are complete; nothing to do\n", c->nkeys, c->out_dir);
+    int n = c->sr.nkeys, done = 0;
+    int rc = c->resume ? db_results_count_done(c->out_dir, c->sr.keys, n, &done, err, errlen) : DB_OK;
+    *none = !rc && c->resume && done == n;
+    if (*none) fprintf(stderr, "resume: all %d points of %s are complete; nothing to do\n", n, c->out_dir);
     return rc;
 }
 
 int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
 {
-    run_ctx *c = calloc(1, sizeof *c);
-    if (!c) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    run_ctx *c = db_calloc(1, sizeof *c);
+    if (!c) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the run");
     c->argv0 = argv[0];
     int stop = 0, rc = parse_args(c, argc, argv, &stop, err, errlen);
     if (!rc && !stop) rc = check_sweep(c, argc, argv, err, errlen);
-    if (!rc && !stop) rc = load_configs(c, err, errlen);
-    if (!rc && !stop) rc = prepare_prompts(c, err, errlen); /* completes the keys */
+    if (!rc && !stop) rc = db_sweep_runner_configs(&c->sr, err, errlen);
+    if (!rc && !stop) rc = db_sweep_runner_prompts(&c->sr, err, errlen); /* completes the keys */
     if (!rc && !stop) rc = shard_keys(c, &stop, err, errlen);
     if (!rc && !stop) rc = nothing_left(c, &stop, err, errlen);
     if (!rc && !stop) rc = open_backend(c, err, errlen);

@@ -2,6 +2,7 @@
  * stdout, or with --decode ids on stdin -> text. The text is taken byte for byte (a trailing
  * newline is part of it: use printf '%s', not echo, for an exact prompt). */
 #include "text/chat_template.h"
+#include "bench/prompt_set.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/session.h"
@@ -37,7 +38,7 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
     db_chat_template tmpl;
     if ((rc = db_chat_template_parse(tmpl_name, &tmpl, err, errlen))) return rc;
     db_tokenizer tok;
-    if ((rc = db_cli_tokenizer_load(&tok, path, err, errlen))) return rc;
+    if ((rc = db_prompt_tokenizer_load(&tok, path, err, errlen))) return rc;
     char *in = NULL, *text = NULL;
     size_t len = 0;
     int *ids = NULL, n = 0;
@@ -65,21 +66,3 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
     return rc;
 }
 
-int db_cli_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen)
-{
-    char gp[1024], tj[1100];
-    struct stat sb;
-    /* a directory with its own tokenizer.json keeps it, GGUF or not */
-    int dir_json = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) &&
-                   db_path_join(tj, sizeof tj, path, "tokenizer.json") == 0 && access(tj, F_OK) == 0;
-    int g = dir_json ? 0 : db_gguf_resolve(path, gp, sizeof gp, err, errlen);
-    if (g < 0) return g;
-    if (!g) return db_tokenizer_load(tok, path, err, errlen);
-    memset(tok, 0, sizeof *tok);
-    cJSON *root;
-    int rc = db_gguf_tokenizer_json(gp, &root, err, errlen);
-    if (rc) return rc;
-    rc = db_tokenizer_from_json(tok, root, gp, err, errlen);
-    cJSON_Delete(root);
-    return rc;
-}

@@ -1,0 +1,475 @@
+/* runner.c — the measurement procedure and a sweep's runner (runner.h). */
+#include "bench/runner.h"
+
+#include "base/paths.h"
+#include "base/util.h"
+#include "bench/machine_load.h"
+#include "cluster/shard.h"
+#include "report/report.h"
+#include "model/safetensors.h"
+#include "text/prompt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc, db_request *reqs,
+                   int n, double *t0, double *secs, char *err, size_t errlen)
+{
+    int maxp = 1;
+    for (int i = 0; i < n; i++) maxp = reqs[i].n_prompt > maxp ? reqs[i].n_prompt : maxp;
+    db_engine *e;
+    int rc = db_engine_create(&e, t, d, p, conc, maxp, err, errlen);
+    if (rc) return rc;
+    double ts = db_now();
+    if (*t0 < 0) *t0 = ts; /* the first run starts the clock of the time stamps */
+    rc = db_engine_run(e, reqs, n, *t0, NULL, NULL, err, errlen);
+    if (secs) *secs += db_now() - ts;
+    db_engine_destroy(e);
+    return rc;
+}
+
+/* A timed pass: turn 1 of every sample, then later turns with the decoded answers so far.
+ * stats[] receives one entry per (sample, turn), sample-major order within each turn. */
+static int timed_pass(const db_runner *r, const db_run_point *pt, db_req_stats *stats, int *n_stats,
+                      double *wall, char *err, size_t errlen)
+{
+    const db_prompt_set *ps = pt->ps;
+    const db_gen_params *p = &pt->p;
+    int ns = ps->ds.n, max_turns = db_prompt_set_max_turns(ps), rc = DB_OK;
+    char ***answers = db_calloc((size_t)ns, sizeof(char **));
+    db_request *reqs = db_calloc((size_t)ns, sizeof *reqs);
+    int *outbuf = db_malloc(sizeof(int) * (size_t)ns * (size_t)p->max_new_tokens);
+    int **prompts = db_calloc((size_t)ns, sizeof(int *)), *idx = db_calloc((size_t)ns, sizeof(int));
+    if (!answers || !reqs || !outbuf || !prompts || !idx) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for a timed pass");
+    if (!rc && max_turns > 1 && !r->tok) rc = db_fail(err, errlen, DB_EINPUT, "%s: later turns need a tokenizer", ps->name);
+    *n_stats = 0;
+    *wall = 0;
+    double t0 = -1; /* time stamps count from the start of the first turn's run */
+    for (int turn = 0; turn < max_turns && !rc; turn++) {
+        int n = 0;
+        for (int j = 0; j < ns && !rc; j++) {
+            const db_sample *sm = &ps->ds.samples[j];
+            if (turn >= sm->n_turns) continue;
+            int *ids = ps->ids[j], len = ps->len[j];
+            if (turn > 0) {
+                rc = db_prompt_render(r->tok, r->tmpl, r->thinking, sm, turn, (const char *const *)answers[j],
+                                      &prompts[n], &len, err, errlen);
+                ids = prompts[n];
+            }
+            idx[n] = j;
+            reqs[n] = (db_request){.prompt = ids, .n_prompt = len, .out = outbuf + (size_t)n * p->max_new_tokens};
+            n++;
+        }
+        if (!rc) rc = db_runner_pass(r->target, pt->drafter, p, pt->concurrency, reqs, n, &t0, wall, err, errlen);
+        for (int q = 0; q < n && !rc; q++) {
+            stats[(*n_stats)++] = reqs[q].st;
+            if (turn + 1 < ps->ds.samples[idx[q]].n_turns) {
+                char *text;
+                size_t tl;
+                rc = db_tokenizer_decode(r->tok, reqs[q].out, reqs[q].n_out, 1, &text, &tl, err, errlen);
+                if (!rc && !answers[idx[q]] && !(answers[idx[q]] = db_calloc((size_t)max_turns, sizeof(char *)))) {
+                    free(text);
+                    rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the answers of %s", ps->name);
+                }
+                if (!rc) answers[idx[q]][turn] = text;
+            }
+        }
+        for (int q = 0; q < n; q++)
+            if (turn > 0) free(prompts[q]), prompts[q] = NULL;
+    }
+    for (int j = 0; j < ns && answers; j++) {
+        for (int t = 0; answers[j] && t < max_turns; t++) free(answers[j][t]);
+        free(answers[j]);
+    }
+    free(answers), free(reqs), free(outbuf), free(prompts), free(idx);
+    return rc;
+}
+
+/* raw's arrays for R repetitions, then the untimed warm-up passes over one batch of first turns */
+static int point_begin(const db_runner *r, const db_run_point *pt, db_point_raw *raw, char *err, size_t errlen)
+{
+    int R = r->repetitions, per_pass = db_prompt_set_turns(pt->ps), rc = DB_OK;
+    db_point_key key = raw->key;
+    memset(raw, 0, sizeof *raw);
+    raw->key = key;
+    raw->n_prompts = per_pass;
+    raw->repetitions = R;
+    raw->wall_s = db_calloc((size_t)R, sizeof(double));
+    raw->rep_start_s = db_calloc((size_t)R, sizeof(double));
+    raw->reqs = db_calloc((size_t)R * (size_t)per_pass, sizeof(db_req_stats));
+    if (!raw->wall_s || !raw->rep_start_s || !raw->reqs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a point's samples");
+    db_gen_params p = pt->p;
+    if (r->warmup_tokens > 0) p.max_new_tokens = r->warmup_tokens;
+    for (int w = 0; w < r->warmup && !rc; w++) {
+        int n = pt->ps->ds.n < pt->concurrency ? pt->ps->ds.n : pt->concurrency;
+        db_request *reqs = db_calloc((size_t)n, sizeof *reqs);
+        int *out = db_malloc(sizeof(int) * (size_t)n * (size_t)p.max_new_tokens);
+        if (!reqs || !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for a warm-up pass");
+        for (int j = 0; j < n && !rc; j++)
+            reqs[j] = (db_request){.prompt = pt->ps->ids[j], .n_prompt = pt->ps->len[j], .out = out + (size_t)j * p.max_new_tokens};
+        double t0 = -1;
+        if (!rc) rc = db_runner_pass(r->target, pt->drafter, &p, pt->concurrency, reqs, n, &t0, NULL, err, errlen);
+        free(reqs);
+        free(out);
+    }
+    return rc;
+}
+
+/* timed repetition k of a point: its start time, requests, wall time, page faults and the
+ * backend's peak memory */
+static int point_rep(db_runner *r, const db_run_point *pt, db_point_raw *raw, int k, char *err, size_t errlen)
+{
+    int got = 0;
+    if (r->be) r->be->bytes_peak = r->be->bytes_in_use;
+    db_load_sample a, b;
+    db_load_sample_now(&a);
+    if (r->t_origin < 0) r->t_origin = a.t;
+    raw->rep_start_s[k] = a.t - r->t_origin;
+    int rc = timed_pass(r, pt, raw->reqs + (size_t)k * raw->n_prompts, &got, &raw->wall_s[k], err, errlen);
+    db_load_sample_now(&b);
+    raw->major_faults += b.majflt - a.majflt;
+    double mib = r->be ? (double)r->be->bytes_peak / DB_MIB : 0;
+    if (mib > raw->peak_mem_mib) raw->peak_mem_mib = mib;
+    if (!rc && got != raw->n_prompts) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, raw->n_prompts);
+    if (!rc && r->after_pass) rc = r->after_pass(r->user, err, errlen);
+    return rc;
+}
+
+int db_runner_group(db_runner *r, const db_run_point *pts, db_point_raw *raw, int P, char *err,
+                    size_t errlen)
+{
+    int R = r->repetitions, rc = DB_OK, began = 0;
+    for (; began < P && !rc; began++) rc = point_begin(r, &pts[began], &raw[began], err, errlen);
+    for (int k = 0; k < R && !rc; k++)
+        for (int j = 0; j < P && !rc; j++) {
+            int sig = r->stop ? *r->stop : 0, q = (j + k) % P;
+            rc = sig ? db_fail(err, errlen, DB_ESIGNAL(sig), "stopped by signal %d", sig)
+                     : point_rep(r, &pts[q], &raw[q], k, err, errlen);
+        }
+    if (rc)
+        for (int j = 0; j < began; j++) db_point_raw_free(&raw[j]);
+    return rc;
+}
+
+/* ---- a sweep on one backend ---- */
+
+/* model paths not found from the current directory come from the data root (base/paths.h), so
+ * `run` and its default models work from any directory; a path found nowhere stays as given
+ * and its loader names it */
+static void find_models(db_sweep *sw)
+{
+    typedef struct {
+        char *p;
+        size_t n;
+    } field;
+    field f[2 + 2 * DB_SWEEP_MODELS] = {{sw->target_config, sizeof sw->target_config},
+                                        {sw->drafter_config, sizeof sw->drafter_config}};
+    for (int i = 0; i < sw->n_target; i++) f[2 + i] = (field){sw->target[i], sizeof sw->target[i]};
+    for (int i = 0; i < sw->n_drafter; i++) f[2 + DB_SWEEP_MODELS + i] = (field){sw->drafter[i], sizeof sw->drafter[i]};
+    char buf[1024];
+    for (int v = 0; v < DB_SWEEP_VARIANTS; v++)
+        if (sw->variant_drafter[v][0] && db_data_find(sw->variant_drafter[v], buf, sizeof buf) == buf &&
+            strlen(buf) < sizeof sw->variant_drafter[v])
+            memcpy(sw->variant_drafter[v], buf, strlen(buf) + 1);
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].p && f[i].p[0] && db_data_find(f[i].p, buf, sizeof buf) == buf && strlen(buf) < f[i].n)
+            memcpy(f[i].p, buf, strlen(buf) + 1);
+}
+
+/* only synthetic prompts: --synthetic without --dataset */
+static int synth_only(const db_sweep_runner *sr) { return sr->sw->synthetic && !sr->sw->dataset_set; }
+
+/* the point runs the drafter (its variant, by the variant table) */
+static int key_drafts(const db_point_key *k)
+{
+    db_variant v;
+    return db_variant_parse(k->variant, &v) == 0 && db_variant_uses_drafter(v);
+}
+
+int db_sweep_runner_init(db_sweep_runner *sr, db_sweep *sw, char *err, size_t errlen)
+{
+    memset(sr, 0, sizeof *sr);
+    sr->sw = sw;
+    sr->cur_target = -1;
+    db_kv_dtype_parse(sw->kv_dtype, sw->backend[0], &sr->kv_dtype); /* one of the key's choices */
+    find_models(sw);
+    int rc = db_sweep_points(sw, &sr->keys, &sr->nkeys, err, errlen);
+    if (rc) return rc;
+    for (int b = 1; b < sw->n_backend; b++)
+        if (strcmp(sw->backend[b], sw->backend[0]) != 0)
+            return db_fail(err, errlen, DB_EINPUT, "one backend per invocation for now (got %s and %s)",
+                           sw->backend[0], sw->backend[b]);
+    if (!db_backend_find(sw->backend[0]))
+        return db_fail(err, errlen, DB_EINPUT, "backend '%s' is not compiled into this binary (see --version)",
+                       sw->backend[0]);
+    for (int d = 0; d < sw->n_dataset && !rc && !synth_only(sr); d++) {
+        char path[1024];
+        if (!db_dataset_is_synthetic(sw->dataset[d], NULL))
+            rc = db_dataset_resolve(sw->dataset[d], path, sizeof path, err, errlen);
+    }
+    for (int i = 0; i < sw->n_profile && !rc; i++)
+        if (strcmp(sw->profile[i], "none") != 0) rc = db_profile_load(&sr->profiles[i], sw->profile[i], err, errlen);
+    return rc;
+}
+
+const char *db_sweep_runner_target_path(const db_sweep_runner *sr, int ti)
+{
+    return sr->sw->synthetic && sr->sw->target_config[0] ? sr->sw->target_config : sr->sw->target[ti];
+}
+
+/* the points of target entry ti: keys[*i0, *i0 + *n) (the target is the outermost axis) */
+static void target_keys(const db_sweep_runner *sr, int ti, int *i0, int *n)
+{
+    *i0 = 0;
+    while (*i0 < sr->nkeys && sr->keys[*i0].target_i != ti) ++*i0;
+    *n = 0;
+    while (*i0 + *n < sr->nkeys && sr->keys[*i0 + *n].target_i == ti) ++*n;
+}
+
+/* target entry ti's config, and the drafters of its points checked against it */
+static int target_configs(db_sweep_runner *sr, int ti, char *err, size_t errlen)
+{
+    int i0, n;
+    target_keys(sr, ti, &i0, &n);
+    sr->tpath = db_sweep_runner_target_path(sr, ti);
+    int rc = db_model_config_load(&sr->tcfg, sr->tpath, err, errlen);
+    return rc ? rc : db_drafter_set_plan(&sr->ds, sr->sw, sr->keys + i0, n, sr->tcfg.n_layers, err, errlen);
+}
+
+/* leaves target 0's config in sr->tcfg */
+int db_sweep_runner_configs(db_sweep_runner *sr, char *err, size_t errlen)
+{
+    const db_sweep *sw = sr->sw;
+    sr->maxb = 1;
+    for (int i = 0; i < sr->nkeys; i++)
+        if (key_drafts(&sr->keys[i])) {
+            sr->need_drafter = 1;
+            if (sr->keys[i].block_size > sr->maxb) sr->maxb = sr->keys[i].block_size;
+        }
+    sr->syn = (db_synth_opts){.seed = sw->seed, .dtype = DB_BF16};
+    if (sw->synthetic) db_dtype_parse(sw->dtype, &sr->syn.dtype);
+    int rc = DB_OK, vocab = 0;
+    for (int ti = sw->n_target - 1; ti >= 0 && !rc; ti--) {
+        rc = target_configs(sr, ti, err, errlen);
+        if (!rc && ti < sw->n_target - 1 && sr->tcfg.vocab != vocab)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: vocabulary of %d tokens, %s has %d: the targets of one sweep "
+                         "are one model (at several weight types)", sr->tpath, sr->tcfg.vocab,
+                         db_sweep_runner_target_path(sr, ti + 1), vocab);
+        vocab = sr->tcfg.vocab;
+    }
+    for (int i = 0; i < sr->nkeys && !rc && sw->synthetic; i++) { /* the configs stand for the models */
+        db_point_key *k = &sr->keys[i];
+        int ds = db_drafter_set_of(&sr->ds, sw, k);
+        db_model_name(sr->tcfg.path, k->target, sizeof k->target);
+        db_model_name(ds >= 0 ? sr->ds.slot[ds].cfg.base.path : "", k->drafter, sizeof k->drafter);
+    }
+    for (int i = 0; i < sw->n_profile && !rc; i++)
+        if (strcmp(sw->profile[i], "none") != 0 && sr->profiles[i].n < sr->maxb - 1)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: %d positions, but block size %d drafts %d",
+                         sw->profile[i], sr->profiles[i].n, sr->maxb, sr->maxb - 1);
+    return rc;
+}
+
+static db_prompt_set *find_set(const db_sweep_runner *sr, const char *name)
+{
+    for (int i = 0; i < sr->n_sets; i++)
+        if (strcmp(sr->sets[i].name, name) == 0) return &sr->sets[i];
+    return NULL;
+}
+
+int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
+{
+    const db_sweep *sw = sr->sw;
+    int need_tok = 0, rc = DB_OK;
+    for (int d = 0; d < sw->n_dataset && !synth_only(sr); d++) need_tok |= !db_dataset_is_synthetic(sw->dataset[d], NULL);
+    sr->tmpl = DB_CHAT_NONE;
+    if (need_tok) rc = db_prompt_tokenizer_load(&sr->tok, sw->target[0], err, errlen);
+    if (!rc && need_tok) {
+        if (strcmp(sw->chat_template, "auto") == 0) sr->tmpl = db_chat_template_detect(&sr->tok, sr->tcfg.model_type);
+        else rc = db_chat_template_parse(sw->chat_template, &sr->tmpl, err, errlen);
+    }
+    for (int i = 0; i < sr->nkeys && !rc; i++) { /* synthetic prompts have no template */
+        db_point_key *k = &sr->keys[i];
+        snprintf(k->chat_template, sizeof k->chat_template, "%s",
+                 db_chat_template_name(db_dataset_is_synthetic(k->dataset, NULL) ? DB_CHAT_NONE : sr->tmpl));
+    }
+    if (rc) return rc;
+    int n = synth_only(sr) ? 1 : sw->n_dataset;
+    if (!(sr->sets = db_calloc((size_t)n, sizeof *sr->sets))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the prompt sets");
+    for (int i = 0; i < n && !rc; i++, sr->n_sets = i) {
+        char name[64];
+        int nt = sw->prompt_tokens;
+        if (synth_only(sr)) snprintf(name, sizeof name, "synthetic-%d", nt);
+        else snprintf(name, sizeof name, "%s", sw->dataset[i]);
+        if (db_dataset_is_synthetic(name, &nt))
+            rc = db_prompt_set_random(&sr->sets[i], name, sw->max_samples, nt, nt, sr->tcfg.vocab, sw->seed, err, errlen);
+        else
+            rc = db_prompt_set_dataset(&sr->sets[i], sw->dataset[i], sw->max_samples, sw->seed, &sr->tok, sr->tmpl,
+                                       sw->thinking, sr->tcfg.vocab, sr->tcfg.path, err, errlen);
+    }
+    return rc;
+}
+
+int db_sweep_runner_costs(db_sweep_runner *sr, double *cost, char *err, size_t errlen)
+{
+    int rc = DB_OK;
+    for (int i = 0; i < sr->nkeys && !rc; i++) {
+        if (i == 0 || sr->keys[i].target_i != sr->keys[i - 1].target_i) /* its target's configs */
+            rc = target_configs(sr, sr->keys[i].target_i, err, errlen);
+        const db_prompt_set *ps = find_set(sr, sr->keys[i].dataset);
+        int ds = db_drafter_set_of(&sr->ds, sr->sw, &sr->keys[i]);
+        cost[i] = db_shard_point_cost(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, sr->syn.dtype, sr->sw,
+                                      &sr->keys[i], ps ? db_prompt_set_turns(ps) : 0,
+                                      ps && ps->ds.n ? db_prompt_set_mean_len(ps) : 1);
+    }
+    if (!rc && sr->sw->n_target > 1) rc = target_configs(sr, 0, err, errlen); /* as configs left it */
+    return rc;
+}
+
+int db_sweep_runner_main_dtype(const db_sweep_runner *sr, const char *path, db_dtype *dt, char *err,
+                               size_t errlen)
+{
+    *dt = sr->syn.dtype;
+    if (sr->sw->synthetic) return DB_OK;
+    db_st_set st;
+    int rc = db_st_open_dir(&st, path, err, errlen);
+    if (rc) return rc;
+    *dt = db_st_main_dtype(&st);
+    db_st_close(&st);
+    return DB_OK;
+}
+
+int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen)
+{
+    const db_sweep *sw = sr->sw;
+    sr->so = (db_session_opts){sw->backend[0], db_sweep_runner_target_path(sr, 0), NULL, sw->threads,
+                               sw->deterministic, sw->synthetic ? &sr->syn : NULL};
+    int rc = db_session_open_backend(&sr->s, &sr->so, err, errlen);
+    if (rc) return rc;
+    sr->session_open = 1;
+    if (sr->kv_dtype == DB_F16 && (!sr->s.be->ops->kv_store_f16 || !sr->s.be->ops->attention_f16))
+        return db_fail(err, errlen, DB_EINPUT, "backend %s has no f16 KV cache (--kv-dtype f16); use --kv-dtype f32",
+                       sr->s.be->ops->name);
+    if (!sw->predict) return DB_OK;
+    db_dtype dt;
+    if ((rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, 0), &dt, err, errlen))) return rc;
+    db_model_config t0; /* the matmul rates on the first target's matrix shapes */
+    if ((rc = db_model_config_load(&t0, db_sweep_runner_target_path(sr, 0), err, errlen))) return rc;
+    return db_hw_figures(sr->s.be, dt, sw->bandwidth_gbs, sw->gflops, &t0, &sr->hw, err, errlen);
+}
+
+/* memory: refuse what the current target's points cannot fit before allocating anything */
+static int check_memory(db_sweep_runner *sr, char *err, size_t errlen)
+{
+    int i0, nk;
+    target_keys(sr, sr->cur_target, &i0, &nk);
+    db_mem_need need = {db_weights_bytes(&sr->tcfg, NULL, sr->wdtype), 0, 0};
+    for (int s = 0; s < sr->ds.n; s++) /* each drafter's own weights */
+        need.weights += db_weights_bytes(&sr->tcfg, &sr->ds.slot[s].cfg, sr->wdtype) - db_weights_bytes(&sr->tcfg, NULL, sr->wdtype);
+    for (int i = i0; i < i0 + nk; i++) {
+        const db_point_key *k = &sr->keys[i];
+        const db_prompt_set *ps = find_set(sr, k->dataset);
+        int maxp = ps ? db_prompt_set_max_len(ps) : 1, turns = ps ? db_prompt_set_max_turns(ps) : 1;
+        /* a later turn carries the earlier turns and answers (an estimate: its text is not
+         * known yet) */
+        maxp = maxp * turns + k->max_new_tokens * (turns - 1);
+        db_engine_shape es = {k->concurrency, key_drafts(k) ? k->block_size : 1, maxp, k->max_new_tokens,
+                              k->temperature > 0, sr->kv_dtype};
+        double kv, act;
+        int ds = db_drafter_set_of(&sr->ds, sr->sw, k);
+        db_engine_bytes(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, &es, &kv, &act);
+        if (kv + act > need.kv + need.act) need.kv = kv, need.act = act;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "this sweep (%s)", sr->sw->synthetic ? "synthetic weights" : "its checkpoints");
+    return db_mem_check(&need, db_mem_available(sr->s.be), what, err, errlen);
+}
+
+/* target entry ti onto the device: its config and drafters, the memory check, the weights, and
+ * whether the drafters run every variant and block size of its points */
+static int target_begin(db_sweep_runner *sr, int ti, char *err, size_t errlen)
+{
+    int i0, n, rc = target_configs(sr, ti, err, errlen);
+    sr->cur_target = ti;
+    target_keys(sr, ti, &i0, &n);
+    if (!rc) rc = db_sweep_runner_main_dtype(sr, sr->tpath, &sr->wdtype, err, errlen);
+    if (!rc) rc = check_memory(sr, err, errlen);
+    if (rc) return rc;
+    sr->so.target = sr->tpath;
+    if ((rc = db_session_load_models(&sr->s, &sr->so, err, errlen))) return rc; /* closed at the end */
+    return db_drafter_set_load(&sr->ds, sr->sw, sr->keys + i0, n, sr->s.be, &sr->s.target,
+                               sr->sw->synthetic ? &sr->syn : NULL, err, errlen);
+}
+
+/* the previous target's drafters and weights leave the device */
+static void target_end(db_sweep_runner *sr)
+{
+    db_drafter_set_free(&sr->ds);
+    db_target_free(&sr->s.target);
+}
+
+/* the engine's view of point k: parameters, drafter, prompts */
+static int point_of(db_sweep_runner *sr, const db_point_key *k, db_run_point *pt, char *err, size_t errlen)
+{
+    db_variant v;
+    int slot = db_drafter_set_of(&sr->ds, sr->sw, k);
+    pt->ps = find_set(sr, k->dataset);
+    if (!pt->ps || db_variant_parse(k->variant, &v) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
+    pt->drafter = slot >= 0 ? &sr->ds.slot[slot].d : NULL;
+    pt->concurrency = k->concurrency;
+    pt->p = (db_gen_params){.variant = v, .block_size = k->block_size, .temperature = k->temperature,
+                            .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
+                            .seed = sr->sw->seed, .ignore_eos = sr->sw->synthetic, .kv_dtype = sr->kv_dtype};
+    for (int i = 0; i < sr->sw->n_profile; i++) /* replayed acceptance: "replay:<profile>" */
+        if (!strncmp(k->acceptance_source, "replay:", 7) && !strcmp(k->acceptance_source + 7, sr->sw->profile[i])) {
+            pt->p.replay_rates = sr->profiles[i].rate;
+            pt->p.replay_n = sr->profiles[i].n;
+        }
+    return DB_OK;
+}
+
+int db_sweep_runner_group(db_sweep_runner *sr, int i0, int i1, db_point_raw *raw, char *err,
+                          size_t errlen)
+{
+    int P = i1 - i0, rc = DB_OK;
+    const db_point_key *k = &sr->keys[i0];
+    if (k->target_i != sr->cur_target) {
+        if (sr->cur_target >= 0) target_end(sr);
+        if ((rc = target_begin(sr, k->target_i, err, errlen))) return rc;
+    }
+    db_run_point *pts = db_calloc((size_t)P, sizeof *pts);
+    if (!pts) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a group's points");
+    for (int j = 0; j < P && !rc; j++) {
+        raw[j] = (db_point_raw){.key = sr->keys[i0 + j]};
+        rc = point_of(sr, &sr->keys[i0 + j], &pts[j], err, errlen);
+    }
+    db_runner *r = &sr->run;
+    r->be = sr->s.be;
+    r->target = &sr->s.target;
+    r->tok = &sr->tok;
+    r->tmpl = sr->tmpl;
+    r->thinking = sr->sw->thinking;
+    r->warmup = sr->sw->warmup;
+    r->repetitions = sr->sw->repetitions;
+    if (!rc) rc = db_runner_group(r, pts, raw, P, err, errlen);
+    for (int j = 0; j < P && !rc && sr->sw->predict; j++) {
+        int slot = db_drafter_set_of(&sr->ds, sr->sw, &raw[j].key);
+        raw[j].predicted_tok_s = db_roofline_point(&sr->tcfg, slot >= 0 ? &sr->ds.slot[slot].cfg : NULL, sr->wdtype,
+                                                   &sr->hw, &raw[j], sr->kv_dtype);
+    }
+    free(pts);
+    return rc;
+}
+
+void db_sweep_runner_free(db_sweep_runner *sr)
+{
+    free(sr->keys);
+    for (int i = 0; i < sr->n_sets; i++) db_prompt_set_free(&sr->sets[i]);
+    free(sr->sets);
+    db_tokenizer_free(&sr->tok);
+    db_drafter_set_free(&sr->ds);
+    if (sr->session_open) db_session_close(&sr->s);
+    memset(sr, 0, sizeof *sr);
+}

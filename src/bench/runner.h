@@ -1,0 +1,118 @@
+/* runner.h — the measurement procedure: closed-loop passes through the engine, warm-up and
+ * timed passes (multi-turn sets: a later turn carries the answers decoded so far), rotated
+ * rounds over a group of points, and for a sweep (db_sweep_runner) the prompt sets, the memory
+ * check and the models on the device target by target. Every command that runs the engine
+ * (run, plan, check-lossless, generate) runs it through here.
+ *
+ * Per point: W untimed warm-up passes over its first `concurrency` prompts; then R timed passes
+ * over all prompts. A timed pass is closed-loop: all samples' first turns, then (multi-turn sets)
+ * all second turns with the model's decoded first answers in the conversation; its wall time is
+ * the sum of the turns' engine runs (sizing the engine and decoding answers between turns are
+ * outside it), so throughput = committed tokens of every turn / wall seconds. Every point sees
+ * the same prompts and the same per-request seeds, so a variant pairs with `ar` prompt by prompt.
+ *
+ * Notation: P = points of a group, R = timed rounds (repetitions), W = warm-up passes. */
+#ifndef DB_RUNNER_H
+#define DB_RUNNER_H
+
+#include "bench/drafter_set.h"
+#include "bench/point.h"
+#include "bench/profile.h"
+#include "bench/capacity.h"
+#include "bench/prompt_set.h"
+#include "bench/sweep.h"
+#include "engine/engine.h"
+#include "engine/session.h"
+
+#include <signal.h>
+
+/* ---- the procedure ---- */
+
+/* what the engine runs for one point */
+typedef struct {
+    db_gen_params p;           /* variant, block size, sampling, tokens, seed, replay */
+    db_drafter *drafter;       /* NULL for ar */
+    const db_prompt_set *ps;   /* its prompts */
+    int concurrency;           /* requests in flight */
+} db_run_point;
+
+typedef struct {
+    db_backend *be;            /* peak memory per timed pass */
+    db_target *target;         /* on the device */
+    const db_tokenizer *tok;   /* decodes answers for later turns (NULL: one-turn sets only) */
+    db_chat_template tmpl;
+    int thinking;
+    int warmup;                /* W */
+    int repetitions;           /* R */
+    int warmup_tokens;         /* tokens of a warm-up request; 0: the point's max_new_tokens */
+    const volatile sig_atomic_t *stop; /* non-zero: the group ends before its next pass with
+                                        * DB_ESIGNAL(*stop); NULL: never */
+    int (*after_pass)(void *user, char *err, size_t errlen); /* after every timed pass, or NULL */
+    void *user;
+    double t_origin;           /* db_now() at the first timed pass (requests' start_s); set < 0 */
+} db_runner;
+
+/* One closed-loop pass of reqs[n] through an engine of conc slots on t (and d, NULL for ar)
+ * sized for them. Sizing (cache allocation) is outside the timing: *secs (if not NULL) gains
+ * the run's duration; *t0 < 0 becomes its start, the origin of the requests' time stamps. */
+int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc, db_request *reqs,
+                   int n, double *t0, double *secs, char *err, size_t errlen);
+
+/* One group: every point's W warm-up passes, then R rounds; round r runs every point once,
+ * starting at point r mod P (rotated), so a change of machine load falls on `ar` and the
+ * variants alike. raw[j] (its key set by the caller) gets point j's requests, wall times,
+ * start times, page faults and peak memory; on failure raw holds nothing. */
+int db_runner_group(db_runner *r, const db_run_point *pts, db_point_raw *raw, int P, char *err,
+                    size_t errlen);
+
+/* ---- a sweep on one backend ---- */
+
+typedef struct {
+    db_sweep *sw;
+    db_point_key *keys;        /* [nkeys] the points, in sweep order (a shard: its own) */
+    int nkeys;
+    int maxb;                  /* largest block size of a drafter point */
+    int need_drafter;
+    db_model_config tcfg;      /* the current target's config (target 0's before any runs) */
+    const char *tpath;         /* its checkpoint, or (synthetic) the config that stands for it */
+    int cur_target;            /* its index in the sweep's targets, -1 before the first */
+    db_drafter_set ds;         /* the drafters of the current target's points */
+    db_synth_opts syn;
+    db_dtype wdtype;           /* the current target's weight dtype (synthetic: the chosen one) */
+    db_dtype kv_dtype;         /* the K/V caches' (sweep key kv_dtype, auto resolved) */
+    db_profile profiles[DB_SWEEP_MAX]; /* acceptance profiles, in sweep order */
+    db_hw hw;                  /* device figures for --predict */
+    db_tokenizer tok;
+    db_chat_template tmpl;
+    db_prompt_set *sets;       /* [n_sets] one per dataset */
+    int n_sets;
+    db_session s;
+    int session_open;
+    db_session_opts so;
+    db_runner run;
+} db_sweep_runner;
+
+/* the sweep's model paths found (base/paths.h), kv dtype, points, and what is checkable from
+ * names alone: one compiled backend, datasets that resolve, profiles that load */
+int db_sweep_runner_init(db_sweep_runner *sr, db_sweep *sw, char *err, size_t errlen);
+/* every target's config, its drafters checked against it, before any weight loads; the
+ * targets of one sweep share a vocabulary */
+int db_sweep_runner_configs(db_sweep_runner *sr, char *err, size_t errlen);
+/* tokenizer, chat template (completing the keys' chat_template) and the prompt sets */
+int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen);
+/* cost[nkeys]: each point's predicted cost (the shard balance) */
+int db_sweep_runner_costs(db_sweep_runner *sr, double *cost, char *err, size_t errlen);
+/* the backend, and with --predict the roofline's figures, measured before any model loads */
+int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen);
+/* the checkpoint of target entry ti, or (synthetic) the config that stands for it */
+const char *db_sweep_runner_target_path(const db_sweep_runner *sr, int ti);
+/* the main weight dtype of a checkpoint (synthetic: the chosen one) */
+int db_sweep_runner_main_dtype(const db_sweep_runner *sr, const char *path, db_dtype *dt, char *err,
+                               size_t errlen);
+/* the group keys[i0, i1): its target on the device (the previous one's models freed, the
+ * memory checked first), then measured (db_runner_group) into raw[i1 - i0] */
+int db_sweep_runner_group(db_sweep_runner *sr, int i0, int i1, db_point_raw *raw, char *err,
+                          size_t errlen);
+void db_sweep_runner_free(db_sweep_runner *sr);
+
+#endif
