@@ -2,7 +2,9 @@
  * each block size, against `ar` on a prompt set, token for token. Runs in deterministic
  * (batch-invariant) mode, where the identity must hold exactly: the first differing token fails
  * the check (exit 1) naming variant, block size, prompt and position. Then it measures how often
- * the fast default mode (batch-shape dependent reductions) differs, and reports that share. */
+ * the fast default mode (batch-shape dependent reductions) differs, and reports that share.
+ * Random prompts: 4 to 16 ids each (bench/prompt_set.h). */
+#include "bench/runner.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/engine_test.h"
@@ -15,89 +17,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int n;
-    int **ids;
-    int *len;
-} prompt_set;
-
-static void prompts_free(prompt_set *ps)
-{
-    for (int i = 0; i < ps->n; i++) free(ps->ids[i]);
-    free(ps->ids);
-    free(ps->len);
-    memset(ps, 0, sizeof *ps);
-}
-
-/* one prompt of token ids per non-empty line */
-static int prompts_from_file(prompt_set *ps, const char *path, char *err, size_t errlen)
-{
-    char *txt;
-    int rc = db_read_file(path, &txt, NULL, err, errlen);
-    if (rc) return rc;
-    int cap = 0, line = 0;
-    for (char *save = NULL, *l = strtok_r(txt, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        line++;
-        int *ids, n;
-        if (db_parse_ids(l, &ids, &n, err, errlen) != 0) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", err);
-            rc = db_fail(err, errlen, DB_EINPUT, "%s:%d: %s", path, line, why);
-            break;
-        }
-        if (n == 0) {
-            free(ids);
-            continue;
-        }
-        if (ps->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            ps->ids = realloc(ps->ids, sizeof(int *) * (size_t)cap);
-            ps->len = realloc(ps->len, sizeof(int) * (size_t)cap);
-        }
-        ps->ids[ps->n] = ids;
-        ps->len[ps->n++] = n;
-    }
-    free(txt);
-    if (!rc && ps->n == 0) rc = db_fail(err, errlen, DB_EINPUT, "%s: no prompts", path);
-    return rc;
-}
-
-static void prompts_random(prompt_set *ps, int n, int vocab, uint64_t seed)
-{
-    db_rng rng;
-    db_rng_seed(&rng, seed);
-    ps->n = n;
-    ps->ids = calloc((size_t)n, sizeof(int *));
-    ps->len = calloc((size_t)n, sizeof(int));
-    for (int i = 0; i < n; i++) {
-        ps->len[i] = 4 + (int)(db_rng_next(&rng) % 13);
-        ps->ids[i] = malloc(sizeof(int) * (size_t)ps->len[i]);
-        for (int j = 0; j < ps->len[i]; j++) ps->ids[i][j] = (int)(db_rng_next(&rng) % (uint64_t)vocab);
-    }
-}
-
-/* run every prompt; outputs into out[i] */
-static int run_all(db_session *s, const db_gen_params *p, int conc, const prompt_set *ps, int **out,
+/* every prompt through one engine of conc slots; outputs into out[i] */
+static int run_all(db_session *s, const db_gen_params *p, int conc, const db_prompt_set *ps, int **out,
                    int *nout, char *err, size_t errlen)
 {
-    int maxp = 0;
-    for (int i = 0; i < ps->n; i++) maxp = ps->len[i] > maxp ? ps->len[i] : maxp;
-    db_engine *e;
-    int rc = db_engine_create(&e, &s->target, s->has_drafter ? &s->drafter : NULL, p, conc, maxp, err, errlen);
-    if (rc) return rc;
-    db_request *r = calloc((size_t)ps->n, sizeof *r);
-    for (int i = 0; i < ps->n; i++) r[i] = (db_request){.prompt = ps->ids[i], .n_prompt = ps->len[i], .out = out[i]};
-    rc = db_engine_run(e, r, ps->n, db_now(), NULL, NULL, err, errlen);
-    for (int i = 0; i < ps->n; i++) nout[i] = r[i].n_out;
+    db_request *r = db_calloc((size_t)ps->ds.n, sizeof *r);
+    if (!r) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the requests");
+    for (int i = 0; i < ps->ds.n; i++) r[i] = (db_request){.prompt = ps->ids[i], .n_prompt = ps->len[i], .out = out[i]};
+    double t0 = -1;
+    int rc = db_runner_pass(&s->target, s->has_drafter ? &s->drafter : NULL, p, conc, r, ps->ds.n, &t0, NULL, err, errlen);
+    for (int i = 0; i < ps->ds.n; i++) nout[i] = r[i].n_out;
     free(r);
-    db_engine_destroy(e);
     return rc;
 }
 
 /* index of the first prompt whose output differs, -1 if none; *pos = first differing position */
-static int first_diff(const prompt_set *ps, int **a, const int *na, int **b, const int *nb, int *pos)
+static int first_diff(int n, int **a, const int *na, int **b, const int *nb, int *pos)
 {
-    for (int i = 0; i < ps->n; i++) {
+    for (int i = 0; i < n; i++) {
         int m = na[i] < nb[i] ? na[i] : nb[i];
         for (int j = 0; j < m; j++)
             if (a[i][j] != b[i][j]) {
@@ -118,7 +55,7 @@ typedef struct {
     int n_random, max_new, conc, threads, plant, seed;
     int blocks[DB_LIST_MAX], nblocks;
     db_session s;
-    prompt_set ps;
+    db_prompt_set ps;
     int **ref, **out; /* [ps.n][max_new]: ar's output, a variant's */
     int *nref, *nout;
 } check_ctx;
@@ -166,11 +103,11 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
         if (c->blocks[i] < 2 || c->blocks[i] > Bmax)
             return db_fail(err, errlen, DB_EINPUT, "block size %d outside 2..%d (%s)", c->blocks[i], Bmax,
                            c->s.drafter.cfg.base.path);
-    if (c->prompts_file) rc = prompts_from_file(&c->ps, c->prompts_file, err, errlen);
-    else prompts_random(&c->ps, c->n_random, c->s.target.cfg.vocab, (uint64_t)c->seed);
-    for (int i = 0; i < c->ps.n && !rc; i++) rc = db_session_check_ids(&c->s, c->ps.ids[i], c->ps.len[i], err, errlen);
+    if (c->prompts_file) rc = db_prompt_set_ids_file(&c->ps, c->prompts_file, err, errlen);
+    else rc = db_prompt_set_random(&c->ps, "random", c->n_random, 4, 16, c->s.target.cfg.vocab, (uint64_t)c->seed, err, errlen);
+    for (int i = 0; i < c->ps.ds.n && !rc; i++) rc = db_session_check_ids(&c->s, c->ps.ids[i], c->ps.len[i], err, errlen);
     if (rc) return rc;
-    int n = c->ps.n;
+    int n = c->ps.ds.n;
     c->ref = calloc((size_t)n, sizeof(int *)), c->out = calloc((size_t)n, sizeof(int *));
     c->nref = calloc((size_t)n, sizeof(int)), c->nout = calloc((size_t)n, sizeof(int));
     if (!c->ref || !c->out || !c->nref || !c->nout) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
@@ -186,7 +123,8 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
  * on the first difference, fast mode (0) counts the prompt runs that differ */
 static int compare(check_ctx *c, int mode, char *err, size_t errlen)
 {
-    const prompt_set *ps = &c->ps;
+    const db_prompt_set *ps = &c->ps;
+    int np = ps->ds.n;
     struct db_engine_test_hooks hooks = {.plant_mismatch = c->plant};
     db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1.0f, .max_new_tokens = c->max_new,
                        .test_hooks = &hooks, .kv_dtype = c->kv_dtype};
@@ -200,7 +138,7 @@ static int compare(check_ctx *c, int mode, char *err, size_t errlen)
             p.variant = (db_variant)v;
             p.block_size = c->blocks[bi];
             if ((rc = run_all(&c->s, &p, c->conc, ps, c->out, c->nout, err, errlen))) break;
-            int pos, bad = first_diff(ps, c->out, c->nout, c->ref, c->nref, &pos);
+            int pos, bad = first_diff(np, c->out, c->nout, c->ref, c->nref, &pos);
             runs++;
             if (mode == 1 && bad >= 0)
                 rc = db_fail(err, errlen, DB_ERUNTIME,
@@ -208,17 +146,16 @@ static int compare(check_ctx *c, int mode, char *err, size_t errlen)
                              name, c->blocks[bi], bad, pos, pos < c->nref[bad] ? c->ref[bad][pos] : -1, name,
                              pos < c->nout[bad] ? c->out[bad][pos] : -1);
             else if (mode == 1)
-                printf("ok  %-12s B=%-3d %d prompts x %d tokens identical to ar\n", name, c->blocks[bi], ps->n, c->max_new);
-            for (int i = 0; i < ps->n && mode == 0; i++) {
+                printf("ok  %-12s B=%-3d %d prompts x %d tokens identical to ar\n", name, c->blocks[bi], np, c->max_new);
+            for (int i = 0; i < np && mode == 0; i++) {
                 int pp;
-                differing += first_diff(&(prompt_set){1, &ps->ids[i], &ps->len[i]}, &c->out[i], &c->nout[i], &c->ref[i],
-                                        &c->nref[i], &pp) >= 0;
+                differing += first_diff(1, &c->out[i], &c->nout[i], &c->ref[i], &c->nref[i], &pp) >= 0;
             }
         }
     }
     if (!rc && mode == 0)
         printf("fast mode (batch-shape dependent reductions): %d of %d prompt runs differ from fast-mode ar (%.1f%%)\n",
-               differing, runs * ps->n, runs ? 100.0 * differing / (runs * ps->n) : 0.0);
+               differing, runs * np, runs ? 100.0 * differing / (runs * np) : 0.0);
     return rc;
 }
 
@@ -234,9 +171,9 @@ int db_cmd_check_lossless(int argc, char **argv, char *err, size_t errlen)
     rc = prepare(&c, err, errlen);
     for (int mode = 1; mode >= 0 && !rc; mode--) rc = compare(&c, mode, err, errlen); /* 1: the check, 0: fast */
     if (!rc) printf("lossless: every variant == ar in deterministic mode\n");
-    for (int i = 0; i < c.ps.n && c.ref && c.out; i++) free(c.ref[i]), free(c.out[i]);
+    for (int i = 0; i < c.ps.ds.n && c.ref && c.out; i++) free(c.ref[i]), free(c.out[i]);
     free(c.ref), free(c.out), free(c.nref), free(c.nout);
-    prompts_free(&c.ps);
+    db_prompt_set_free(&c.ps);
     db_session_close(&c.s);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* cli_generate.c — `dflash-bench generate`: decode one prompt with a variant (autoregressive
  * or speculative) and print the output ids to stdout; cycle statistics go to stderr. */
 #include "bench/prompt_set.h"
+#include "bench/runner.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/engine.h"
@@ -174,21 +175,17 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     db_gen_params p = {.variant = variant, .block_size = B, .temperature = g.temperature, .top_p = g.top_p,
                        .top_k = g.top_k, .max_new_tokens = g.max_new, .seed = (uint64_t)g.seed,
                        .on_cycle = g.trace ? print_trace : NULL, .kv_dtype = g.kv_dtype};
-    db_engine *e = NULL;
-    if (!rc) rc = db_engine_create(&e, &s.target, s.has_drafter ? &s.drafter : NULL, &p, 1, n_prompt, err, errlen);
-    int *out = malloc(sizeof(int) * (size_t)g.max_new);
+    int *out = db_malloc(sizeof(int) * (size_t)g.max_new);
     db_request r = {.prompt = prompt, .n_prompt = n_prompt, .out = out};
-    double t0 = db_now(), t1 = t0;
-    if (!rc && !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    if (!rc) rc = db_engine_run(e, &r, 1, t0, NULL, NULL, err, errlen);
-    t1 = db_now();
+    double t0 = -1, secs = 0;
+    if (!rc && !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the output");
+    if (!rc) rc = db_runner_pass(&s.target, s.has_drafter ? &s.drafter : NULL, &p, 1, &r, 1, &t0, &secs, err, errlen);
     if (!rc) rc = print_output(&tok, text_mode, &r, err, errlen);
     if (!rc) {
         fprintf(stderr, "variant %s, block %d, backend %s (%s), load %.2f s\n", db_variant_name(variant), B,
                 g.backend, s.be->simd, s.load_s);
-        print_stats(&r, B, t1 - t0);
+        print_stats(&r, B, secs);
     }
-    db_engine_destroy(e);
     free(out);
     free(prompt);
     db_tokenizer_free(&tok);

@@ -30,6 +30,7 @@
 #include "cluster/tp.h"
 #include "engine/engine.h"
 #include "bench/profile.h"
+#include "bench/runner.h"
 #include "engine/session.h"
 #include "model/safetensors.h"
 #include "model/synthetic.h"
@@ -62,34 +63,15 @@ typedef struct {
     double draft_ms, select_ms, verify_ms, host_ms;
 } plan_row;
 
-/* one engine run of conc synthetic prompts: mean step (cycle) time and decode tokens per step */
-static int measure(db_session *s, const db_gen_params *p, int conc, int prompt_tokens, int vocab,
-                   uint64_t seed, double *ms, double *tau, double split[4], char *err, size_t errlen)
+/* one timed run (repetition k of raw): mean step (cycle) time and decode tokens per step over
+ * its requests */
+static int step_times(const db_point_raw *raw, int k, double *ms, double *tau, double split[4], char *err,
+                      size_t errlen)
 {
-    int *prompts = malloc(sizeof(int) * (size_t)conc * prompt_tokens);
-    int *out = malloc(sizeof(int) * (size_t)conc * p->max_new_tokens);
-    db_request *reqs = calloc((size_t)conc, sizeof *reqs);
-    if (!prompts || !out || !reqs) {
-        free(prompts), free(out), free(reqs);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    }
-    db_rng r;
-    db_rng_seed(&r, db_synth_mix(seed ^ db_synth_fnv1a("synthetic-prompts")));
-    for (int i = 0; i < conc * prompt_tokens; i++) prompts[i] = (int)(db_rng_next(&r) % (uint64_t)vocab);
-    for (int i = 0; i < conc; i++)
-        reqs[i] = (db_request){.prompt = prompts + (size_t)i * prompt_tokens, .n_prompt = prompt_tokens,
-                               .out = out + (size_t)i * p->max_new_tokens};
-    db_engine *e;
-    int rc = db_engine_create(&e, &s->target, s->has_drafter ? &s->drafter : NULL, p, conc,
-                              prompt_tokens, err, errlen);
-    if (!rc) {
-        rc = db_engine_run(e, reqs, conc, db_now(), NULL, NULL, err, errlen);
-        db_engine_destroy(e);
-    }
     double t = 0, tk = 0, sp[4] = {0, 0, 0, 0};
     int n = 0;
-    for (int i = 0; i < conc && !rc; i++) {
-        const db_req_stats *st = &reqs[i].st;
+    for (int i = 0; i < raw->n_prompts; i++) {
+        const db_req_stats *st = &raw->reqs[(size_t)k * raw->n_prompts + i];
         int steps = st->cycles; /* decode steps / drafting cycles: the prefill is none */
         if (steps < 1) continue;
         double x[4] = {st->t_draft, st->t_select, st->t_verify, st->t_host};
@@ -98,14 +80,11 @@ static int measure(db_session *s, const db_gen_params *p, int conc, int prompt_t
         tk += db_req_stats_tau(st);
         n++;
     }
-    if (!rc && n == 0) rc = db_fail(err, errlen, DB_EINPUT, "plan: no decode step to time (raise --max-new-tokens)");
-    if (!rc) {
-        *ms = 1e3 * t / n;
-        *tau = tk / n;
-        for (int j = 0; j < 4; j++) split[j] = 1e3 * sp[j] / n;
-    }
-    free(prompts), free(out), free(reqs);
-    return rc;
+    if (n == 0) return db_fail(err, errlen, DB_EINPUT, "plan: no decode step to time (raise --max-new-tokens)");
+    *ms = 1e3 * t / n;
+    *tau = tk / n;
+    for (int j = 0; j < 4; j++) split[j] = 1e3 * sp[j] / n;
+    return DB_OK;
 }
 
 static const char *bound(const db_cost *c) { return c->compute_bound ? "compute" : "memory"; }
@@ -560,45 +539,48 @@ static void predict(plan_ctx *p)
     }
 }
 
-/* one concurrency on the synthetic pair: warm-up, then p->reps rounds of an ar run and a
- * replayed cycle run, the order alternating from round to round (a drift of the machine's
- * memory bandwidth during the measurement then falls on both alike); medians of the rounds.
- * Every round replays the same seeded acceptances, so tau is the same in each. */
+/* the device's figures get their next pass after each run (probe_start) */
+static int probe_pass(void *user, char *err, size_t errlen)
+{
+    plan_ctx *p = user;
+    return p->probe ? db_hw_probe_pass(p->probe, err, errlen) : DB_OK;
+}
+
+/* one concurrency on the synthetic pair (bench/runner.h): warm-up runs of 4 tokens, then
+ * p->reps rounds of an ar run and a replayed cycle run, the order alternating from round to
+ * round (a drift of the machine's memory bandwidth during the measurement then falls on both
+ * alike); medians of the rounds. Every round replays the same seeded acceptances, so tau is the
+ * same in each. */
 static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
 {
-    double split[4], t_ar = 0, a, b;
-    double ar_ms[MAX_REPS], cyc_ms[MAX_REPS], sp[4][MAX_REPS];
+    double split[4], t_ar = 0, ar_ms[MAX_REPS], cyc_ms[MAX_REPS], sp[4][MAX_REPS];
     uint64_t seed = (uint64_t)p->seed;
-    db_gen_params pa = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = p->max_new,
-                        .seed = seed, .ignore_eos = 1, .kv_dtype = p->kv_dtype};
-    db_gen_params pc = pa;
-    pc.variant = p->variant;
-    pc.block_size = p->block;
-    pc.replay_rates = p->prof.rate;
-    pc.replay_n = p->prof.n;
-    int rc = DB_OK;
-    for (int w = 0; w < p->warmup && !rc; w++) {
-        db_gen_params q = pa;
-        q.max_new_tokens = 4;
-        rc = measure(&p->s, &q, r->conc, p->prompt_tokens, p->tc.vocab, seed, &a, &b, split, err, errlen);
-        q = pc;
-        q.max_new_tokens = 4;
-        if (!rc && p->d) rc = measure(&p->s, &q, r->conc, p->prompt_tokens, p->tc.vocab, seed, &a, &b, split, err, errlen);
-    }
+    db_prompt_set ps;
+    int rc = db_prompt_set_random(&ps, "synthetic", r->conc, p->prompt_tokens, p->prompt_tokens, p->tc.vocab, seed,
+                                  err, errlen);
+    db_run_point pts[2];
+    pts[0] = (db_run_point){.p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = p->max_new,
+                                  .seed = seed, .ignore_eos = 1, .kv_dtype = p->kv_dtype},
+                            .ps = &ps, .concurrency = r->conc};
+    pts[1] = pts[0];
+    pts[1].p.variant = p->variant;
+    pts[1].p.block_size = p->block;
+    pts[1].p.replay_rates = p->prof.rate;
+    pts[1].p.replay_n = p->prof.n;
+    pts[1].drafter = p->d ? &p->s.drafter : NULL;
+    db_runner run = {.be = p->s.be, .target = &p->s.target, .warmup = p->warmup, .repetitions = p->reps,
+                     .warmup_tokens = 4, .after_pass = probe_pass, .user = p, .t_origin = -1};
+    db_point_raw raw[2] = {{.key = {.concurrency = r->conc}}, {.key = {.concurrency = r->conc}}};
+    int P = p->d ? 2 : 1;
     fprintf(stderr, "plan: measuring c=%d (%d rounds)\n", r->conc, p->reps);
-    for (int k = 0; k < p->reps && !rc; k++)
-        for (int half = 0; half < 2 && !rc; half++) {
-            if ((half == k % 2) != 0) { /* the cycle run: second in even rounds, first in odd ones */
-                if (!p->d) continue;
-                rc = measure(&p->s, &pc, r->conc, p->prompt_tokens, p->tc.vocab, seed, &cyc_ms[k], &r->tau_meas,
-                             split, err, errlen);
-                for (int j = 0; j < 4; j++) sp[j][k] = split[j];
-            } else {
-                rc = measure(&p->s, &pa, r->conc, p->prompt_tokens, p->tc.vocab, seed, &ar_ms[k], &t_ar, split, err, errlen);
-            }
-            /* the device's figures get their next pass after each run (probe_start) */
-            if (!rc && p->probe) rc = db_hw_probe_pass(p->probe, err, errlen);
-        }
+    if (!rc) rc = db_runner_group(&run, pts, raw, P, err, errlen);
+    for (int k = 0; k < p->reps && !rc; k++) {
+        rc = step_times(&raw[0], k, &ar_ms[k], &t_ar, split, err, errlen);
+        if (!rc && p->d) rc = step_times(&raw[1], k, &cyc_ms[k], &r->tau_meas, split, err, errlen);
+        for (int j = 0; j < 4 && p->d; j++) sp[j][k] = split[j];
+    }
+    for (int j = 0; j < 2; j++) db_point_raw_free(&raw[j]);
+    db_prompt_set_free(&ps);
     if (rc) return rc;
     r->ar_ms = db_quantile(ar_ms, p->reps, 0.5);
     r->ar_tok_s = r->conc * t_ar / (r->ar_ms / 1e3);
