@@ -1,0 +1,204 @@
+/* test_runner.c — the measurement procedure (bench/runner.h) on the embedded pair: the random
+ * prompt generator (per-prompt streams, lengths, range), the rotated rounds (round r starts at
+ * point r mod P, from the passes' start times), warm-up kept out of the samples, a stop before
+ * the next pass, multi-turn passes against a by-hand reconstruction of the second turn's prompt,
+ * and greedy speculative passes == ar token for token. */
+#include "bench/prompt_set.h"
+#include "bench/runner.h"
+#include "engine/session.h"
+#include "report/report.h"
+#include "tap.h"
+#include "text/prompt.h"
+#include "base/util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char err[512];
+static char target_dir[1024], drafter_dir[1024];
+
+static void random_prompts(void)
+{
+    db_prompt_set a, b, c;
+    int ok = db_prompt_set_random(&a, "r", 5, 7, 7, 100, 3, err, sizeof err) == 0 &&
+             db_prompt_set_random(&b, "r", 9, 7, 7, 100, 3, err, sizeof err) == 0 &&
+             db_prompt_set_random(&c, "r", 40, 4, 16, 50, 3, err, sizeof err) == 0;
+    tap_ok(ok, "random prompt sets made (%s)", ok ? "" : err);
+    if (!ok) return;
+    int prefix = a.ds.n == 5 && b.ds.n == 9;
+    for (int j = 0; j < 5 && prefix; j++)
+        prefix = a.len[j] == 7 && b.len[j] == 7 && memcmp(a.ids[j], b.ids[j], 7 * sizeof(int)) == 0;
+    tap_ok(prefix, "prompt j is the same whatever the number of prompts (its own stream)");
+    int differ = memcmp(a.ids[0], a.ids[1], 7 * sizeof(int)) != 0;
+    tap_ok(differ, "two prompts of one set differ");
+    int in_range = 1, lmin = 99, lmax = 0;
+    for (int j = 0; j < c.ds.n; j++) {
+        lmin = c.len[j] < lmin ? c.len[j] : lmin;
+        lmax = c.len[j] > lmax ? c.len[j] : lmax;
+        for (int t = 0; t < c.len[j]; t++) in_range &= c.ids[j][t] >= 0 && c.ids[j][t] < 50;
+    }
+    tap_ok(in_range && lmin >= 4 && lmax <= 16 && lmax > lmin, "lengths in [4, 16] (%d..%d), ids in [0, 50)", lmin, lmax);
+    tap_ok(db_prompt_set_turns(&c) == 40 && db_prompt_set_max_turns(&c) == 1 && db_prompt_set_max_len(&c) == lmax,
+           "a random set: one turn per prompt");
+    db_prompt_set bad;
+    tap_ok(db_prompt_set_random(&bad, "r", 2, 5, 4, 10, 0, err, sizeof err) == DB_EINPUT, "len_max < len refused: %s", err);
+    db_prompt_set_free(&a), db_prompt_set_free(&b), db_prompt_set_free(&c);
+}
+
+static int open_session(db_session *s)
+{
+    db_session_opts o = {"cpu", target_dir, drafter_dir, 1, 1, NULL};
+    int rc = db_session_open(s, &o, err, sizeof err);
+    if (rc) tap_diag("open %s: %s", target_dir, err);
+    return rc;
+}
+
+/* P points, R rounds: each round's passes start in the rotated order */
+static int passes;
+static int count_pass(void *user, char *e, size_t n)
+{
+    (void)user, (void)e, (void)n;
+    passes++;
+    return DB_OK;
+}
+
+static void rounds(db_session *s)
+{
+    db_prompt_set ps;
+    if (db_prompt_set_random(&ps, "synthetic", 3, 12, 12, s->target.cfg.vocab, 1, err, sizeof err)) {
+        tap_ok(0, "prompts: %s", err);
+        return;
+    }
+    enum { P = 3, R = 4 };
+    db_run_point pts[P];
+    db_variant vs[P] = {DB_VAR_AR, DB_VAR_DFLASH2, DB_VAR_SELECTOR_OFF};
+    for (int j = 0; j < P; j++)
+        pts[j] = (db_run_point){.p = {.variant = vs[j], .block_size = vs[j] == DB_VAR_AR ? 1 : 4, .top_p = 1,
+                                      .max_new_tokens = 6, .ignore_eos = 1},
+                                .drafter = vs[j] == DB_VAR_AR ? NULL : &s->drafter, .ps = &ps, .concurrency = 2};
+    db_runner r = {.be = s->be, .target = &s->target, .warmup = 2, .repetitions = R, .after_pass = count_pass,
+                   .t_origin = -1};
+    db_point_raw raw[P] = {{.key = {.block_size = 1}}, {.key = {.block_size = 4}}, {.key = {.block_size = 4}}};
+    passes = 0;
+    int rc = db_runner_group(&r, pts, raw, P, err, sizeof err);
+    tap_ok(rc == 0, "a group of %d points x %d rounds ran (%s)", P, R, rc ? err : "");
+    if (rc) {
+        db_prompt_set_free(&ps);
+        return;
+    }
+    tap_ok(passes == P * R, "after_pass once per timed pass, not for warm-ups (%d)", passes);
+    int rotated = 1;
+    for (int k = 0; k < R; k++)
+        for (int j = 1; j < P; j++) {
+            int prev = (j - 1 + k) % P, q = (j + k) % P;
+            rotated &= raw[q].rep_start_s[k] > raw[prev].rep_start_s[k];
+        }
+    tap_ok(rotated, "round r runs the points starting at point r mod P");
+    int keys_kept = raw[0].key.block_size == 1 && raw[1].key.block_size == 4, counts = 1;
+    for (int j = 0; j < P; j++) {
+        counts &= raw[j].n_prompts == 3 && raw[j].repetitions == R;
+        for (int i = 0; i < R * 3; i++) counts &= raw[j].reqs[i].output_tokens == 6 && raw[j].wall_s[i / 3] > 0;
+    }
+    tap_ok(keys_kept && counts, "every point: R x 3 requests of 6 tokens, wall times, keys as given");
+    int ar_tau = 1;
+    for (int i = 0; i < R * 3; i++) ar_tau &= raw[0].reqs[i].cycles == 5 && raw[0].reqs[i].cycle_tokens == 5;
+    tap_ok(ar_tau, "ar: one token per step after the prefill's");
+    for (int j = 0; j < P; j++) db_point_raw_free(&raw[j]);
+
+    static volatile sig_atomic_t stop = SIGTERM;
+    r.stop = &stop;
+    passes = 0;
+    rc = db_runner_group(&r, pts, raw, P, err, sizeof err);
+    int freed = raw[0].reqs == NULL && raw[1].wall_s == NULL && raw[2].rep_start_s == NULL;
+    tap_ok(rc == DB_ESIGNAL(SIGTERM) && passes == 0 && freed, "a stop: DB_ESIGNAL before the first timed pass, nothing kept");
+    db_prompt_set_free(&ps);
+}
+
+/* greedy dflash2 through db_runner_pass == ar, token for token */
+static void lossless(db_session *s)
+{
+    db_prompt_set ps;
+    if (db_prompt_set_random(&ps, "random", 4, 4, 16, s->target.cfg.vocab, 7, err, sizeof err)) {
+        tap_ok(0, "prompts: %s", err);
+        return;
+    }
+    int out[2][4][24];
+    db_request req[2][4];
+    for (int v = 0; v < 2; v++) {
+        db_gen_params p = {.variant = v ? DB_VAR_DFLASH2 : DB_VAR_AR, .block_size = v ? 8 : 1, .top_p = 1,
+                           .max_new_tokens = 24};
+        for (int i = 0; i < 4; i++) req[v][i] = (db_request){.prompt = ps.ids[i], .n_prompt = ps.len[i], .out = out[v][i]};
+        double t0 = -1, secs = 0;
+        int rc = db_runner_pass(&s->target, v ? &s->drafter : NULL, &p, 2, req[v], 4, &t0, &secs, err, sizeof err);
+        tap_ok(rc == 0 && secs > 0 && t0 > 0, "%s pass over 4 prompts at concurrency 2 (%s)", v ? "dflash2" : "ar", rc ? err : "");
+    }
+    int same = 1;
+    for (int i = 0; i < 4; i++)
+        same &= req[0][i].n_out == req[1][i].n_out && memcmp(out[0][i], out[1][i], sizeof(int) * req[0][i].n_out) == 0;
+    tap_ok(same, "greedy dflash2 == ar token for token");
+    db_prompt_set_free(&ps);
+}
+
+/* a two-turn sample: the second turn's request carries the first answer, as rendered by hand */
+static void multi_turn(db_session *s)
+{
+    db_tokenizer tok;
+    if (db_prompt_tokenizer_load(&tok, target_dir, err, sizeof err)) {
+        tap_ok(0, "tokenizer: %s", err);
+        return;
+    }
+    db_prompt_set ps;
+    int rc = db_prompt_set_dataset(&ps, "chat", 2, 0, &tok, DB_CHAT_CHATML, 0, s->target.cfg.vocab, target_dir, err,
+                                   sizeof err);
+    tap_ok(rc == 0 && ps.ds.n == 2 && db_prompt_set_max_turns(&ps) == 2, "chat: two samples of two turns (%s)", rc ? err : "");
+    if (rc) {
+        db_tokenizer_free(&tok);
+        return;
+    }
+    db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = 10};
+    db_run_point pt = {.p = p, .ps = &ps, .concurrency = 2};
+    db_runner r = {.be = s->be, .target = &s->target, .tok = &tok, .tmpl = DB_CHAT_CHATML, .warmup = 0,
+                   .repetitions = 1, .t_origin = -1};
+    db_point_raw raw = {0};
+    rc = db_runner_group(&r, &pt, &raw, 1, err, sizeof err);
+    tap_ok(rc == 0 && raw.n_prompts == 4, "one timed pass: 4 requests (2 samples x 2 turns) (%s)", rc ? err : "");
+    /* by hand: sample 0's first turn, its answer decoded, the second turn rendered with it */
+    int out[10], *ids2 = NULL, n2 = 0, match = 0;
+    db_request q = {.prompt = ps.ids[0], .n_prompt = ps.len[0], .out = out};
+    double t0 = -1;
+    if (!rc && db_runner_pass(&s->target, NULL, &p, 1, &q, 1, &t0, NULL, err, sizeof err) == 0) {
+        char *text;
+        size_t tl;
+        if (db_tokenizer_decode(&tok, out, q.n_out, 1, &text, &tl, err, sizeof err) == 0) {
+            const char *answers[2] = {text, NULL};
+            if (db_prompt_render(&tok, DB_CHAT_CHATML, 0, &ps.ds.samples[0], 1, answers, &ids2, &n2, err, sizeof err) == 0)
+                match = raw.reqs[0].prompt_tokens == ps.len[0] && raw.reqs[2].prompt_tokens == n2 && n2 > ps.len[0] + q.n_out;
+            free(text);
+        }
+    }
+    tap_ok(match, "turn 2's prompt = the conversation with turn 1's decoded answer (%d tokens)", n2);
+    free(ids2);
+    db_point_raw_free(&raw);
+    db_prompt_set_free(&ps);
+    db_tokenizer_free(&tok);
+}
+
+int main(void)
+{
+    const char *root = getenv("DB_SOURCE_ROOT");
+    snprintf(target_dir, sizeof target_dir, "%s/models/tiny-qwen3", root ? root : ".");
+    snprintf(drafter_dir, sizeof drafter_dir, "%s/models/tiny-qwen3-dflash2-b16", root ? root : ".");
+    random_prompts();
+    db_session s;
+    if (open_session(&s) == 0) {
+        rounds(&s);
+        lossless(&s);
+        multi_turn(&s);
+        db_session_close(&s);
+    } else {
+        tap_ok(0, "the embedded pair opens");
+    }
+    return tap_done();
+}
