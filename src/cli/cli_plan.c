@@ -33,9 +33,9 @@
 #include "engine/session.h"
 #include "model/safetensors.h"
 #include "model/synthetic.h"
-#include "report/report.h"
 #include "base/parse.h"
 #include "base/paths.h"
+#include "base/quantile.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>

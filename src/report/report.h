@@ -46,9 +46,6 @@
 int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t seed,
                        db_point_summary *out);
 
-/* q-quantile (0..1) of v[n], type 7; sorts v in place; NAN when n == 0 */
-double db_quantile(double *v, int n, double q);
-
 /* the key of the `ar` point that is the baseline of k */
 void db_point_baseline_key(const db_point_key *k, db_point_key *ar);
 /* 1 when the keys name the same point */
