@@ -21,7 +21,7 @@
 #include "report/report.h"
 #include "report/report_out.h"
 #include "report/results_dir.h"
-#include "bench/run_meta.h"
+#include "result/run_meta.h"
 #include "bench/profile.h"
 #include "engine/session.h"
 #include "bench/sweep.h"

@@ -35,7 +35,7 @@
 #ifndef DB_REPORT_H
 #define DB_REPORT_H
 
-#include "bench/point.h"
+#include "result/point.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* run_meta.c — build, machine, model and time facts of one invocation (see run_meta.h). */
 #include "config.h"
-#include "bench/run_meta.h"
+#include "result/run_meta.h"
 #include "base/sha256.h"
 #include "base/util.h"
 
