@@ -651,16 +651,16 @@ static int check_memory(run_ctx *c, char *err, size_t errlen)
     return db_mem_check(&need, db_mem_available(c->s.be), what, err, errlen);
 }
 
-/* the main weight dtype of a checkpoint (safetensors.h db_st_main_dtype); synthetic: the chosen */
+/* the main weight dtype of a checkpoint (safetensors.h db_tensors_main_dtype); synthetic: the chosen */
 static int main_dtype(const run_ctx *c, const char *path, db_dtype *dt, char *err, size_t errlen)
 {
     *dt = c->syn.dtype;
     if (c->sw.synthetic) return DB_OK;
-    db_st_set st;
-    int rc = db_st_open_dir(&st, path, err, errlen);
+    db_tensor_set st;
+    int rc = db_tensors_open_dir(&st, path, err, errlen);
     if (rc) return rc;
-    *dt = db_st_main_dtype(&st);
-    db_st_close(&st);
+    *dt = db_tensors_main_dtype(&st);
+    db_tensors_close(&st);
     return DB_OK;
 }
 
