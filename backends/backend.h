@@ -281,6 +281,36 @@ int db_fill_random(db_backend *be, void *dst, size_t n, db_dtype dt, uint64_t se
 /* the backend's mem_available op, 0 when it has none or does not know */
 size_t db_mem_available(db_backend *be);
 
+/* The host CPU, read once per process by the backend library (hwloc when built with it, else
+ * /proc/cpuinfo and sysconf) and kept: the CPU backend's device name and thread pinning, the run
+ * metadata and `info` all describe the machine from this one reading. */
+#define DB_CPU_MAX_NUMA 256 /* NUMA nodes listed (numa_nodes counts them all) */
+#define DB_CPU_MAX_CACHES 5 /* cache levels listed: L1d, L1i, L2, L3, L4 */
+typedef struct {
+    unsigned os_index;
+    uint64_t memory_bytes; /* the node's local memory */
+    int pus;               /* processing units in the node */
+} db_cpu_numa_node;
+typedef struct {
+    const char *level;     /* "L1d", "L1i", "L2", "L3", "L4" */
+    int count;             /* caches of that level in the machine */
+    uint64_t bytes_each;
+    unsigned line_bytes;
+    int associativity;
+} db_cpu_cache;
+typedef struct {
+    char model[128];
+    int packages, cores, pus, numa_nodes;
+    size_t l1d, l2, l3;    /* bytes, 0 when unknown */
+    const char *source;    /* "hwloc" or "sysconf" */
+    /* read through hwloc (source "hwloc"): every NUMA node (the first DB_CPU_MAX_NUMA) and the
+     * cache levels the machine has, in the order above; both empty without hwloc */
+    int n_numa, n_caches;
+    db_cpu_numa_node numa[DB_CPU_MAX_NUMA];
+    db_cpu_cache caches[DB_CPU_MAX_CACHES];
+} db_cpu_info;
+const db_cpu_info *db_host_cpu(void);
+
 /* host conversions */
 float db_bf16_to_f32(uint16_t h);
 uint16_t db_f32_to_bf16(float f);

@@ -3,8 +3,8 @@
 #ifndef DB_REPORT_FIXTURE_H
 #define DB_REPORT_FIXTURE_H
 
-#include "bench/point.h"
-#include "bench/run_meta.h"
+#include "result/point.h"
+#include "result/run_meta.h"
 
 #include <stdio.h>
 #include <stdlib.h>

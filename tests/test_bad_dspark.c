@@ -22,7 +22,7 @@
 
 static db_backend *be;
 static db_target target;
-static db_st_set fix;      /* the fixture's tensors */
+static db_tensor_set fix;      /* the fixture's tensors */
 static cJSON *fix_cfg;     /* its config.json */
 static char root[512], err[1024];
 
@@ -35,7 +35,7 @@ typedef struct {
     size_t nbytes;
 } tensor_edit;
 
-static const char *dtype_str(const db_st_tensor *t)
+static const char *dtype_str(const db_tensor *t)
 {
     if (t->int_bytes) return t->int_bytes == 8 ? "I64" : "I32";
     return t->dtype == DB_BF16 ? "BF16" : t->dtype == DB_F16 ? "F16" : "F32";
@@ -50,7 +50,7 @@ static void write_tensors(const char *dir, const char *drop, const tensor_edit *
     size_t blen[64];
     int nb = 0;
     for (int i = 0; i <= fix.ntensors && nb < 64; i++) {
-        const db_st_tensor *t = i < fix.ntensors ? &fix.tensors[i] : NULL;
+        const db_tensor *t = i < fix.ntensors ? &fix.tensors[i] : NULL;
         const char *name = t ? t->name : put ? put->name : NULL;
         if (!name || (drop && !strcmp(name, drop)) || (t && put && put->name && !strcmp(name, put->name)))
             continue;
@@ -153,7 +153,7 @@ static void cases(void)
     static const char *ST = "model.safetensors", *CF = "config.json";
     int64_t d2t[12], d2t_dup[12], d2t_out[12];
     int32_t d2t32[12];
-    const db_st_tensor *t = db_st_find(&fix, "d2t");
+    const db_tensor *t = db_tensors_find(&fix, "d2t");
     if (!t || t->int_bytes != 8) {
         tap_ok(0, "fixture has an I64 d2t");
         return;
@@ -222,14 +222,14 @@ int main(void)
     char cp[700];
     snprintf(cp, sizeof cp, "%s/config.json", src);
     fix_cfg = tu_json_file(cp);
-    if (!mkdtemp(root) || !fix_cfg || db_st_open_dir(&fix, src, err, sizeof err) != 0 ||
+    if (!mkdtemp(root) || !fix_cfg || db_tensors_open_dir(&fix, src, err, sizeof err) != 0 ||
         db_target_load(&target, be, tu_data("qwen3-v16-f32"), err, sizeof err) != 0) {
         printf("Bail out! fixtures: %s\n", err);
         return 1;
     }
     cases();
     db_target_free(&target);
-    db_st_close(&fix);
+    db_tensors_close(&fix);
     cJSON_Delete(fix_cfg);
     db_backend_destroy(be);
     if (!getenv("DB_KEEP_TMP") && rm_case_dirs() != 0) tap_diag("cannot remove %s", root);

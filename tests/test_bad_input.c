@@ -468,15 +468,15 @@ static void safetensors_cases(void)
         const char *p = in_dir(d, "model.safetensors");
         st_write(p, h, fix.data, 64, 0);
         cJSON_Delete(h);
-        db_st_set s;
+        db_tensor_set s;
         err[0] = 0;
-        rc = db_st_open_file(&s, p, err, sizeof err);
+        rc = db_tensors_open_file(&s, p, err, sizeof err);
         int bad = rc == DB_EINPUT && strstr(err, "huge") != NULL;
         if (rc == DB_OK) {
-            const db_st_tensor *t = db_st_find(&s, "huge");
+            const db_tensor *t = db_tensors_find(&s, "huge");
             tap_diag("accepted: 'huge' shape [%lld, %lld], nbytes %zu", t ? (long long)t->shape[0] : -1,
                      t ? (long long)t->shape[1] : -1, t ? t->nbytes : 0);
-            db_st_close(&s);
+            db_tensors_close(&s);
         }
         tap_ok(bad, "st_size_overflow: shape [2^40, 2^22] F32 with 0 data bytes refused (rc %d)",
                       rc);
@@ -530,26 +530,26 @@ static void misaligned_case(void)
 
 /* ---------------------------------------------------------------- sharded index */
 
-/* the directory d read with its index and shards in memory (db_st_open_index_mem, what the fuzz
- * harness runs) gives what db_st_open_dir gives: the same tensors and bytes, or the same message */
+/* the directory d read with its index and shards in memory (db_tensors_open_index_mem, what the fuzz
+ * harness runs) gives what db_tensors_open_dir gives: the same tensors and bytes, or the same message */
 static void same_in_memory(const char *name, const char *d, const char *ip, const char *const *files,
                            unsigned char *const *blob, const size_t *blen)
 {
     char e1[512] = "", e2[512] = "";
     size_t il;
     char *itxt = (char *)slurp(ip, &il);
-    db_st_mem_file mf[2] = {{files[1], blob[1], blen[1]}, {files[2], blob[2], blen[2]}};
-    db_st_set a, b;
-    int r1 = db_st_open_dir(&a, d, e1, sizeof e1);
-    int r2 = itxt ? db_st_open_index_mem(&b, d, itxt, mf, 2, e2, sizeof e2) : -99;
+    db_tensor_mem_file mf[2] = {{files[1], blob[1], blen[1]}, {files[2], blob[2], blen[2]}};
+    db_tensor_set a, b;
+    int r1 = db_tensors_open_dir(&a, d, e1, sizeof e1);
+    int r2 = itxt ? db_tensors_open_index_mem(&b, d, itxt, mf, 2, e2, sizeof e2) : -99;
     int same = r1 == r2 && (r1 ? !strcmp(e1, e2) : a.ntensors == b.ntensors && a.ntensors > 0);
     for (int i = 0; same && !r1 && i < a.ntensors; i++) {
-        const db_st_tensor *x = &a.tensors[i], *y = &b.tensors[i];
+        const db_tensor *x = &a.tensors[i], *y = &b.tensors[i];
         same = !strcmp(x->name, y->name) && x->nbytes == y->nbytes && x->file == y->file &&
-               memcmp(x->data, y->data, x->nbytes) == 0 && !strcmp(db_st_file_of(&a, x), db_st_file_of(&b, y));
+               memcmp(x->data, y->data, x->nbytes) == 0 && !strcmp(db_tensors_file_of(&a, x), db_tensors_file_of(&b, y));
     }
-    if (!r1) db_st_close(&a);
-    if (!r2) db_st_close(&b);
+    if (!r1) db_tensors_close(&a);
+    if (!r2) db_tensors_close(&b);
     free(itxt);
     tap_ok(same, "%s: read in memory, the same set or message (%s | %s)", name, r1 ? e1 : "loads", r2 ? e2 : "loads");
 }

@@ -18,7 +18,7 @@
 #include "backend.h"
 #include "bench/capacity.h"
 #include "bench/device_probe.h"
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "engine/engine.h"
 #include "bench/profile.h"
 #include "engine/session.h"

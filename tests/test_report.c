@@ -1,7 +1,7 @@
 /* test_report.c — summaries of synthetic points checked against hand-computed values; the CSV
  * tables parsed back with libcsv (one header, one row per point, quoting); the stdout formats
  * (-o csv is pure CSV, -o json parses, md is a table). */
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "bench/progress.h"
 #include "report/report.h"
 #include "report/report_csv.h"

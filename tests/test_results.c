@@ -2,7 +2,7 @@
  * headers, appends, points.done,
  * and resume after a point was half appended (its rows are dropped and written again exactly
  * once); meta.json; reloading a baseline from requests.csv. */
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "report/report.h"
 #include "report/report_csv.h"
 #include "report_fixture.h"

@@ -6,7 +6,6 @@
 #include "bench/prompt_set.h"
 #include "bench/runner.h"
 #include "engine/session.h"
-#include "report/report.h"
 #include "tap.h"
 #include "text/prompt.h"
 #include "base/util.h"

@@ -1,6 +1,6 @@
 /* test_sha256.c — SHA-256 against the FIPS 180-2 appendix vectors, incremental updates, and the
  * model-directory hash (one file = its hash; shards = hash of the sha256sum listing). */
-#include "bench/run_meta.h"
+#include "result/run_meta.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include "base/sha256.h"

@@ -1,7 +1,10 @@
-/* cpu_topology.c — CPU description and thread pinning (see cpu_topology.h). */
+/* cpu_topology.c — the host CPU, read once (db_host_cpu, backend.h), the CPU backend's device
+ * description and thread pinning (see cpu_topology.h). The hwloc topology is loaded once and kept
+ * for the process: the description, the run metadata's lists and the pinning all use it. */
 #include "config.h"
 #include "cpu_topology.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,8 +43,45 @@ static size_t cache_size(hwloc_topology_t t, hwloc_obj_type_t type)
 }
 #endif
 
-void db_cpu_info_get(db_cpu_info *info)
+static db_cpu_info host;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+#if HAVE_HWLOC
+static hwloc_topology_t topo; /* loaded (topo_loaded) once, kept for the process */
+static int topo_loaded;
+
+static void read_lists(db_cpu_info *info)
 {
+    int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    for (int i = 0; i < nn && info->n_numa < DB_CPU_MAX_NUMA; i++) {
+        hwloc_obj_t n = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
+        db_cpu_numa_node *e = &info->numa[info->n_numa++];
+        e->os_index = n->os_index;
+        e->memory_bytes = n->attr->numanode.local_memory;
+        e->pus = hwloc_bitmap_weight(n->cpuset);
+    }
+    static const struct {
+        hwloc_obj_type_t type;
+        const char *name;
+    } caches[DB_CPU_MAX_CACHES] = {{HWLOC_OBJ_L1CACHE, "L1d"}, {HWLOC_OBJ_L1ICACHE, "L1i"},
+                                   {HWLOC_OBJ_L2CACHE, "L2"},  {HWLOC_OBJ_L3CACHE, "L3"},
+                                   {HWLOC_OBJ_L4CACHE, "L4"}};
+    for (int k = 0; k < DB_CPU_MAX_CACHES; k++) {
+        int cnt = hwloc_get_nbobjs_by_type(topo, caches[k].type);
+        if (cnt <= 0) continue;
+        hwloc_obj_t c = hwloc_get_obj_by_type(topo, caches[k].type, 0);
+        db_cpu_cache *e = &info->caches[info->n_caches++];
+        e->level = caches[k].name;
+        e->count = cnt;
+        e->bytes_each = c->attr->cache.size;
+        e->line_bytes = c->attr->cache.linesize;
+        e->associativity = c->attr->cache.associativity;
+    }
+}
+#endif
+
+static void read_host(void)
+{
+    db_cpu_info *info = &host;
     memset(info, 0, sizeof *info);
     cpu_model_from_proc(info->model, sizeof info->model);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -51,9 +91,9 @@ void db_cpu_info_get(db_cpu_info *info)
     info->numa_nodes = 1;
     info->source = "sysconf";
 #if HAVE_HWLOC
-    hwloc_topology_t t;
-    if (hwloc_topology_init(&t) == 0) {
-        if (hwloc_topology_load(t) == 0) {
+    if (hwloc_topology_init(&topo) == 0) {
+        if (hwloc_topology_load(topo) == 0) {
+            hwloc_topology_t t = topo;
             int v;
             if ((v = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE)) > 0) info->packages = v;
             if ((v = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE)) > 0) info->cores = v;
@@ -63,38 +103,44 @@ void db_cpu_info_get(db_cpu_info *info)
             info->l2 = cache_size(t, HWLOC_OBJ_L2CACHE);
             info->l3 = cache_size(t, HWLOC_OBJ_L3CACHE);
             info->source = "hwloc";
+            read_lists(info);
+            topo_loaded = 1;
+        } else {
+            hwloc_topology_destroy(topo);
         }
-        hwloc_topology_destroy(t);
     }
 #endif
 }
 
+const db_cpu_info *db_host_cpu(void)
+{
+    pthread_once(&host_once, read_host);
+    return &host;
+}
+
 void db_cpu_describe(char *buf, size_t n)
 {
-    db_cpu_info ci;
-    db_cpu_info_get(&ci);
-    snprintf(buf, n, "%s, %d cores / %d threads", ci.model, ci.cores, ci.pus);
+    const db_cpu_info *ci = db_host_cpu();
+    snprintf(buf, n, "%s, %d cores / %d threads", ci->model, ci->cores, ci->pus);
 }
 
 int db_cpu_pin_threads(int threads)
 {
     int bound = 0;
 #if HAVE_HWLOC && HAVE_OPENMP
-    hwloc_topology_t t;
-    if (hwloc_topology_init(&t) != 0) return 0;
-    if (hwloc_topology_load(t) == 0) {
-        int ncores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
-        if (ncores > 0) {
+    db_host_cpu();
+    if (!topo_loaded) return 0;
+    hwloc_topology_t t = topo;
+    int ncores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+    if (ncores > 0) {
 #pragma omp parallel num_threads(threads) reduction(+ : bound)
-            {
-                hwloc_obj_t core =
-                    hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, omp_get_thread_num() % ncores);
-                if (core && hwloc_set_cpubind(t, core->cpuset, HWLOC_CPUBIND_THREAD) == 0)
-                    bound = 1;
-            }
+        {
+            hwloc_obj_t core =
+                hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, omp_get_thread_num() % ncores);
+            if (core && hwloc_set_cpubind(t, core->cpuset, HWLOC_CPUBIND_THREAD) == 0)
+                bound = 1;
         }
     }
-    hwloc_topology_destroy(t);
 #else
     (void)threads;
 #endif

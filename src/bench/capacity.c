@@ -5,7 +5,6 @@
 #include "model/kv_cache.h"
 #include "model/target.h"
 #include "base/util.h"
-#include "report/report.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -31,7 +31,7 @@
 
 #include "backend.h"
 #include "model/model_config.h"
-#include "bench/point.h"
+#include "result/point.h"
 
 #include <stddef.h>
 

@@ -4,8 +4,8 @@
  * matmul over a square [I, I] weight; a layer copy is the model's seven matrices carved out of
  * the big weight; the attention caches are NL layers of `cap` positions. */
 #include "bench/device_probe.h"
+#include "base/quantile.h"
 #include "base/util.h"
-#include "report/report.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* profile.c — acceptance profiles (see profile.h). */
 #include "bench/profile.h"
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "base/paths.h"
 #include "base/util.h"
 

@@ -4,8 +4,6 @@
 #include "base/paths.h"
 #include "base/util.h"
 #include "bench/machine_load.h"
-#include "cluster/shard.h"
-#include "report/report.h"
 #include "model/safetensors.h"
 #include "text/prompt.h"
 
@@ -311,7 +309,7 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
     return rc;
 }
 
-int db_sweep_runner_costs(db_sweep_runner *sr, double *cost, char *err, size_t errlen)
+int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double *cost, char *err, size_t errlen)
 {
     int rc = DB_OK;
     for (int i = 0; i < sr->nkeys && !rc; i++) {
@@ -319,7 +317,7 @@ int db_sweep_runner_costs(db_sweep_runner *sr, double *cost, char *err, size_t e
             rc = target_configs(sr, sr->keys[i].target_i, err, errlen);
         const db_prompt_set *ps = find_set(sr, sr->keys[i].dataset);
         int ds = db_drafter_set_of(&sr->ds, sr->sw, &sr->keys[i]);
-        cost[i] = db_shard_point_cost(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, sr->syn.dtype, sr->sw,
+        cost[i] = cost_of(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, sr->syn.dtype, sr->sw,
                                       &sr->keys[i], ps ? db_prompt_set_turns(ps) : 0,
                                       ps && ps->ds.n ? db_prompt_set_mean_len(ps) : 1);
     }
@@ -332,11 +330,11 @@ int db_sweep_runner_main_dtype(const db_sweep_runner *sr, const char *path, db_d
 {
     *dt = sr->syn.dtype;
     if (sr->sw->synthetic) return DB_OK;
-    db_st_set st;
-    int rc = db_st_open_dir(&st, path, err, errlen);
+    db_tensor_set st;
+    int rc = db_tensors_open_dir(&st, path, err, errlen);
     if (rc) return rc;
-    *dt = db_st_main_dtype(&st);
-    db_st_close(&st);
+    *dt = db_tensors_main_dtype(&st);
+    db_tensors_close(&st);
     return DB_OK;
 }
 

@@ -16,7 +16,7 @@
 #define DB_RUNNER_H
 
 #include "bench/drafter_set.h"
-#include "bench/point.h"
+#include "result/point.h"
 #include "bench/profile.h"
 #include "bench/capacity.h"
 #include "bench/prompt_set.h"
@@ -100,8 +100,13 @@ int db_sweep_runner_init(db_sweep_runner *sr, db_sweep *sw, char *err, size_t er
 int db_sweep_runner_configs(db_sweep_runner *sr, char *err, size_t errlen);
 /* tokenizer, chat template (completing the keys' chat_template) and the prompt sets */
 int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen);
-/* cost[nkeys]: each point's predicted cost (the shard balance) */
-int db_sweep_runner_costs(db_sweep_runner *sr, double *cost, char *err, size_t errlen);
+/* cost[nkeys]: each point's predicted cost by cost_of (the shard balance: cluster/shard.h
+ * db_shard_point_cost), from its target's and drafter's configs and its prompt set's requests
+ * per pass and mean first-turn length */
+typedef double (*db_point_cost_fn)(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                                   const db_sweep *sw, const db_point_key *k, int turns, double prompt_len);
+int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double *cost, char *err,
+                          size_t errlen);
 /* the backend, and with --predict the roofline's figures, measured before any model loads */
 int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen);
 /* the checkpoint of target entry ti, or (synthetic) the config that stands for it */

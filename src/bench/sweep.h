@@ -25,7 +25,7 @@
 #define DB_SWEEP_H
 
 #include "base/parse.h"
-#include "bench/point.h"
+#include "result/point.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,9 +23,9 @@
 #include "cli/cli_args.h"
 #include "engine/session.h"
 #include "model/synthetic.h"
-#include "report/report.h"
 #include "base/parse.h"
 #include "base/paths.h"
+#include "base/quantile.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>

@@ -4,7 +4,6 @@
 #include "backend.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "cpu/cpu_topology.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -26,22 +25,21 @@ int db_cmd_info(int argc, char **argv, char *err, size_t errlen)
     if (rc || help) return rc;
     if (strcmp(fmt, "md") != 0 && strcmp(fmt, "json") != 0)
         return db_fail(err, errlen, DB_EINPUT, "info: -o must be md or json, not '%s'", fmt);
-    db_cpu_info ci;
-    db_cpu_info_get(&ci);
+    const db_cpu_info *ci = db_host_cpu();
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "version", DB_VERSION);
     cJSON_AddStringToObject(root, "git_commit", DB_GIT_COMMIT);
     cJSON_AddStringToObject(root, "compiler", DB_COMPILER);
     cJSON *cpu = cJSON_AddObjectToObject(root, "cpu");
-    cJSON_AddStringToObject(cpu, "model", ci.model);
-    cJSON_AddNumberToObject(cpu, "packages", ci.packages);
-    cJSON_AddNumberToObject(cpu, "cores", ci.cores);
-    cJSON_AddNumberToObject(cpu, "threads", ci.pus);
-    cJSON_AddNumberToObject(cpu, "numa_nodes", ci.numa_nodes);
-    cJSON_AddNumberToObject(cpu, "l1d_bytes", (double)ci.l1d);
-    cJSON_AddNumberToObject(cpu, "l2_bytes", (double)ci.l2);
-    cJSON_AddNumberToObject(cpu, "l3_bytes", (double)ci.l3);
-    cJSON_AddStringToObject(cpu, "topology_source", ci.source);
+    cJSON_AddStringToObject(cpu, "model", ci->model);
+    cJSON_AddNumberToObject(cpu, "packages", ci->packages);
+    cJSON_AddNumberToObject(cpu, "cores", ci->cores);
+    cJSON_AddNumberToObject(cpu, "threads", ci->pus);
+    cJSON_AddNumberToObject(cpu, "numa_nodes", ci->numa_nodes);
+    cJSON_AddNumberToObject(cpu, "l1d_bytes", (double)ci->l1d);
+    cJSON_AddNumberToObject(cpu, "l2_bytes", (double)ci->l2);
+    cJSON_AddNumberToObject(cpu, "l3_bytes", (double)ci->l3);
+    cJSON_AddStringToObject(cpu, "topology_source", ci->source);
     cJSON *bes = cJSON_AddArrayToObject(root, "backends");
     for (int i = 0; db_backends[i]; i++) {
         cJSON *b = cJSON_CreateObject();
@@ -69,9 +67,9 @@ int db_cmd_info(int argc, char **argv, char *err, size_t errlen)
         printf("# dflash-bench %s (%s)\n\n", DB_VERSION, DB_GIT_COMMIT);
         printf("| item | value |\n|---|---|\n");
         printf("| compiler | %s |\n| cpu | %s |\n| packages / cores / threads | %d / %d / %d |\n",
-               DB_COMPILER, ci.model, ci.packages, ci.cores, ci.pus);
+               DB_COMPILER, ci->model, ci->packages, ci->cores, ci->pus);
         printf("| numa nodes | %d |\n| L1d / L2 / L3 | %zu / %zu / %zu KiB |\n| topology source | %s |\n",
-               ci.numa_nodes, ci.l1d / 1024, ci.l2 / 1024, ci.l3 / 1024, ci.source);
+               ci->numa_nodes, ci->l1d / 1024, ci->l2 / 1024, ci->l3 / 1024, ci->source);
         const cJSON *b;
         cJSON_ArrayForEach(b, bes)
         {

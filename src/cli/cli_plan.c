@@ -34,9 +34,9 @@
 #include "engine/session.h"
 #include "model/safetensors.h"
 #include "model/synthetic.h"
-#include "report/report.h"
 #include "base/parse.h"
 #include "base/paths.h"
+#include "base/quantile.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -482,14 +482,14 @@ static int load_inputs(plan_ctx *p, char *err, size_t errlen)
     int rc = db_model_config_load(&p->tc, p->target, err, errlen);
     if (!rc && p->drafter) rc = db_drafter_config_load(&p->dc, p->drafter, p->tc.n_layers, err, errlen);
     if (rc) return rc;
-    db_st_set st;
+    db_tensor_set st;
     char e2[256];
     if (!p->dtype_s) { /* the checkpoint's own weights, when there are any */
         p->dt = DB_BF16;
-        if ((rc = db_st_open_dir(&st, p->target, e2, sizeof e2)) == DB_OK) {
-            p->dt = db_st_main_dtype(&st);
-            db_st_close(&st);
-        } else if (db_st_dir_has_weights(p->target)) { /* there, but truncated, lying, unreadable:
+        if ((rc = db_tensors_open_dir(&st, p->target, e2, sizeof e2)) == DB_OK) {
+            p->dt = db_tensors_main_dtype(&st);
+            db_tensors_close(&st);
+        } else if (db_tensors_dir_has_weights(p->target)) { /* there, but truncated, lying, unreadable:
                                                           * never a silent plan at bf16 */
             return db_fail(err, errlen, rc, "%s", e2);
         }

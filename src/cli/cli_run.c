@@ -5,7 +5,7 @@
 #include "bench/machine_load.h"
 #include "bench/profile.h"
 #include "bench/progress.h"
-#include "bench/run_meta.h"
+#include "result/run_meta.h"
 #include "bench/runner.h"
 #include "bench/sweep.h"
 #include "bench/sweep_record.h"
@@ -186,7 +186,7 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
     double *cost = db_malloc(sizeof *cost * (size_t)c->sr.nkeys);
     char hash[65];
     if (!cost) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the shard's costs");
-    rc = db_sweep_runner_costs(&c->sr, cost, err, errlen);
+    rc = db_sweep_runner_costs(&c->sr, db_shard_point_cost, cost, err, errlen);
     if (!rc) rc = db_sweep_hash_json(c->meta.sweep, hash, err, errlen);
     if (!rc) rc = db_shard_apply(&c->shard, hash, c->sr.keys, &c->sr.nkeys, cost, &c->meta.shard, err, errlen);
     free(cost);

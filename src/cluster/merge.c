@@ -1,7 +1,7 @@
 /* merge.c — one results directory from several of the same sweep (rules in merge.h). */
 #include "cluster/merge.h"
 #include "cluster/shard.h"
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>

@@ -10,15 +10,15 @@
 #include <string.h>
 
 /* Tensors have no prefix in the z-lab layout; some exports add "model.": accept both. */
-static const char *resolve(const db_st_set *st, const char *base, char *buf, size_t n)
+static const char *resolve(const db_tensor_set *st, const char *base, char *buf, size_t n)
 {
-    if (db_st_find(st, base)) return base;
+    if (db_tensors_find(st, base)) return base;
     snprintf(buf, n, "model.%s", base);
-    if (db_st_find(st, buf)) return buf;
+    if (db_tensors_find(st, buf)) return buf;
     return base;
 }
 
-static int load_conv(db_dynconv_w *cw, db_backend *be, const db_st_set *st, const char *prefix,
+static int load_conv(db_dynconv_w *cw, db_backend *be, const db_tensor_set *st, const char *prefix,
                      const db_drafter_config *c, char *missing, size_t mlen, char *err,
                      size_t errlen)
 {
@@ -27,16 +27,16 @@ static int load_conv(db_dynconv_w *cw, db_backend *be, const db_st_set *st, cons
     snprintf(b1, sizeof b1, "%sbase_kernel", prefix);
     snprintf(b2, sizeof b2, "%skernel_projection.weight", prefix);
     const char *n1 = resolve(st, b1, r1, sizeof r1), *n2 = resolve(st, b2, r2, sizeof r2);
-    if (!db_st_find(st, n1) || !db_st_find(st, n2)) {
-        if (!missing[0]) snprintf(missing, mlen, "%s", db_st_find(st, n1) ? b2 : b1);
+    if (!db_tensors_find(st, n1) || !db_tensors_find(st, n2)) {
+        if (!missing[0]) snprintf(missing, mlen, "%s", db_tensors_find(st, n1) ? b2 : b1);
         return 1; /* absent: the checkpoint cannot run conv variants */
     }
-    const db_st_tensor *t;
+    const db_tensor *t;
     int64_t dims[3] = {2, K, H};
-    int rc = db_st_expect(st, n1, 3, dims, &t, err, errlen);
+    int rc = db_tensors_expect(st, n1, 3, dims, &t, err, errlen);
     if (rc) return rc;
     if (t->int_bytes)
-        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is an integer tensor", db_st_file_of(st, t), n1);
+        return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is an integer tensor", db_tensors_file_of(st, t), n1);
     if (st->synthetic) {
         if ((rc = db_synth_conv_base(&cw->base, be, st, n1, K, H, err, errlen))) return rc;
         return db_load_matrix(&cw->proj, be, st, n2, 2 * K * G, H, err, errlen);
@@ -56,7 +56,7 @@ static int load_selector(db_drafter *d, char *err, size_t errlen)
     const char *n[3];
     for (int i = 0; i < 3; i++) {
         n[i] = resolve(&d->st, names[i], r[i], sizeof r[i]);
-        if (!db_st_find(&d->st, n[i])) {
+        if (!db_tensors_find(&d->st, n[i])) {
             snprintf(d->missing_selector, sizeof d->missing_selector, "%s", names[i]);
             return DB_OK;
         }
@@ -102,8 +102,8 @@ int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_
         return db_fail(err, errlen, DB_EINPUT, "%s: block_size %d above the supported %d",
                        c->base.path, c->block_size, DB_MAX_BLOCK);
     if (syn)
-        db_st_open_synthetic(&d->st, c->base.path, db_synth_model_seed(syn->seed, "drafter"), syn->dtype);
-    else if ((rc = db_st_open_dir(&d->st, dir, err, errlen)))
+        db_tensors_open_synthetic(&d->st, c->base.path, db_synth_model_seed(syn->seed, "drafter"), syn->dtype);
+    else if ((rc = db_tensors_open_dir(&d->st, dir, err, errlen)))
         return rc;
     int H = c->base.hidden;
     char r1[300], r2[300], r3[300];
@@ -114,7 +114,7 @@ int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_
         (rc = db_load_vector(&d->norm, be, &d->st, resolve(&d->st, "norm.weight", r3, sizeof r3),
                              H, err, errlen)))
         goto fail;
-    const char *lp = db_st_find(&d->st, "layers.0.input_layernorm.weight") ? "" : "model.";
+    const char *lp = db_tensors_find(&d->st, "layers.0.input_layernorm.weight") ? "" : "model.";
     d->layers = calloc((size_t)c->base.n_layers, sizeof *d->layers);
     if (!d->layers) {
         rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
@@ -259,7 +259,7 @@ void db_drafter_free(db_drafter *d)
     if (d->hidden_norm) be->ops->dfree(be, d->hidden_norm);
     if (d->norm) be->ops->dfree(be, d->norm);
     release_state(d);
-    db_st_close(&d->st);
+    db_tensors_close(&d->st);
     memset(d, 0, sizeof *d);
 }
 

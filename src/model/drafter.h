@@ -55,7 +55,7 @@ typedef struct {
 typedef struct {
     db_drafter_config cfg;
     db_backend *be;
-    db_st_set st;
+    db_tensor_set st;
     const db_target *target;  /* embedding and head are the target's (shared, never copied) */
     db_weight fc;             /* [H, T*Ht] */
     float *hidden_norm;       /* [H] */

@@ -8,22 +8,22 @@
 #include <string.h>
 
 /* no prefix, or "model." (as the other drafter tensors) */
-static const db_st_tensor *find(const db_st_set *st, const char *base, char *buf, size_t n)
+static const db_tensor *find(const db_tensor_set *st, const char *base, char *buf, size_t n)
 {
     snprintf(buf, n, "%s", base);
-    const db_st_tensor *t = db_st_find(st, buf);
+    const db_tensor *t = db_tensors_find(st, buf);
     if (t) return t;
     snprintf(buf, n, "model.%s", base);
-    t = db_st_find(st, buf);
+    t = db_tensors_find(st, buf);
     if (!t) snprintf(buf, n, "%s", base);
     return t;
 }
 
 /* d2t: draft id i -> target id i + d2t[i]; every target id in range and used once */
-static int load_d2t(db_dspark_head *m, const db_st_set *st, const db_st_tensor *t, const char *name,
+static int load_d2t(db_dspark_head *m, const db_tensor_set *st, const db_tensor *t, const char *name,
                     int V, char *err, size_t errlen)
 {
-    const char *file = db_st_file_of(st, t);
+    const char *file = db_tensors_file_of(st, t);
     if (!t->int_bytes)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' must be I64 or I32", file, name);
     if (t->ndim != 1 || t->shape[0] != m->vd)
@@ -54,7 +54,7 @@ static int load_d2t(db_dspark_head *m, const db_st_set *st, const db_st_tensor *
     return rc;
 }
 
-int db_dspark_load(db_dspark_head *m, db_backend *be, const db_st_set *st, int H, int V, int Vd,
+int db_dspark_load(db_dspark_head *m, db_backend *be, const db_tensor_set *st, int H, int V, int Vd,
                    char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
@@ -64,8 +64,8 @@ int db_dspark_load(db_dspark_head *m, db_backend *be, const db_st_set *st, int H
     if (!m->d2t) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     for (int i = 0; i < Vd; i++) m->d2t[i] = i;
     char n1[128], n2[128], nb[128];
-    const db_st_tensor *t1 = find(st, "markov_head.markov_w1.weight", n1, sizeof n1);
-    const db_st_tensor *t2 = find(st, "markov_head.markov_w2.weight", n2, sizeof n2);
+    const db_tensor *t1 = find(st, "markov_head.markov_w1.weight", n1, sizeof n1);
+    const db_tensor *t2 = find(st, "markov_head.markov_w2.weight", n2, sizeof n2);
     int rc;
     if (st->synthetic) {
         m->rank = 64; /* capacity planning: a typical rank */
@@ -75,7 +75,7 @@ int db_dspark_load(db_dspark_head *m, db_backend *be, const db_st_set *st, int H
                            st->dir, t1 ? n2 : n1);
         if (t1->ndim != 2 || t1->shape[0] != V || t1->shape[1] < 1 || t1->shape[1] > (1 << 16))
             return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' must have shape [%d (vocab_size), R]",
-                           db_st_file_of(st, t1), n1, V);
+                           db_tensors_file_of(st, t1), n1, V);
         m->rank = (int)t1->shape[1];
     }
     if ((rc = db_load_matrix(&m->w1, be, st, n1, V, m->rank, err, errlen)) ||
@@ -87,11 +87,11 @@ int db_dspark_load(db_dspark_head *m, db_backend *be, const db_st_set *st, int H
         if (Vd < V) return db_load_matrix(&m->lm_head, be, st, "lm_head.weight", Vd, H, err, errlen);
         return DB_OK;
     }
-    const db_st_tensor *t = find(st, "markov_head.markov_w2.scale", nb, sizeof nb);
+    const db_tensor *t = find(st, "markov_head.markov_w2.scale", nb, sizeof nb);
     if (t) {
         if (t->int_bytes || !(t->ndim == 0 || (t->ndim == 1 && t->shape[0] == 1)))
             return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' must be one float (shape [1])",
-                           db_st_file_of(st, t), nb);
+                           db_tensors_file_of(st, t), nb);
         db_convert_to_f32(&m->scale, t->data, t->dtype, 1);
     }
     t = find(st, "d2t", nb, sizeof nb);
@@ -106,15 +106,15 @@ int db_dspark_load(db_dspark_head *m, db_backend *be, const db_st_set *st, int H
                        "%s: draft_vocab_size %d below vocab_size %d needs the drafter's own 'lm_head.weight'",
                        st->dir, Vd, V);
     char nw[128];
-    const db_st_tensor *cw = find(st, "confidence_head.proj.weight", nw, sizeof nw);
-    const db_st_tensor *cb = find(st, "confidence_head.proj.bias", nb, sizeof nb);
+    const db_tensor *cw = find(st, "confidence_head.proj.weight", nw, sizeof nw);
+    const db_tensor *cb = find(st, "confidence_head.proj.bias", nb, sizeof nb);
     if (cw || cb) {
         if (!cw || !cb)
             return db_fail(err, errlen, DB_EINPUT, "%s: confidence head without tensor '%s'", st->dir,
                            cw ? nb : nw);
         int64_t dw[2] = {1, H + m->rank}, db[1] = {1};
-        const db_st_tensor *tmp;
-        if ((rc = db_st_expect(st, nw, 2, dw, &tmp, err, errlen)) || (rc = db_st_expect(st, nb, 1, db, &tmp, err, errlen)))
+        const db_tensor *tmp;
+        if ((rc = db_tensors_expect(st, nw, 2, dw, &tmp, err, errlen)) || (rc = db_tensors_expect(st, nb, 1, db, &tmp, err, errlen)))
             return rc;
         if (cw->int_bytes || cb->int_bytes)
             return db_fail(err, errlen, DB_EINPUT, "%s: the confidence head must be F32, BF16 or F16", st->dir);

@@ -30,7 +30,7 @@ typedef struct {
 
 /* Load and check the DSpark tensors of set st (dir names the checkpoint in messages) for a
  * drafter of hidden size H, target vocabulary V, draft vocabulary Vd. */
-int db_dspark_load(db_dspark_head *m, db_backend *be, const db_st_set *st, int H, int V, int Vd,
+int db_dspark_load(db_dspark_head *m, db_backend *be, const db_tensor_set *st, int H, int V, int Vd,
                    char *err, size_t errlen);
 void db_dspark_free(db_dspark_head *m, db_backend *be);
 

@@ -292,10 +292,10 @@ static int unpermute_rows(db_gguf_tensor *t, int heads, const char *path, char *
 
 static int st_name_cmp(const void *a, const void *b)
 {
-    return strcmp(((const db_st_tensor *)a)->name, ((const db_st_tensor *)b)->name);
+    return strcmp(((const db_tensor *)a)->name, ((const db_tensor *)b)->name);
 }
 
-static int fill_set(db_st_set *s, db_gguf *g, const char *arch, char *err, size_t errlen)
+static int fill_set(db_tensor_set *s, db_gguf *g, const char *arch, char *err, size_t errlen)
 {
     int drafter = strcmp(arch, "dflash") == 0, llama = strcmp(arch, "llama") == 0, rc;
     int64_t nh = 0, nkv = 0;
@@ -313,7 +313,7 @@ static int fill_set(db_st_set *s, db_gguf *g, const char *arch, char *err, size_
         int is_k = n > 23 && strcmp(nm + n - 23, "self_attn.k_proj.weight") == 0;
         if (llama && (is_q || is_k) && (rc = unpermute_rows(t, (int)(is_q ? nh : nkv), g->path, err, errlen)))
             return rc;
-        db_st_tensor *o = &s->tensors[s->ntensors];
+        db_tensor *o = &s->tensors[s->ntensors];
         o->name = db_strdup(nm);
         if (!o->name) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         s->ntensors++;
@@ -331,7 +331,7 @@ static int fill_set(db_st_set *s, db_gguf *g, const char *arch, char *err, size_
     return DB_OK;
 }
 
-int db_gguf_open_st(db_st_set *s, const char *path, char *err, size_t errlen)
+int db_gguf_open_tensors(db_tensor_set *s, const char *path, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", path);
@@ -353,7 +353,7 @@ int db_gguf_open_st(db_st_set *s, const char *path, char *err, size_t errlen)
     }
     db_gguf_close(&g);
     if (rc) {
-        db_st_close(s);
+        db_tensors_close(s);
         snprintf(s->dir, sizeof s->dir, "%s", path);
     }
     return rc;

@@ -36,7 +36,7 @@ int db_gguf_model_config(db_model_config *m, const char *path, char *err, size_t
 int db_gguf_drafter_config(db_drafter_config *d, const char *path, int target_layers, char *err,
                            size_t errlen);
 /* the file's tensors as a checkpoint set (the set owns the mapping) */
-int db_gguf_open_st(db_st_set *s, const char *path, char *err, size_t errlen);
+int db_gguf_open_tensors(db_tensor_set *s, const char *path, char *err, size_t errlen);
 /* the file's tokenizer.ggml.* metadata as an equivalent tokenizer.json object (caller deletes;
  * gguf_tokenizer.c says how the fields map) */
 struct cJSON;

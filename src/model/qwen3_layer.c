@@ -7,43 +7,43 @@
 #include <stdio.h>
 #include <string.h>
 
-int db_load_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char *name, int rows,
+int db_load_matrix(db_weight *w, db_backend *be, const db_tensor_set *st, const char *name, int rows,
                    int cols, char *err, size_t errlen)
 {
     if (st->synthetic) return db_synth_matrix(w, be, st, name, rows, cols, err, errlen);
-    const db_st_tensor *t;
+    const db_tensor *t;
     int64_t dims[2] = {rows, cols};
-    int rc = db_st_expect(st, name, 2, dims, &t, err, errlen);
+    int rc = db_tensors_expect(st, name, 2, dims, &t, err, errlen);
     if (rc) return rc;
     if (t->int_bytes)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is an integer tensor (F32, BF16 or F16 expected)",
-                       db_st_file_of(st, t), name);
+                       db_tensors_file_of(st, t), name);
     if (db_dtype_is_quant(t->dtype) && !be->quant_weights)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is %s: backend %s runs f32/f16/bf16 weights only",
-                       db_st_file_of(st, t), name, db_dtype_name(t->dtype), be->ops->name);
+                       db_tensors_file_of(st, t), name, db_dtype_name(t->dtype), be->ops->name);
     if (db_weight_upload(be, w, t->data, t->dtype, rows, cols) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot upload tensor '%s' (%zu bytes)",
-                       db_st_file_of(st, t), name, t->nbytes);
+                       db_tensors_file_of(st, t), name, t->nbytes);
     return DB_OK;
 }
 
-int db_load_vector(float **out, db_backend *be, const db_st_set *st, const char *name, int n,
+int db_load_vector(float **out, db_backend *be, const db_tensor_set *st, const char *name, int n,
                    char *err, size_t errlen)
 {
     if (st->synthetic) return db_synth_vector(out, be, st, name, n, err, errlen);
-    const db_st_tensor *t;
+    const db_tensor *t;
     int64_t dims[1] = {n};
-    int rc = db_st_expect(st, name, 1, dims, &t, err, errlen);
+    int rc = db_tensors_expect(st, name, 1, dims, &t, err, errlen);
     if (rc) return rc;
     if (t->int_bytes)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is an integer tensor (F32, BF16 or F16 expected)",
-                       db_st_file_of(st, t), name);
+                       db_tensors_file_of(st, t), name);
     *out = db_upload_f32(be, t->data, t->dtype, (size_t)n);
     if (!*out) return db_fail(err, errlen, DB_ERUNTIME, "cannot upload tensor '%s'", name);
     return DB_OK;
 }
 
-int db_layer_load(db_layer *l, db_backend *be, const db_st_set *st, const db_model_config *c,
+int db_layer_load(db_layer *l, db_backend *be, const db_tensor_set *st, const db_model_config *c,
                   const char *prefix, char *err, size_t errlen)
 {
     memset(l, 0, sizeof *l);

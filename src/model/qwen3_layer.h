@@ -22,15 +22,15 @@ typedef struct {
 } db_layer;
 
 /* Load layer tensors named `prefix` + "self_attn.q_proj.weight" etc., shapes from c. */
-int db_layer_load(db_layer *l, db_backend *be, const db_st_set *st, const db_model_config *c,
+int db_layer_load(db_layer *l, db_backend *be, const db_tensor_set *st, const db_model_config *c,
                   const char *prefix, char *err, size_t errlen);
 void db_layer_free(db_layer *l, db_backend *be);
 
 /* Upload tensor `name` as a matrix [rows, cols] in its file dtype / as an f32 vector [n]; on a
  * synthetic set (safetensors.h) generate it on the backend instead (synthetic.h). */
-int db_load_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char *name, int rows,
+int db_load_matrix(db_weight *w, db_backend *be, const db_tensor_set *st, const char *name, int rows,
                    int cols, char *err, size_t errlen);
-int db_load_vector(float **out, db_backend *be, const db_st_set *st, const char *name, int n,
+int db_load_vector(float **out, db_backend *be, const db_tensor_set *st, const char *name, int n,
                    char *err, size_t errlen);
 
 /* q[N, nh*hd], k/v[N, nkv*hd] from the normed input xn[N, H]: projections, q/k norm, RoPE at

@@ -18,8 +18,8 @@
 /* a header larger than this is not a checkpoint we accept (real ones are < 10 MB) */
 #define MAX_HEADER (256u << 20)
 
-/* f holds the caller's buf (db_st_open_mem) or, with buf NULL, the file `path` mapped */
-static int map_file(db_st_file *f, const char *path, const void *buf, size_t size, char *err,
+/* f holds the caller's buf (db_tensors_open_mem) or, with buf NULL, the file `path` mapped */
+static int map_file(db_tensor_file *f, const char *path, const void *buf, size_t size, char *err,
                     size_t errlen)
 {
     static const char *short_what = "no header length";
@@ -59,11 +59,11 @@ static int json_uint(const cJSON *j, uint64_t *out)
     return 0;
 }
 
-static int add_tensor(db_st_set *s, int *cap, db_st_tensor t)
+static int add_tensor(db_tensor_set *s, int *cap, db_tensor t)
 {
     if (s->ntensors == *cap) {
         int nc = *cap ? *cap * 2 : 64;
-        db_st_tensor *nt = db_realloc(s->tensors, sizeof *nt * (size_t)nc);
+        db_tensor *nt = db_realloc(s->tensors, sizeof *nt * (size_t)nc);
         if (!nt) return -1;
         s->tensors = nt;
         *cap = nc;
@@ -87,8 +87,8 @@ static int span_cmp(const void *a, const void *b)
  * sharded index's weight_map: a tensor listed there for another file is an error. */
 /* one header entry: dtype, shape and offsets checked against the data section (data_size
  * bytes) and, with an index, against the file the index maps the tensor to */
-static int parse_entry(const db_st_file *f, const cJSON *e, uint64_t data_size, const cJSON *only,
-                       db_st_tensor *t, uint64_t *ob, char *err, size_t errlen)
+static int parse_entry(const db_tensor_file *f, const cJSON *e, uint64_t data_size, const cJSON *only,
+                       db_tensor *t, uint64_t *ob, char *err, size_t errlen)
 {
     const char *nm = e->string;
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -103,9 +103,9 @@ static int parse_entry(const db_st_file *f, const cJSON *e, uint64_t data_size, 
                        "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16, I32, I64)", f->path, nm,
                        dt->valuestring);
     t->ndim = cJSON_GetArraySize(sh);
-    if (t->ndim > DB_ST_MAX_DIMS)
+    if (t->ndim > DB_TENSOR_MAX_DIMS)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': %d dimensions (max %d)", f->path, nm,
-                       t->ndim, DB_ST_MAX_DIMS);
+                       t->ndim, DB_TENSOR_MAX_DIMS);
     uint64_t count = 1;
     int bad = 0;
     for (int d = 0; d < t->ndim && !bad; d++) {
@@ -143,7 +143,7 @@ static int parse_entry(const db_st_file *f, const cJSON *e, uint64_t data_size, 
 }
 
 /* overlapping tensors (first..ntensors) would alias each other: reject */
-static int check_overlap(const db_st_set *s, const db_st_file *f, int first, const unsigned char *data,
+static int check_overlap(const db_tensor_set *s, const db_tensor_file *f, int first, const unsigned char *data,
                          char *err, size_t errlen)
 {
     int n = s->ntensors - first, rc = DB_OK;
@@ -151,7 +151,7 @@ static int check_overlap(const db_st_set *s, const db_st_file *f, int first, con
     span *sp = db_malloc(sizeof *sp * (size_t)n);
     if (!sp) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
     for (int i = 0; i < n; i++) {
-        const db_st_tensor *t = &s->tensors[first + i];
+        const db_tensor *t = &s->tensors[first + i];
         sp[i].begin = (uint64_t)((const unsigned char *)t->data - data);
         sp[i].end = sp[i].begin + t->nbytes;
         sp[i].name = t->name;
@@ -172,9 +172,9 @@ static int check_overlap(const db_st_set *s, const db_st_file *f, int first, con
     return rc;
 }
 
-static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *err, size_t errlen)
+static int parse_file(db_tensor_set *s, int fi, int *cap, const cJSON *only, char *err, size_t errlen)
 {
-    db_st_file *f = &s->files[fi];
+    db_tensor_file *f = &s->files[fi];
     const unsigned char *b = f->map;
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)b[i] << (8 * i);
@@ -197,7 +197,7 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
     cJSON_ArrayForEach(e, root)
     {
         if (strcmp(e->string, "__metadata__") == 0) continue;
-        db_st_tensor t = {0};
+        db_tensor t = {0};
         uint64_t ob = 0;
         if ((rc = parse_entry(f, e, data_size, only, &t, &ob, err, errlen))) break;
         t.name = db_strdup(e->string);
@@ -216,10 +216,10 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
 
 static int name_cmp(const void *a, const void *b)
 {
-    return strcmp(((const db_st_tensor *)a)->name, ((const db_st_tensor *)b)->name);
+    return strcmp(((const db_tensor *)a)->name, ((const db_tensor *)b)->name);
 }
 
-static int finish(db_st_set *s, char *err, size_t errlen)
+static int finish(db_tensor_set *s, char *err, size_t errlen)
 {
     if (s->ntensors > 1) /* a header of __metadata__ alone leaves tensors NULL: no qsort(NULL) */
         qsort(s->tensors, (size_t)s->ntensors, sizeof *s->tensors, name_cmp);
@@ -230,7 +230,7 @@ static int finish(db_st_set *s, char *err, size_t errlen)
     return DB_OK;
 }
 
-static int open_one(db_st_set *s, const char *path, const void *buf, size_t size, char *err,
+static int open_one(db_tensor_set *s, const char *path, const void *buf, size_t size, char *err,
                     size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -242,24 +242,24 @@ static int open_one(db_st_set *s, const char *path, const void *buf, size_t size
     int rc = map_file(&s->files[0], path, buf, size, err, errlen);
     if (rc == DB_OK) rc = parse_file(s, 0, &cap, NULL, err, errlen);
     if (rc == DB_OK) rc = finish(s, err, errlen);
-    if (rc != DB_OK) db_st_close(s);
+    if (rc != DB_OK) db_tensors_close(s);
     return rc;
 }
 
-int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen)
+int db_tensors_open_file(db_tensor_set *s, const char *path, char *err, size_t errlen)
 {
     return open_one(s, path, NULL, 0, err, errlen);
 }
 
-int db_st_open_mem(db_st_set *s, const char *name, const void *buf, size_t size, char *err,
-                   size_t errlen)
+int db_tensors_open_mem(db_tensor_set *s, const char *name, const void *buf, size_t size, char *err,
+                        size_t errlen)
 {
     static const char none; /* an empty input: a buffer all the same */
     return open_one(s, name, buf ? buf : &none, size, err, errlen);
 }
 
 /* shard `name` (path p) among the caller's files: as db_map_file would find it on disk */
-static int map_mem(db_st_file *f, const char *p, const char *name, const db_st_mem_file *mem, int nmem,
+static int map_mem(db_tensor_file *f, const char *p, const char *name, const db_tensor_mem_file *mem, int nmem,
                    char *err, size_t errlen)
 {
     static const char none; /* an empty file: a buffer all the same */
@@ -272,8 +272,8 @@ static int map_mem(db_st_file *f, const char *p, const char *name, const db_st_m
 }
 
 /* the index's text txt; its shards mapped from dir, or with mem the caller's files */
-static int open_index(db_st_set *s, const char *dir, const char *index_path, const char *txt,
-                      const db_st_mem_file *mem, int nmem, char *err, size_t errlen)
+static int open_index(db_tensor_set *s, const char *dir, const char *index_path, const char *txt,
+                      const db_tensor_mem_file *mem, int nmem, char *err, size_t errlen)
 {
     int rc = DB_OK;
     cJSON *root = cJSON_Parse(txt);
@@ -301,7 +301,7 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, con
         if (seen) continue;
         if (s->nfiles == fcap) {
             fcap = fcap ? fcap * 2 : 8;
-            db_st_file *nf = db_realloc(s->files, sizeof *nf * (size_t)fcap);
+            db_tensor_file *nf = db_realloc(s->files, sizeof *nf * (size_t)fcap);
             if (!nf) {
                 rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
                 break;
@@ -330,7 +330,7 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, con
         if (s->ntensors > 1) qsort(s->tensors, (size_t)s->ntensors, sizeof *s->tensors, name_cmp);
         cJSON_ArrayForEach(e, wm)
         {
-            if (!db_st_find(s, e->string)) {
+            if (!db_tensors_find(s, e->string)) {
                 rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' is missing from %s",
                              index_path, e->string, e->valuestring);
                 break;
@@ -341,15 +341,15 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, con
     return rc;
 }
 
-/* the end of db_st_open_dir: the names sorted and checked; on failure the set is closed, its
+/* the end of db_tensors_open_dir: the names sorted and checked; on failure the set is closed, its
  * dir kept for messages */
-static int opened(db_st_set *s, int rc, char *err, size_t errlen)
+static int opened(db_tensor_set *s, int rc, char *err, size_t errlen)
 {
     if (rc == DB_OK) rc = finish(s, err, errlen);
     if (rc != DB_OK) {
         char keep[sizeof s->dir];
         memcpy(keep, s->dir, sizeof keep);
-        db_st_close(s);
+        db_tensors_close(s);
         memcpy(s->dir, keep, sizeof keep);
     }
     return rc;
@@ -359,12 +359,12 @@ static int opened(db_st_set *s, int rc, char *err, size_t errlen)
 #define ST_INDEX "model.safetensors.index.json"
 #define ST_SINGLE "model.safetensors"
 
-int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
+int db_tensors_open_dir(db_tensor_set *s, const char *dir, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     char gp[1024];
     int g = db_gguf_resolve(dir, gp, sizeof gp, err, errlen);
-    if (g) return g < 0 ? g : db_gguf_open_st(s, gp, err, errlen);
+    if (g) return g < 0 ? g : db_gguf_open_tensors(s, gp, err, errlen);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     char p[2048];
     if (db_path_join(p, sizeof p, dir, ST_INDEX) != 0)
@@ -390,7 +390,7 @@ int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen)
     return opened(s, rc, err, errlen);
 }
 
-int db_st_dir_has_weights(const char *dir)
+int db_tensors_dir_has_weights(const char *dir)
 {
     char p[2048], e[64];
     if (db_gguf_resolve(dir, p, sizeof p, e, sizeof e) != 0) return 1;
@@ -400,20 +400,20 @@ int db_st_dir_has_weights(const char *dir)
     return 0;
 }
 
-int db_st_open_index_mem(db_st_set *s, const char *dir, const char *index_text, const db_st_mem_file *files,
-                         int nfiles, char *err, size_t errlen)
+int db_tensors_open_index_mem(db_tensor_set *s, const char *dir, const char *index_text, const db_tensor_mem_file *files,
+                              int nfiles, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     char p[2048];
     if (db_path_join(p, sizeof p, dir, ST_INDEX) != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
-    static const db_st_mem_file none = {"", NULL, 0}; /* no files: mem must not be NULL */
+    static const db_tensor_mem_file none = {"", NULL, 0}; /* no files: mem must not be NULL */
     return opened(s, open_index(s, dir, p, index_text, nfiles ? files : &none, nfiles ? nfiles : 1, err, errlen),
                   err, errlen);
 }
 
-void db_st_close(db_st_set *s)
+void db_tensors_close(db_tensor_set *s)
 {
     for (int i = 0; i < s->ntensors; i++) free(s->tensors[i].name);
     free(s->tensors);
@@ -425,7 +425,7 @@ void db_st_close(db_st_set *s)
     memset(s, 0, sizeof *s);
 }
 
-void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dtype dtype)
+void db_tensors_open_synthetic(db_tensor_set *s, const char *label, uint64_t seed, db_dtype dtype)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", label);
@@ -436,7 +436,7 @@ void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dty
     s->any.file = -1;
 }
 
-const db_st_tensor *db_st_find(const db_st_set *s, const char *name)
+const db_tensor *db_tensors_find(const db_tensor_set *s, const char *name)
 {
     if (s->synthetic) return &s->any;
     int lo = 0, hi = s->ntensors - 1;
@@ -449,7 +449,7 @@ const db_st_tensor *db_st_find(const db_st_set *s, const char *name)
     return NULL;
 }
 
-const char *db_st_file_of(const db_st_set *s, const db_st_tensor *t)
+const char *db_tensors_file_of(const db_tensor_set *s, const db_tensor *t)
 {
     if (s->synthetic || t->file < 0) return "(synthetic weights)";
     return s->files[t->file].path;
@@ -463,10 +463,10 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *d)
     if (w < n) snprintf(buf + w, n - w, "]");
 }
 
-int db_st_expect(const db_st_set *s, const char *name, int ndim, const int64_t *dims,
-                 const db_st_tensor **out, char *err, size_t errlen)
+int db_tensors_expect(const db_tensor_set *s, const char *name, int ndim, const int64_t *dims,
+                      const db_tensor **out, char *err, size_t errlen)
 {
-    const db_st_tensor *t = db_st_find(s, name);
+    const db_tensor *t = db_tensors_find(s, name);
     *out = NULL;
     if (s->synthetic) { /* generated in the config's shape: nothing to check */
         *out = t;
@@ -480,19 +480,19 @@ int db_st_expect(const db_st_set *s, const char *name, int ndim, const int64_t *
         shape_str(want, sizeof want, ndim, dims);
         shape_str(got, sizeof got, t->ndim, t->shape);
         return db_fail(err, errlen, DB_EINPUT,
-                       "%s: tensor '%s' has shape %s, config implies %s", db_st_file_of(s, t),
+                       "%s: tensor '%s' has shape %s, config implies %s", db_tensors_file_of(s, t),
                        name, got, want);
     }
     *out = t;
     return DB_OK;
 }
 
-db_dtype db_st_main_dtype(const db_st_set *s)
+db_dtype db_tensors_main_dtype(const db_tensor_set *s)
 {
     if (s->synthetic) return s->dtype;
     double n[DB_NUM_DTYPES] = {0};
     for (int i = 0; i < s->ntensors; i++) {
-        const db_st_tensor *t = &s->tensors[i];
+        const db_tensor *t = &s->tensors[i];
         double e = 1;
         for (int d = 0; d < t->ndim; d++) e *= (double)t->shape[d];
         if (t->ndim >= 2 && (unsigned)t->dtype < DB_NUM_DTYPES) n[t->dtype] += e;

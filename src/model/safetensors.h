@@ -4,7 +4,11 @@
  * `model.safetensors.index.json` ({"weight_map": {tensor: file}}). Files are mmap'd; nothing
  * is trusted: header length, JSON, dtype, shape, data_offsets (inside the file, matching the
  * shape's byte count, not overlapping another tensor) are all checked when the set is opened,
- * so a tensor handed out is always safe to read in full. */
+ * so a tensor handed out is always safe to read in full.
+ *
+ * The set itself (db_tensor_set, its db_tensor entries, db_tensors_find / _expect / _close) is
+ * the model code's view of any checkpoint: safetensors files (here), a GGUF file (gguf_model.h,
+ * which db_tensors_open_dir also opens) or synthetic weights (synthetic.h). */
 #ifndef DB_SAFETENSORS_H
 #define DB_SAFETENSORS_H
 
@@ -13,80 +17,80 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_ST_MAX_DIMS 4
+#define DB_TENSOR_MAX_DIMS 4
 
 typedef struct {
     char *name;
     db_dtype dtype;
     int int_bytes;    /* 4 / 8 for an I32 / I64 tensor (dtype then means nothing), else 0 */
     int ndim;
-    int64_t shape[DB_ST_MAX_DIMS];
+    int64_t shape[DB_TENSOR_MAX_DIMS];
     const void *data; /* inside the mapping, nbytes long */
     size_t nbytes;
-    int file;         /* index into db_st_set.files */
-} db_st_tensor;
+    int file;         /* index into db_tensor_set.files */
+} db_tensor;
 
 typedef struct {
     char *path;
     void *map;
     size_t size;
-    int borrowed; /* map is the caller's buffer (db_st_open_mem): not unmapped */
-} db_st_file;
+    int borrowed; /* map is the caller's buffer (db_tensors_open_mem): not unmapped */
+} db_tensor_file;
 
 typedef struct {
     char dir[1024];
-    db_st_file *files;
+    db_tensor_file *files;
     int nfiles;
-    db_st_tensor *tensors; /* sorted by name */
+    db_tensor *tensors; /* sorted by name */
     int ntensors;
     /* Synthetic set (capacity planning, see synthetic.h): no file; every name is present,
-     * db_st_find / db_st_expect hand out the placeholder `any` (no data), and the loaders
-     * (db_load_matrix, db_load_vector, the drafter's conv loader) generate the tensor on the
-     * backend from `seed` and the tensor's name instead of reading it. */
+     * db_tensors_find / db_tensors_expect hand out the placeholder `any` (no data), and the
+     * loaders (db_load_matrix, db_load_vector, the drafter's conv loader) generate the tensor on
+     * the backend from `seed` and the tensor's name instead of reading it. */
     int synthetic;
     uint64_t seed;         /* weight seed of the model (tensor seeds derive from it + name) */
     db_dtype dtype;        /* storage dtype of the generated matrices */
-    db_st_tensor any;
-} db_st_set;
+    db_tensor any;
+} db_tensor_set;
 
 /* Open every safetensors file of a checkpoint directory. */
-int db_st_open_dir(db_st_set *s, const char *dir, char *err, size_t errlen);
-/* 1 when db_st_open_dir(dir) finds weights to read (a GGUF, model.safetensors or its index),
+int db_tensors_open_dir(db_tensor_set *s, const char *dir, char *err, size_t errlen);
+/* 1 when db_tensors_open_dir(dir) finds weights to read (a GGUF, model.safetensors or its index),
  * whether or not they open; 0 when there are none (a config-only directory) */
-int db_st_dir_has_weights(const char *dir);
+int db_tensors_dir_has_weights(const char *dir);
 /* Open one file (tests, tools). */
-int db_st_open_file(db_st_set *s, const char *path, char *err, size_t errlen);
+int db_tensors_open_file(db_tensor_set *s, const char *path, char *err, size_t errlen);
 /* The same for a file's bytes already in memory (buf stays the caller's and outlives the set;
  * `name` stands for the path in messages). The fuzz harness reads through it: in a heap buffer
  * ASan sees a read one byte past the end, in a mapping only one past the last page. */
-int db_st_open_mem(db_st_set *s, const char *name, const void *buf, size_t size, char *err,
-                   size_t errlen);
+int db_tensors_open_mem(db_tensor_set *s, const char *name, const void *buf, size_t size, char *err,
+                        size_t errlen);
 /* A file of a checkpoint held in memory: its plain file name and bytes. */
 typedef struct {
     const char *name;
     const void *buf;
     size_t size;
-} db_st_mem_file;
-/* db_st_open_dir's reading of a sharded checkpoint, on the index's text in memory (index_text:
+} db_tensor_mem_file;
+/* db_tensors_open_dir's reading of a sharded checkpoint, on the index's text in memory (index_text:
  * model.safetensors.index.json, NUL-terminated; `dir` stands for the directory in messages):
  * the shards it names are looked up among files[0..nfiles) (bytes the caller keeps while the
  * set is open; a name not there fails as a missing file does). The fuzz harness reads through
  * it. */
-int db_st_open_index_mem(db_st_set *s, const char *dir, const char *index_text, const db_st_mem_file *files,
-                         int nfiles, char *err, size_t errlen);
-void db_st_close(db_st_set *s);
+int db_tensors_open_index_mem(db_tensor_set *s, const char *dir, const char *index_text, const db_tensor_mem_file *files,
+                              int nfiles, char *err, size_t errlen);
+void db_tensors_close(db_tensor_set *s);
 /* A synthetic set named `label` (the config file it stands for) with weight seed `seed`. */
-void db_st_open_synthetic(db_st_set *s, const char *label, uint64_t seed, db_dtype dtype);
+void db_tensors_open_synthetic(db_tensor_set *s, const char *label, uint64_t seed, db_dtype dtype);
 
-const db_st_tensor *db_st_find(const db_st_set *s, const char *name);
+const db_tensor *db_tensors_find(const db_tensor_set *s, const char *name);
 /* the dtype holding most elements of the set's matrices (tensors of 2 dims or more; ties to the
  * lower dtype number), what the rows call the checkpoint's dtype; a synthetic set's own dtype */
-db_dtype db_st_main_dtype(const db_st_set *s);
-const char *db_st_file_of(const db_st_set *s, const db_st_tensor *t);
+db_dtype db_tensors_main_dtype(const db_tensor_set *s);
+const char *db_tensors_file_of(const db_tensor_set *s, const db_tensor *t);
 
 /* Find `name` and check its shape is exactly dims[0..ndim). The message names file, tensor,
  * expected and found shapes. */
-int db_st_expect(const db_st_set *s, const char *name, int ndim, const int64_t *dims,
-                 const db_st_tensor **out, char *err, size_t errlen);
+int db_tensors_expect(const db_tensor_set *s, const char *name, int ndim, const int64_t *dims,
+                      const db_tensor **out, char *err, size_t errlen);
 
 #endif

@@ -51,7 +51,7 @@ int db_dtype_parse(const char *s, db_dtype *out)
 /* uniform on [mean - scale, mean + scale): std = scale / sqrt(3) */
 static float scale_for_std(double std) { return (float)(std * sqrt(3.0)); }
 
-int db_synth_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char *name, int rows,
+int db_synth_matrix(db_weight *w, db_backend *be, const db_tensor_set *st, const char *name, int rows,
                     int cols, char *err, size_t errlen)
 {
     size_t n = (size_t)rows * (size_t)cols;
@@ -73,7 +73,7 @@ int db_synth_matrix(db_weight *w, db_backend *be, const db_st_set *st, const cha
     return DB_OK;
 }
 
-int db_synth_vector(float **out, db_backend *be, const db_st_set *st, const char *name, int n,
+int db_synth_vector(float **out, db_backend *be, const db_tensor_set *st, const char *name, int n,
                     char *err, size_t errlen)
 {
     *out = be->ops->alloc(be, (size_t)n * sizeof(float));
@@ -84,7 +84,7 @@ int db_synth_vector(float **out, db_backend *be, const db_st_set *st, const char
     return DB_OK;
 }
 
-int db_synth_conv_base(float **out, db_backend *be, const db_st_set *st, const char *name, int k,
+int db_synth_conv_base(float **out, db_backend *be, const db_tensor_set *st, const char *name, int k,
                        int h, char *err, size_t errlen)
 {
     size_t n = (size_t)2 * k * h;

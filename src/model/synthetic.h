@@ -40,11 +40,11 @@ uint64_t db_synth_tensor_seed(uint64_t model_seed, const char *name);
 
 /* a matrix [rows, cols] in st->dtype / an f32 norm vector [n] / a conv base kernel [2, K, H]
  * f32, generated for tensor `name` of the synthetic set st */
-int db_synth_matrix(db_weight *w, db_backend *be, const db_st_set *st, const char *name, int rows,
+int db_synth_matrix(db_weight *w, db_backend *be, const db_tensor_set *st, const char *name, int rows,
                     int cols, char *err, size_t errlen);
-int db_synth_vector(float **out, db_backend *be, const db_st_set *st, const char *name, int n,
+int db_synth_vector(float **out, db_backend *be, const db_tensor_set *st, const char *name, int n,
                     char *err, size_t errlen);
-int db_synth_conv_base(float **out, db_backend *be, const db_st_set *st, const char *name, int k,
+int db_synth_conv_base(float **out, db_backend *be, const db_tensor_set *st, const char *name, int k,
                        int h, char *err, size_t errlen);
 
 /* "bf16", "f16", "f32" -> dtype; -1 when unknown */

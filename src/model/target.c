@@ -20,8 +20,8 @@ int db_target_load_ex(db_target *t, db_backend *be, const char *dir, const db_sy
     int rc = db_model_config_load(&t->cfg, dir, err, errlen);
     if (rc) return rc;
     if (syn)
-        db_st_open_synthetic(&t->st, t->cfg.path, db_synth_model_seed(syn->seed, "target"), syn->dtype);
-    else if ((rc = db_st_open_dir(&t->st, dir, err, errlen)))
+        db_tensors_open_synthetic(&t->st, t->cfg.path, db_synth_model_seed(syn->seed, "target"), syn->dtype);
+    else if ((rc = db_tensors_open_dir(&t->st, dir, err, errlen)))
         return rc;
     const db_model_config *c = &t->cfg;
     if ((rc = db_load_matrix(&t->embed, be, &t->st, "model.embed_tokens.weight", c->vocab,
@@ -152,7 +152,7 @@ void db_target_free(db_target *t)
     db_weight_free(be, &t->embed);
     if (t->norm) be->ops->dfree(be, t->norm);
     release_state(t);
-    db_st_close(&t->st);
+    db_tensors_close(&t->st);
     memset(t, 0, sizeof *t);
 }
 

@@ -35,7 +35,7 @@ typedef struct {
 typedef struct {
     db_model_config cfg;
     db_backend *be;
-    db_st_set st;
+    db_tensor_set st;
     db_weight embed;    /* [V, H] */
     db_weight head;     /* [V, H]; same data as embed when tied */
     float *norm;        /* [H] f32 */

@@ -1,28 +1,13 @@
 /* report.c — summary statistics of a sweep point from its raw samples (definitions at the top
  * of report.h). */
 #include "report/report.h"
+#include "base/quantile.h"
 #include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double db_quantile(double *v, int n, double q)
-{
-    if (n <= 0) return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    double h = (n - 1) * q;
-    int lo = (int)floor(h);
-    if (lo >= n - 1) return v[n - 1];
-    return v[lo] + (h - lo) * (v[lo + 1] - v[lo]);
-}
 
 static int is_ar(const db_point_key *k) { return strcmp(k->variant, "ar") == 0; }
 
@@ -55,16 +40,6 @@ void db_point_id(const db_point_key *k, char *buf, size_t n)
              k->weights, k->target, k->drafter);
     for (char *c = buf; *c; c++)
         if ((unsigned char)*c < 32 || *c == 127) *c = '?';
-}
-
-void db_point_raw_free(db_point_raw *p)
-{
-    free(p->wall_s);
-    free(p->rep_start_s);
-    free(p->reqs);
-    p->rep_start_s = NULL;
-    p->wall_s = NULL;
-    p->reqs = NULL;
 }
 
 /* mean and sample stddev of v[n] */

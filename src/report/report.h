@@ -35,7 +35,7 @@
 #ifndef DB_REPORT_H
 #define DB_REPORT_H
 
-#include "bench/point.h"
+#include "result/point.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -46,9 +46,6 @@
 int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t seed,
                        db_point_summary *out);
 
-/* q-quantile (0..1) of v[n], type 7; sorts v in place; NAN when n == 0 */
-double db_quantile(double *v, int n, double q);
-
 /* the key of the `ar` point that is the baseline of k */
 void db_point_baseline_key(const db_point_key *k, db_point_key *ar);
 /* 1 when the keys name the same point */
@@ -58,8 +55,5 @@ int db_point_key_equal(const db_point_key *a, const db_point_key *b);
  * n<max_new>|<chat_template>|think<0/1>|<acceptance_source>|<weights>; control characters
  * become '?'. */
 void db_point_id(const db_point_key *k, char *buf, size_t n);
-
-/* free the arrays of a db_point_raw that this code allocated (db_results_load_baseline) */
-void db_point_raw_free(db_point_raw *p);
 
 #endif

@@ -3,7 +3,7 @@
  * One builder per table fills a `row` (column names + formatted values); the header is the names
  * of a row built from an all-zero point, so a header and its rows cannot drift apart. */
 #include "report/report_csv.h"
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "report/report.h"
 
 #include <math.h>

@@ -12,8 +12,8 @@
 #ifndef DB_REPORT_CSV_H
 #define DB_REPORT_CSV_H
 
-#include "bench/point.h"
-#include "bench/run_meta.h"
+#include "result/point.h"
+#include "result/run_meta.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -7,8 +7,8 @@
 #ifndef DB_REPORT_OUT_H
 #define DB_REPORT_OUT_H
 
-#include "bench/point.h"
-#include "bench/run_meta.h"
+#include "result/point.h"
+#include "result/run_meta.h"
 
 #include <stddef.h>
 #include <stdio.h>

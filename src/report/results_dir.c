@@ -1,7 +1,7 @@
 /* results_dir.c — crash-safe appends and resume of a results directory (the protocol is
  * described at the top of results_dir.h). */
 #include "report/results_dir.h"
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "report/report.h"
 #include "report/report_csv.h"
 #include "base/paths.h"

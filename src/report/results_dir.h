@@ -29,8 +29,8 @@
 #ifndef DB_RESULTS_DIR_H
 #define DB_RESULTS_DIR_H
 
-#include "bench/point.h"
-#include "bench/run_meta.h"
+#include "result/point.h"
+#include "result/run_meta.h"
 
 #include <stddef.h>
 #include <time.h>

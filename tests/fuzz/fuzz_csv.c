@@ -1,7 +1,7 @@
 /* fuzz_csv.c — the CSV record reader under every table of a results directory: fields are
  * NUL-terminated copies, a record without its newline is marked incomplete. */
 #include "fuzz.h"
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 
 #include <string.h>
 

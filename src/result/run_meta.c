@@ -1,6 +1,6 @@
 /* run_meta.c — build, machine, model and time facts of one invocation (see run_meta.h). */
 #include "config.h"
-#include "bench/run_meta.h"
+#include "result/run_meta.h"
 #include "base/sha256.h"
 #include "base/util.h"
 
@@ -12,9 +12,6 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#if HAVE_HWLOC
-#include <hwloc.h>
-#endif
 
 void db_rfc3339_utc(time_t t, char *buf, size_t n)
 {
@@ -65,7 +62,7 @@ void db_run_meta_init(db_run_meta *m, int argc, char **argv, uint64_t seed, cons
     snprintf(m->label, sizeof m->label, "%s", label ? label : "");
     snprintf(m->kv_dtype, sizeof m->kv_dtype, "f32");
     db_rfc3339_utc(now, m->test_time, sizeof m->test_time);
-    db_cpu_info_get(&m->cpu);
+    m->cpu = *db_host_cpu();
     m->seed = seed;
     m->command_line = argv ? db_shell_join(argc, argv) : NULL;
     m->out_of_memory = argv && !m->command_line;
@@ -291,43 +288,28 @@ static cJSON *topology_json(const db_cpu_info *ci)
     cJSON_AddStringToObject(o, "source", ci->source);
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psz > 0) cJSON_AddNumberToObject(o, "memory_bytes", (double)pages * (double)psz);
-#if HAVE_HWLOC
-    hwloc_topology_t t;
-    if (hwloc_topology_init(&t) == 0) {
-        if (hwloc_topology_load(t) == 0) {
-            cJSON *numa = cJSON_AddArrayToObject(o, "numa");
-            int nn = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
-            for (int i = 0; i < nn; i++) {
-                hwloc_obj_t n = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddNumberToObject(e, "os_index", n->os_index);
-                cJSON_AddNumberToObject(e, "memory_bytes", (double)n->attr->numanode.local_memory);
-                cJSON_AddNumberToObject(e, "pus", hwloc_bitmap_weight(n->cpuset));
-                cJSON_AddItemToArray(numa, e);
-            }
-            static const struct {
-                hwloc_obj_type_t type;
-                const char *name;
-            } caches[] = {{HWLOC_OBJ_L1CACHE, "L1d"}, {HWLOC_OBJ_L1ICACHE, "L1i"},
-                          {HWLOC_OBJ_L2CACHE, "L2"},  {HWLOC_OBJ_L3CACHE, "L3"},
-                          {HWLOC_OBJ_L4CACHE, "L4"}};
-            cJSON *cs = cJSON_AddArrayToObject(o, "caches");
-            for (size_t k = 0; k < sizeof caches / sizeof *caches; k++) {
-                int cnt = hwloc_get_nbobjs_by_type(t, caches[k].type);
-                if (cnt <= 0) continue;
-                hwloc_obj_t c = hwloc_get_obj_by_type(t, caches[k].type, 0);
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "level", caches[k].name);
-                cJSON_AddNumberToObject(e, "count", cnt);
-                cJSON_AddNumberToObject(e, "bytes_each", (double)c->attr->cache.size);
-                cJSON_AddNumberToObject(e, "line_bytes", c->attr->cache.linesize);
-                cJSON_AddNumberToObject(e, "associativity", c->attr->cache.associativity);
-                cJSON_AddItemToArray(cs, e);
-            }
+    if (!strcmp(ci->source ? ci->source : "", "hwloc")) { /* the lists hwloc read */
+        cJSON *numa = cJSON_AddArrayToObject(o, "numa");
+        for (int i = 0; i < ci->n_numa; i++) {
+            const db_cpu_numa_node *n = &ci->numa[i];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "os_index", n->os_index);
+            cJSON_AddNumberToObject(e, "memory_bytes", (double)n->memory_bytes);
+            cJSON_AddNumberToObject(e, "pus", n->pus);
+            cJSON_AddItemToArray(numa, e);
         }
-        hwloc_topology_destroy(t);
+        cJSON *cs = cJSON_AddArrayToObject(o, "caches");
+        for (int k = 0; k < ci->n_caches; k++) {
+            const db_cpu_cache *c = &ci->caches[k];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "level", c->level);
+            cJSON_AddNumberToObject(e, "count", c->count);
+            cJSON_AddNumberToObject(e, "bytes_each", (double)c->bytes_each);
+            cJSON_AddNumberToObject(e, "line_bytes", c->line_bytes);
+            cJSON_AddNumberToObject(e, "associativity", c->associativity);
+            cJSON_AddItemToArray(cs, e);
+        }
     }
-#endif
     return o;
 }
 

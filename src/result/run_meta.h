@@ -11,7 +11,7 @@
 #ifndef DB_RUN_META_H
 #define DB_RUN_META_H
 
-#include "cpu/cpu_topology.h"
+#include "backend.h" /* db_cpu_info: the host CPU as the backend library read it */
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -49,7 +49,7 @@ typedef struct {
     char test_time[32];     /* RFC 3339 UTC, 2026-11-30T02:40:00Z */
     char label[64];
     char compiler[64], build_type[32];
-    db_cpu_info cpu;
+    db_cpu_info cpu;        /* db_host_cpu() */
     /* backends met so far; `cur` is the one the current rows ran on */
     db_backend_meta backends[DB_META_MAX_BACKENDS];
     int n_backends, cur;

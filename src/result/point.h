@@ -65,4 +65,7 @@ typedef struct {
     db_req_stats total;         /* all requests of all repetitions summed */
 } db_point_summary;
 
+/* free a db_point_raw's arrays (the runner's, or a loaded baseline's) and set them to NULL */
+void db_point_raw_free(db_point_raw *p);
+
 #endif

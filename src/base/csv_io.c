@@ -1,6 +1,6 @@
 /* csv_io.c — see csv_io.h. libcsv does the quoting and the parsing; this file decides when a
  * field needs quotes and collects parsed fields into records. */
-#include "report/csv_io.h"
+#include "base/csv_io.h"
 #include "base/util.h"
 
 #include <csv.h>
