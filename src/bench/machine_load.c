@@ -64,3 +64,24 @@ cJSON *db_load_json(const db_load_sample *s)
     }
     return o;
 }
+
+int db_load_add_points(cJSON *points, const db_point_raw *raw, int P, const db_load_sample *a,
+                       const db_load_sample *b)
+{
+    double other = db_load_other_cores(a, b), steal = db_load_steal(a, b);
+    for (int j = 0; j < P; j++) {
+        char id[DB_POINT_ID_MAX];
+        db_point_id(&raw[j].key, id, sizeof id);
+        cJSON *o = cJSON_CreateObject(), *sa = db_load_json(a), *sb = db_load_json(b);
+        int ok = o && sa && sb && cJSON_AddStringToObject(o, "point_id", id);
+        if (ok) ok = cJSON_AddItemToObject(o, "start", sa), sa = NULL;
+        if (ok) ok = cJSON_AddItemToObject(o, "end", sb), sb = NULL;
+        ok = ok && cJSON_AddNumberToObject(o, "other_cores", isfinite(other) ? other : -1) &&
+             cJSON_AddNumberToObject(o, "steal_cores", isfinite(steal) ? steal : -1) &&
+             cJSON_AddNumberToObject(o, "major_faults", (double)raw[j].major_faults);
+        if (ok) ok = cJSON_AddItemToArray(points, o), o = ok ? NULL : o;
+        cJSON_Delete(o), cJSON_Delete(sa), cJSON_Delete(sb);
+        if (!ok) return -1;
+    }
+    return 0;
+}

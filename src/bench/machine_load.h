@@ -9,6 +9,8 @@
 #ifndef DB_MACHINE_LOAD_H
 #define DB_MACHINE_LOAD_H
 
+#include "result/point.h"
+
 #include <cjson/cJSON.h>
 
 typedef struct {
@@ -28,5 +30,10 @@ double db_load_other_cores(const db_load_sample *a, const db_load_sample *b);
 double db_load_steal(const db_load_sample *a, const db_load_sample *b);
 /* {"loadavg_1m", "procs_running"} of s */
 cJSON *db_load_json(const db_load_sample *s);
+/* one object per point of raw[P] appended to points (meta.json "points"): its id, the samples
+ * a and b around its group, the other and steal cores between them (-1 unknown), its major
+ * faults; -1 when out of memory (every cJSON result is checked) */
+int db_load_add_points(cJSON *points, const db_point_raw *raw, int P, const db_load_sample *a,
+                       const db_load_sample *b);
 
 #endif

@@ -295,23 +295,12 @@ static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
 static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load_sample *a,
                        const db_load_sample *b, char *err, size_t errlen)
 {
-    double other = db_load_other_cores(a, b), steal = db_load_steal(a, b);
+    double other = db_load_other_cores(a, b);
     if (other > 0.5)
         fprintf(stderr, "warning: other processes held %.1f cores while %s c%d ran; its timings include their load\n",
                 other, raw[0].key.dataset, raw[0].key.concurrency);
-    if (!c->meta.points && !(c->meta.points = cJSON_CreateArray())) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    for (int j = 0; j < P; j++) {
-        char id[DB_POINT_ID_MAX];
-        db_point_id(&raw[j].key, id, sizeof id);
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(c->meta.points, o)) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-        cJSON_AddStringToObject(o, "point_id", id);
-        cJSON_AddItemToObject(o, "start", db_load_json(a));
-        cJSON_AddItemToObject(o, "end", db_load_json(b));
-        cJSON_AddNumberToObject(o, "other_cores", isfinite(other) ? other : -1);
-        cJSON_AddNumberToObject(o, "steal_cores", isfinite(steal) ? steal : -1);
-        cJSON_AddNumberToObject(o, "major_faults", (double)raw[j].major_faults);
-    }
+    if ((!c->meta.points && !(c->meta.points = cJSON_CreateArray())) || db_load_add_points(c->meta.points, raw, P, a, b))
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's points");
     return DB_OK;
 }
 

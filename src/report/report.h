@@ -48,12 +48,5 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
 
 /* the key of the `ar` point that is the baseline of k */
 void db_point_baseline_key(const db_point_key *k, db_point_key *ar);
-/* 1 when the keys name the same point */
-int db_point_key_equal(const db_point_key *a, const db_point_key *b);
-/* A stable text id of the point, the same for the same key in every run (points.done and the
- * point_id column): backend|dataset|variant|B<block>|c<conc>|T<temp>|p<top_p>|k<top_k>|
- * n<max_new>|<chat_template>|think<0/1>|<acceptance_source>|<weights>; control characters
- * become '?'. */
-void db_point_id(const db_point_key *k, char *buf, size_t n);
 
 #endif

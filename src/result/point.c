@@ -1,7 +1,27 @@
-/* point.c — the one function of a point's samples that is not a report of them. */
+/* point.c — a point's id and its samples' memory (point.h). */
 #include "result/point.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+int db_point_key_equal(const db_point_key *a, const db_point_key *b)
+{
+    char x[DB_POINT_ID_MAX], y[DB_POINT_ID_MAX];
+    db_point_id(a, x, sizeof x);
+    db_point_id(b, y, sizeof y);
+    return strcmp(x, y) == 0;
+}
+
+void db_point_id(const db_point_key *k, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s|%s|%s|B%d|c%d|T%g|p%g|k%d|n%d|%s|think%d|%s|%s|%s|%s", k->backend, k->dataset,
+             k->variant, k->block_size, k->concurrency, (double)k->temperature, (double)k->top_p,
+             k->top_k, k->max_new_tokens, k->chat_template, k->thinking, k->acceptance_source,
+             k->weights, k->target, k->drafter);
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 32 || *c == 127) *c = '?';
+}
 
 void db_point_raw_free(db_point_raw *p)
 {

@@ -65,6 +65,13 @@ typedef struct {
     db_req_stats total;         /* all requests of all repetitions summed */
 } db_point_summary;
 
+/* 1 when the keys name the same point */
+int db_point_key_equal(const db_point_key *a, const db_point_key *b);
+/* A stable text id of the point, the same for the same key in every run (points.done and the
+ * point_id column): backend|dataset|variant|B<block>|c<conc>|T<temp>|p<top_p>|k<top_k>|
+ * n<max_new>|<chat_template>|think<0/1>|<acceptance_source>|<weights>; control characters
+ * become '?'. */
+void db_point_id(const db_point_key *k, char *buf, size_t n);
 /* free a db_point_raw's arrays (the runner's, or a loaded baseline's) and set them to NULL */
 void db_point_raw_free(db_point_raw *p);
 
