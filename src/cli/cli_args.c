@@ -38,7 +38,7 @@ static int unknown(const db_cmd_opts *c, const char *arg, const char *name, size
     int n = 0;
     snprintf(typed, sizeof typed, "%.*s", (int)(len < sizeof typed ? len : sizeof typed - 1), name);
     for (int i = 0; i < c->n && n < 127; i++)
-        if (c->opts[i].kind != DB_OPT_HEADING) names[n++] = c->opts[i].name;
+        if (c->opts[i].kind != DB_OPT_HEADING && c->opts[i].help) names[n++] = c->opts[i].name;
     names[n++] = help_opt.name;
     int near = len && len < sizeof typed ? db_closest(typed, names, n) : -1;
     if (near >= 0)
@@ -159,7 +159,7 @@ void db_opts_usage(const db_cmd_opts *c, FILE *f)
     if (c->n == 0 || c->opts[0].kind != DB_OPT_HEADING) fprintf(f, "\noptions:\n");
     for (int i = 0; i < c->n; i++) {
         if (c->opts[i].kind == DB_OPT_HEADING) fprintf(f, "\n%s:\n", c->opts[i].help);
-        else usage_line(f, &c->opts[i]);
+        else if (c->opts[i].help) usage_line(f, &c->opts[i]);
     }
     usage_line(f, &help_opt);
     if (c->more_help) c->more_help(f);

@@ -31,7 +31,8 @@ typedef struct {
     const char *name;      /* long name, without "--" */
     char short_flag;       /* 0: none */
     const char *value;     /* placeholder of the value in the help ("DIR", "N", "LIST"); NULL: a flag */
-    const char *help;
+    const char *help;      /* NULL: a hidden option (tests' knobs), parsed but neither listed in
+                            * the help nor offered as a did-you-mean */
     const char *sweep_key; /* DB_OPT_SWEEP: the sweep key (sweep.h) */
     db_opt_kind kind;
     void *dst;

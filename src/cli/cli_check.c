@@ -137,7 +137,9 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &c->backend},
         {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &c->threads},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &c->kv_s},
-        {"debug-plant-mismatch", 0, "N", "testing: corrupt the N-th token of prompt 0 in every speculative variant", NULL, DB_OPT_INT, &c->plant},
+        /* hidden (no help): corrupt the N-th token of prompt 0 in every speculative variant, for
+         * tests/cli_run.sh to see the check fail (engine_test.h) */
+        {"debug-plant-mismatch", 0, "N", NULL, NULL, DB_OPT_INT, &c->plant},
     };
     const db_cmd_opts cmd = {"check-lossless",
                              "Greedy output of every variant == ar, token for token (exit 1 on the first difference).",
