@@ -147,6 +147,7 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
     int rc = db_opts_parse(&cmd, argc, argv, help, err, errlen);
     if (rc || *help) return rc;
     if ((rc = db_opt_kv_dtype(c->kv_s, c->backend, &c->kv_dtype, err, errlen))) return rc;
+    db_engine_set_test_hooks(&(struct db_engine_test_hooks){.plant_mismatch = c->plant});
     if (!c->target_dir || !c->drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
     if (c->conc < 1 || c->max_new < 1 || c->n_random < 1)
         return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");
@@ -189,9 +190,8 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
 static int compare(check_ctx *c, int mode, char *err, size_t errlen)
 {
     const prompt_set *ps = &c->ps;
-    struct db_engine_test_hooks hooks = {.plant_mismatch = c->plant};
     db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1.0f, .max_new_tokens = c->max_new,
-                       .test_hooks = &hooks, .kv_dtype = c->kv_dtype};
+                       .kv_dtype = c->kv_dtype};
     c->s.be->deterministic = mode;
     int rc = run_all(&c->s, &p, c->conc, ps, c->ref, c->nref, err, errlen), runs = 0, differing = 0;
     for (int v = 0; v < DB_VAR_COUNT && !rc; v++) {

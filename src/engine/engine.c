@@ -67,13 +67,21 @@ struct db_engine {
     int *mk_prev, *mk_rows;    /* [N] DSpark walk: previous picks, logits rows of a position */
     int *mk_ids;               /* [N*k] DSpark walk: top-k draft ids of a position */
     float *mk_q;               /* [N*Vd] DSpark walk, sampling: the corrected distributions */
-    struct db_engine_test_hooks hooks; /* all zero outside the tests */
+    struct db_engine_test_hooks hooks; /* all zero outside the tests (engine_test.h) */
     db_row *rows;              /* [max(N*B, chunk)] */
     int *logit_rows;           /* [N*B] */
     int *ctx_slot, *ctx_pos, *ctx_src; /* [N*B] */
     float *ctx_feats;          /* device [N*B, T*Ht] */
     int *ring_mem;             /* backing of every slot's ring */
 };
+
+/* engine_test.h: copied into each engine at its creation, so the cycle reads only its own copy */
+static struct db_engine_test_hooks test_hooks;
+
+void db_engine_set_test_hooks(const struct db_engine_test_hooks *h)
+{
+    test_hooks = h ? *h : (struct db_engine_test_hooks){0};
+}
 
 static void *xcalloc(size_t n, size_t sz, int *fail)
 {
@@ -123,7 +131,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->d = use_draft ? d : NULL;
     e->be = t->be;
     e->p = *p;
-    if (p->test_hooks) e->hooks = *p->test_hooks;
+    e->hooks = test_hooks;
     e->conc = concurrency;
     e->B = B;
     e->V = t->cfg.vocab;

@@ -31,8 +31,6 @@
 
 #include <stdint.h>
 
-struct db_engine_test_hooks;
-
 typedef struct {
     db_variant variant;
     int block_size;       /* B; ignored for ar */
@@ -51,7 +49,6 @@ typedef struct {
     int replay_n;
     int ignore_eos;       /* run every request to max_new_tokens (synthetic weights) */
     db_dtype kv_dtype;    /* the target's and drafter's KV caches: DB_F32 (0) or DB_F16 */
-    const struct db_engine_test_hooks *test_hooks; /* NULL; tests only (engine_test.h) */
     /* optional: called after every drafting cycle with the block [anchor, d1..] of request
      * `req` at anchor position `pos`, the accepted count and the bonus token */
     void (*on_cycle)(void *user, int req, int pos, const int *block, int b, int accepted,
