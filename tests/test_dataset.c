@@ -6,6 +6,7 @@
 #include "test_util.h"
 #include "base/util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,11 +135,23 @@ static void builtins(void)
     char err[512] = "";
     int rc = db_dataset_load(&ds, "no-such-set", 0, 0, err, sizeof err);
     tap_ok(rc == DB_EINPUT && strstr(err, "not a built-in name"), "unknown name: %s", err);
+    /* the other data roots (paths.h) still hold the source tree's datasets/: the set found there
+     * is the file of the source tree, the same samples as that file loaded by its path */
+    char path[1024], file[1100], got[PATH_MAX], file_real[PATH_MAX];
+    snprintf(file, sizeof file, "%s/datasets/math.jsonl", dir);
+    db_dataset direct;
+    int rc_direct = db_dataset_load(&direct, file, 0, 0, err, sizeof err);
     setenv("DFLASH_BENCH_DATA", "/nonexistent-dir", 1);
-    rc = db_dataset_load(&ds, "math", 0, 0, err, sizeof err);
-    if (rc == 0) db_dataset_free(&ds);
+    rc = db_dataset_resolve("math", path, sizeof path, err, sizeof err);
+    int same_file = rc == 0 && realpath(path, got) && realpath(file, file_real) && strcmp(got, file_real) == 0;
+    rc = rc ? rc : db_dataset_load(&ds, "math", 0, 0, err, sizeof err);
     unsetenv("DFLASH_BENCH_DATA");
-    tap_ok(1, "a wrong DFLASH_BENCH_DATA falls back to the other places (%s)", rc ? err : "found");
+    int same = rc == 0 && rc_direct == 0 && ds.n == direct.n;
+    for (int k = 0; same && k < ds.n; k++) same = strcmp(ds.samples[k].turns[0], direct.samples[k].turns[0]) == 0;
+    tap_ok(same_file && same, "a wrong DFLASH_BENCH_DATA falls back to the other places: %s, %d samples as %s (%s)",
+           rc ? "-" : path, rc ? 0 : ds.n, file, rc ? err : "found");
+    if (rc == 0) db_dataset_free(&ds);
+    if (rc_direct == 0) db_dataset_free(&direct);
 }
 
 /* db_dataset_parse on a file's text is what db_dataset_load gives for the file: the same samples
