@@ -152,7 +152,7 @@ int db_shard_apply(const db_shard *sh, const char *hash, db_point_key *keys, int
         pts = cJSON_AddArrayToObject(o, "points");
     int rc = of && pts ? db_shard_assign(keys, *n, cost, sh->count, of) : DB_ERUNTIME;
     for (int i = 0; i < *n && !rc; i++) {
-        char id[512];
+        char id[DB_POINT_ID_MAX];
         db_point_id(&keys[i], id, sizeof id);
         cJSON *p = cJSON_CreateObject();
         if (!p || !cJSON_AddItemToArray(pts, p) || !cJSON_AddStringToObject(p, "point_id", id) ||
