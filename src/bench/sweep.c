@@ -640,7 +640,7 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
             for (int d = 0; d < ndata; d++)
                 for (int t = 0; t < s->n_temperature; t++)
                     for (int c = 0; c < s->n_concurrency; c++) {
-                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, "ar", 1, NULL, "", 0);
+                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, db_variant_name(DB_VAR_AR), 1, NULL, "", 0);
                         for (int pr = 0; pr < nprof; pr++) {
                             /* "none" in the list: measured */
                             char source[sizeof k->acceptance_source];

@@ -2,6 +2,7 @@
  * of report.h). */
 #include "report/report.h"
 #include "base/util.h"
+#include "engine/variant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,12 +25,12 @@ double db_quantile(double *v, int n, double q)
     return v[lo] + (h - lo) * (v[lo + 1] - v[lo]);
 }
 
-static int is_ar(const db_point_key *k) { return strcmp(k->variant, "ar") == 0; }
+static int is_ar(const db_point_key *k) { return db_variant_is_baseline(db_variant_lookup(k->variant)); }
 
 void db_point_baseline_key(const db_point_key *k, db_point_key *ar)
 {
     *ar = *k;
-    snprintf(ar->variant, sizeof ar->variant, "ar");
+    snprintf(ar->variant, sizeof ar->variant, "%s", db_variant_name(DB_VAR_AR));
     ar->block_size = 1;
     /* the baseline measures its own acceptance (trivially): replayed acceptance is a property
      * of the drafter points only */
