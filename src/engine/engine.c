@@ -147,7 +147,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     int rk = p->recall_k > 0 ? p->recall_k : 16;
     e->k = rk > e->sk ? rk : e->sk;
     if (e->k > e->V) e->k = e->V;
-    e->prefill_chunk = 128;
+    e->prefill_chunk = DB_PREFILL_CHUNK;
     int NB = concurrency * B, max_rows = NB > e->prefill_chunk ? NB : e->prefill_chunk;
     int cap = max_prompt + p->max_new_tokens + B + 1;
     db_target_opts to = {.slots = concurrency, .capacity = cap, .max_rows = max_rows,

@@ -31,6 +31,10 @@
 
 #include <stdint.h>
 
+/* Prompts are prefilled in target calls of up to DB_PREFILL_CHUNK rows; the target's and the
+ * drafter's state hold max(N*B, DB_PREFILL_CHUNK) rows (capacity.h sizes and costs the same). */
+#define DB_PREFILL_CHUNK 128
+
 typedef struct {
     db_variant variant;
     int block_size;       /* B; ignored for ar */
