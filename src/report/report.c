@@ -255,8 +255,15 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
         double step_ms = a.cycles > 0 ? 1e3 * a.t_verify / (double)a.cycles : NAN;
         if (step_ms > 0) o->verify_cost_steps = o->verify_ms_per_cycle / step_ms;
     }
-    /* pyperf's rule (relative stddev above 10%), and a speedup no cycle costing at least one
-     * decode step can give */
-    o->stable = !(o->throughput_stddev > 0.10 * o->throughput_tok_s) && !(o->speedup > o->tau);
+    o->stable = !db_throughput_varies(o) && !db_speedup_above_tau(o);
     return DB_OK;
 }
+
+/* pyperf's rule: relative stddev above 10% */
+int db_throughput_varies(const db_point_summary *s)
+{
+    return s->throughput_stddev > 0.10 * s->throughput_tok_s;
+}
+
+/* a speedup no cycle costing at least one decode step can give */
+int db_speedup_above_tau(const db_point_summary *s) { return s->speedup > s->tau; }
