@@ -6,6 +6,9 @@
 #include "base/parse.h"
 #include "base/util.h"
 #include "engine/variant.h"
+#include "model/kv_cache.h"
+#include "model/synthetic.h"
+#include "text/chat_template.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,10 +20,10 @@
 #include <string.h>
 
 static const char *const backends[] = {"cpu", "cuda", "hip"};
-static const char *const templates[] = {"auto", "none", "chatml", "llama3"};
+static const char *const templates[] = DB_NAMES_ARRAY(DB_CHAT_TEMPLATES);
 static const char *const outputs[] = {"md", "csv", "json"};
-static const char *const dtypes[] = {"bf16", "f16", "f32"};
-static const char *const kv_dtypes[] = {"auto", "f32", "f16"};
+static const char *const dtypes[] = DB_NAMES_ARRAY(DB_SYNTH_DTYPES);
+static const char *const kv_dtypes[] = DB_NAMES_ARRAY(DB_KV_DTYPES);
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
 
 /* the variant names of the table (variant.h), for the list parser */

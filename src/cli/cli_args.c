@@ -181,6 +181,6 @@ int db_opt_kv_dtype(const char *value, const char *backend, db_dtype *dtype, cha
                     size_t errlen)
 {
     if (db_kv_dtype_parse(value ? value : "auto", backend, dtype) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "--kv-dtype %s: auto, f32 or f16", value);
+        return db_fail(err, errlen, DB_EINPUT, "--kv-dtype %s: one of " DB_KV_DTYPE_NAMES, value);
     return DB_OK;
 }

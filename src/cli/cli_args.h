@@ -14,6 +14,7 @@
 #define DB_CLI_ARGS_H
 
 #include "backend.h"
+#include "model/kv_cache.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -65,8 +66,8 @@ void db_opts_usage(const db_cmd_opts *c, FILE *f);
  * ("auto" or NULL, "f32", "f16") as a dtype, auto resolved for the named backend (kv_cache.h);
  * DB_EINPUT "--kv-dtype X: auto, f32 or f16" for anything else */
 #define DB_KV_DTYPE_HELP                                                                           \
-    "K/V cache dtype of target and drafter: auto (default: f16 on backends with f16 KV ops, "     \
-    "as cpu, cuda, hip; else f32), f32 or f16"
+    "K/V cache dtype of target and drafter: " DB_KV_DTYPE_NAMES " (default auto: f16 on backends " \
+    "with f16 KV ops, as cpu, cuda, hip; else f32)"
 int db_opt_kv_dtype(const char *value, const char *backend, db_dtype *dtype, char *err,
                     size_t errlen);
 /* the variant table (variant.h) as help text: name, checkpoint, conv, selector, meaning */

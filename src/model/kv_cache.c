@@ -7,11 +7,18 @@
 
 int db_kv_dtype_parse(const char *name, const char *backend, db_dtype *dt)
 {
-    if (name && strcmp(name, "f32") == 0) *dt = DB_F32;
-    else if (name && strcmp(name, "f16") == 0) *dt = DB_F16;
-    else if (name && strcmp(name, "auto") == 0) *dt = db_kv_dtype_auto(backend);
-    else return -1;
-    return 0;
+    static const char *const names[] = DB_NAMES_ARRAY(DB_KV_DTYPES);
+    if (db_name_index(name, names, (int)(sizeof names / sizeof *names)) < 0) return -1;
+    if (strcmp(name, "auto") == 0) {
+        *dt = db_kv_dtype_auto(backend);
+        return 0;
+    }
+    for (int t = 0; t < DB_NUM_DTYPES; t++) /* the others by their backend.h names */
+        if (strcmp(name, db_dtype_name((db_dtype)t)) == 0) {
+            *dt = (db_dtype)t;
+            return 0;
+        }
+    return -1;
 }
 
 db_dtype db_kv_dtype_auto(const char *backend)
