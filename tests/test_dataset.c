@@ -11,6 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a format's name, for the messages */
+static const char *format_name(db_dataset_format f)
+{
+    switch (f) {
+    case DB_DS_GSM8K: return "gsm8k";
+    case DB_DS_MATH500: return "math-500";
+    case DB_DS_HUMANEVAL: return "humaneval";
+    case DB_DS_MBPP: return "mbpp";
+    case DB_DS_MTBENCH: return "mt-bench";
+    case DB_DS_TURNS: return "turns";
+    case DB_DS_TEXT: return "text";
+    }
+    return "?";
+}
+
 static const char MATH_SUFFIX[] = "\nPlease reason step by step, and put your final answer within \\boxed{}.";
 
 static int load(db_dataset *ds, const char *name, int max)
@@ -37,7 +52,7 @@ static void formats(void)
     db_dataset ds;
     if (!load(&ds, "gsm8k.jsonl", 0)) {
         tap_ok(ds.format == DB_DS_GSM8K && ds.n == 3, "gsm8k: 3 samples, blank line skipped (%s, %d)",
-               db_dataset_format_name(ds.format), ds.n);
+               format_name(ds.format), ds.n);
         char want[512];
         snprintf(want, sizeof want, "%s%s", "Lena has 3 red pens and 4 blue pens. How many pens does she have?", MATH_SUFFIX);
         tap_ok(ds.samples[0].n_turns == 1 && strcmp(ds.samples[0].turns[0], want) == 0, "gsm8k: harness math format");
@@ -128,7 +143,7 @@ static void builtins(void)
         int ok = rc == 0 && ds.n >= 64 && ds.format == want[i] && strcmp(ds.name, db_dataset_builtins[i]) == 0;
         for (int k = 0; ok && k < ds.n; k++) ok = ds.samples[k].n_turns == (want[i] == DB_DS_MTBENCH ? 2 : 1);
         tap_ok(ok, "built-in '%s': %d samples, format %s%s%s", db_dataset_builtins[i], rc ? 0 : ds.n,
-               rc ? "?" : db_dataset_format_name(ds.format), rc ? ": " : "", rc ? err : "");
+               rc ? "?" : format_name(ds.format), rc ? ": " : "", rc ? err : "");
         if (!rc) db_dataset_free(&ds);
     }
     db_dataset ds;

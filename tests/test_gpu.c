@@ -36,6 +36,7 @@
  * dflash2) on the device path must give the host path's tokens on the same backend. */
 #include "config.h"
 #include "backend.h"
+#include "model/model_test.h"
 #include "engine/engine.h"
 #include "engine/engine_test.h"
 #include "tap.h"

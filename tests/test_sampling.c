@@ -10,6 +10,7 @@
  * `dspark` runs on its own 16-token fixture (dspark-v16-f32: a reduced draft vocabulary of 12
  * ids with d2t, so q is 0 at four target ids), its q the Markov-corrected distribution. */
 #include "engine/engine_test.h"
+#include "model/model_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"

@@ -70,12 +70,13 @@ void db_kv_free(db_kv *kv)
 
 static size_t plane(const db_kv *kv) { return (size_t)kv->slots * kv->cap * kv->width; }
 
-void *db_kv_k(const db_kv *kv, int layer)
+/* layer's K / V planes [slots][S][W] */
+static void *db_kv_k(const db_kv *kv, int layer)
 {
     return (char *)kv->base + (size_t)layer * 2 * plane(kv) * db_dtype_size(kv->dtype);
 }
 
-void *db_kv_v(const db_kv *kv, int layer)
+static void *db_kv_v(const db_kv *kv, int layer)
 {
     return (char *)db_kv_k(kv, layer) + plane(kv) * db_dtype_size(kv->dtype);
 }

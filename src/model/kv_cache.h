@@ -35,8 +35,6 @@ int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int wi
                db_dtype dtype, char *err, size_t errlen);
 void db_kv_free(db_kv *kv);
 size_t db_kv_bytes(int layers, int slots, int cap, int width, db_dtype dtype);
-void *db_kv_k(const db_kv *kv, int layer); /* [slots][S][W] */
-void *db_kv_v(const db_kv *kv, int layer);
 /* out[N, nh*hd] = attention of q[N, nh*hd] over the keys rows[] name in `layer`'s caches
  * (backend.h attention, or attention_f16 for an f16 cache) */
 void db_kv_attention(const db_kv *kv, int layer, float *out, const float *q,
