@@ -2,7 +2,7 @@
 #include "base/paths.h"
 #include "base/util.h"
 #include "config.h" /* DB_DATADIR_REL: the install's data directory relative to its bindir;
-                     * DB_SOURCE_DIR: the source tree meson configured */
+                     * DB_SOURCE_DIR, DB_BUILD_DIR: the source tree and build directory meson set up */
 
 #include <limits.h>
 #include <stdio.h>
@@ -56,6 +56,15 @@ static int same_dir(const char *a, const char *b)
     return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
 }
 
+/* 1 when directory dir is top or inside it */
+static int within(const char *dir, const char *top)
+{
+    char rd[PATH_MAX], rt[PATH_MAX];
+    if (!realpath(dir, rd) || !realpath(top, rt)) return 0;
+    size_t n = strlen(rt);
+    return strncmp(rd, rt, n) == 0 && (rd[n] == 0 || rd[n] == '/' || (n == 1 && rt[0] == '/'));
+}
+
 /* the data roots in search order; returns how many */
 static int data_roots(char roots[MAX_ROOTS][PATH_MAX])
 {
@@ -84,9 +93,11 @@ static int data_roots(char roots[MAX_ROOTS][PATH_MAX])
             *slash = 0;
         }
     }
-    /* last: the source tree meson configured, when it is still there (and not the one above) */
+    /* last, for an executable of the build directory (not one installed or copied elsewhere): the
+     * source tree meson configured, when it is still there (and not the one found above) */
     snprintf(probe, sizeof probe, "%s/configs/default.ini", DB_SOURCE_DIR);
-    if (exists(probe) && !(tree && same_dir(roots[nr - 1], DB_SOURCE_DIR)))
+    if (exe[0] && within(exe, DB_BUILD_DIR) && exists(probe) &&
+        !(tree && same_dir(roots[nr - 1], DB_SOURCE_DIR)))
         snprintf(roots[nr++], PATH_MAX, "%s", DB_SOURCE_DIR);
     return nr;
 }
