@@ -91,8 +91,6 @@ void db_backend_destroy(db_backend *be)
     free(be);
 }
 
-const char *db_backend_error(const db_backend *be) { return be->err; }
-
 int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,
                      int cols)
 {

@@ -14,7 +14,7 @@
  * backend copies them to the device if it needs to.
  *
  * Error convention: functions returning int give 0 on success, a negative value on failure with
- * a one-line message in the backend's error buffer (db_backend_error()). Compute ops are void:
+ * a one-line message in the backend's error buffer (be->err). Compute ops are void:
  * a device fault is latched and reported by the next sync().
  */
 #ifndef DB_BACKEND_H
@@ -199,15 +199,14 @@ struct db_backend {
 /* Backends compiled into this binary, NULL-terminated. */
 extern const db_backend_ops *const db_backends[];
 
+/* the compiled-in backend of that name, or NULL */
+const db_backend_ops *db_backend_find(const char *name);
 /* Create by name ("cpu", "cuda", "hip"). 0, or with the message in err: -2 when no backend of
  * that name is compiled in (a bad argument), -1 when it failed to start (no device, out of
  * memory: a runtime failure). */
-/* the compiled-in backend of that name, or NULL */
-const db_backend_ops *db_backend_find(const char *name);
 int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
                       size_t errlen);
 void db_backend_destroy(db_backend *be);
-const char *db_backend_error(const db_backend *be);
 
 /* Upload a host matrix in its file dtype (no conversion: bf16 stays bf16 on the device). */
 int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,

@@ -8,6 +8,7 @@
  * copy (and the accepted variations: I32 d2t, the architecture aliases) must load, so a broken
  * writer cannot make the "refused" checks pass vacuously. */
 #include "model/drafter.h"
+#include "model/model_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"

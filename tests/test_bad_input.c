@@ -11,6 +11,7 @@
  * make the "refused" checks pass vacuously.
  */
 #include "model/drafter.h"
+#include "model/model_test.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
 #include "tap.h"

@@ -314,6 +314,19 @@ static void test_synthetic_models(void)
                db_kv_dtype_parse("bf16", "cpu", &got) != -1 || db_kv_dtype_parse(NULL, "cpu", &got) != -1;
         tap_ok(!bad, "kv dtype auto: f16 on cpu, f32 where a backend lacks the f16 cache ops; f32 / f16 as named");
     }
+    { /* the weight dtype lists: each name its backend.h dtype, the quantized ones for plan only */
+        static const char *const synth[] = DB_NAMES_ARRAY(DB_SYNTH_DTYPES), *const all[] = DB_NAMES_ARRAY(DB_WEIGHT_DTYPES);
+        int bad = sizeof all / sizeof *all != 8 || strcmp(DB_SYNTH_DTYPE_NAMES, "bf16, f16, f32") != 0;
+        db_dtype got;
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+            int in_synth = i < sizeof synth / sizeof *synth;
+            bad |= db_weight_dtype_parse(all[i], &got) != 0 || strcmp(db_dtype_name(got), all[i]) != 0 ||
+                   db_dtype_is_quant(got) == in_synth;
+            bad |= (db_dtype_parse(all[i], &got) == 0) != in_synth;
+        }
+        bad |= db_weight_dtype_parse("bfloat16", &got) != -1 || db_dtype_parse("Q8_0", &got) != -1;
+        tap_ok(!bad, "weight dtypes: " DB_WEIGHT_DTYPE_NAMES " parse to their dtypes, only the first three as synthetic");
+    }
     db_session_close(&a);
     db_session_close(&b);
     db_session_close(&c);

@@ -56,10 +56,19 @@ int main(void)
 
     db_chat_template t;
     char err[256];
-    tap_ok(db_chat_template_parse("qwen", &t, err, sizeof err) == 0 && t == DB_CHAT_CHATML, "'qwen' is chatml");
+    /* one list: every name it gives parses back to its template, nothing else parses */
+    static const char *const names[] = DB_NAMES_ARRAY(DB_CHAT_TEMPLATES);
+    static const db_chat_template want[] = {DB_CHAT_AUTO, DB_CHAT_NONE, DB_CHAT_CHATML, DB_CHAT_LLAMA3};
+    int round_trip = sizeof names / sizeof *names == sizeof want / sizeof *want;
+    for (size_t i = 0; round_trip && i < sizeof want / sizeof *want; i++)
+        round_trip = db_chat_template_parse(names[i], &t, err, sizeof err) == 0 && t == want[i] &&
+                     strcmp(db_chat_template_name(want[i]), names[i]) == 0;
+    tap_ok(round_trip && strcmp(DB_CHAT_TEMPLATE_NAMES, "auto, none, chatml, llama3") == 0,
+           "the names " DB_CHAT_TEMPLATE_NAMES " parse to their templates and back");
+    tap_ok(db_chat_template_parse("qwen", &t, err, sizeof err) == DB_EINPUT && strstr(err, DB_CHAT_TEMPLATE_NAMES),
+           "a name off the list ('qwen') is refused naming the list: %s", err);
     tap_ok(db_chat_template_parse("jinja", &t, err, sizeof err) == DB_EINPUT && strstr(err, "unknown chat template"),
            "unknown template name: %s", err);
-    tap_ok(strcmp(db_chat_template_name(DB_CHAT_LLAMA3), "llama3") == 0, "template names");
 
     db_tokenizer q, l;
     int have_q = db_tokenizer_load(&q, tu_data("tokenizer/tokenizer.json"), err, sizeof err) == 0;

@@ -9,6 +9,7 @@
  * The EOS token is chosen as a token the greedy output holds in its middle, so EOS stops requests
  * mid-block; greedy is lossless, so every variant stops at the same place. */
 #include "engine/engine.h"
+#include "model/model_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"

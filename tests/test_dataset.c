@@ -6,9 +6,25 @@
 #include "test_util.h"
 #include "base/util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* a format's name, for the messages */
+static const char *format_name(db_dataset_format f)
+{
+    switch (f) {
+    case DB_DS_GSM8K: return "gsm8k";
+    case DB_DS_MATH500: return "math-500";
+    case DB_DS_HUMANEVAL: return "humaneval";
+    case DB_DS_MBPP: return "mbpp";
+    case DB_DS_MTBENCH: return "mt-bench";
+    case DB_DS_TURNS: return "turns";
+    case DB_DS_TEXT: return "text";
+    }
+    return "?";
+}
 
 static const char MATH_SUFFIX[] = "\nPlease reason step by step, and put your final answer within \\boxed{}.";
 
@@ -36,7 +52,7 @@ static void formats(void)
     db_dataset ds;
     if (!load(&ds, "gsm8k.jsonl", 0)) {
         tap_ok(ds.format == DB_DS_GSM8K && ds.n == 3, "gsm8k: 3 samples, blank line skipped (%s, %d)",
-               db_dataset_format_name(ds.format), ds.n);
+               format_name(ds.format), ds.n);
         char want[512];
         snprintf(want, sizeof want, "%s%s", "Lena has 3 red pens and 4 blue pens. How many pens does she have?", MATH_SUFFIX);
         tap_ok(ds.samples[0].n_turns == 1 && strcmp(ds.samples[0].turns[0], want) == 0, "gsm8k: harness math format");
@@ -127,18 +143,30 @@ static void builtins(void)
         int ok = rc == 0 && ds.n >= 64 && ds.format == want[i] && strcmp(ds.name, db_dataset_builtins[i]) == 0;
         for (int k = 0; ok && k < ds.n; k++) ok = ds.samples[k].n_turns == (want[i] == DB_DS_MTBENCH ? 2 : 1);
         tap_ok(ok, "built-in '%s': %d samples, format %s%s%s", db_dataset_builtins[i], rc ? 0 : ds.n,
-               rc ? "?" : db_dataset_format_name(ds.format), rc ? ": " : "", rc ? err : "");
+               rc ? "?" : format_name(ds.format), rc ? ": " : "", rc ? err : "");
         if (!rc) db_dataset_free(&ds);
     }
     db_dataset ds;
     char err[512] = "";
     int rc = db_dataset_load(&ds, "no-such-set", 0, 0, err, sizeof err);
     tap_ok(rc == DB_EINPUT && strstr(err, "not a built-in name"), "unknown name: %s", err);
+    /* the other data roots (paths.h) still hold the source tree's datasets/: the set found there
+     * is the file of the source tree, the same samples as that file loaded by its path */
+    char path[1024], file[1100], got[PATH_MAX], file_real[PATH_MAX];
+    snprintf(file, sizeof file, "%s/datasets/math.jsonl", dir);
+    db_dataset direct;
+    int rc_direct = db_dataset_load(&direct, file, 0, 0, err, sizeof err);
     setenv("DFLASH_BENCH_DATA", "/nonexistent-dir", 1);
-    rc = db_dataset_load(&ds, "math", 0, 0, err, sizeof err);
-    if (rc == 0) db_dataset_free(&ds);
+    rc = db_dataset_resolve("math", path, sizeof path, err, sizeof err);
+    int same_file = rc == 0 && realpath(path, got) && realpath(file, file_real) && strcmp(got, file_real) == 0;
+    rc = rc ? rc : db_dataset_load(&ds, "math", 0, 0, err, sizeof err);
     unsetenv("DFLASH_BENCH_DATA");
-    tap_ok(1, "a wrong DFLASH_BENCH_DATA falls back to the other places (%s)", rc ? err : "found");
+    int same = rc == 0 && rc_direct == 0 && ds.n == direct.n;
+    for (int k = 0; same && k < ds.n; k++) same = strcmp(ds.samples[k].turns[0], direct.samples[k].turns[0]) == 0;
+    tap_ok(same_file && same, "a wrong DFLASH_BENCH_DATA falls back to the other places: %s, %d samples as %s (%s)",
+           rc ? "-" : path, rc ? 0 : ds.n, file, rc ? err : "found");
+    if (rc == 0) db_dataset_free(&ds);
+    if (rc_direct == 0) db_dataset_free(&direct);
 }
 
 /* db_dataset_parse on a file's text is what db_dataset_load gives for the file: the same samples

@@ -9,6 +9,7 @@
  *   DSpark: the corrected logits of block positions 1..B-1 (given the golden walk's previous
  *   picks) vs golden, on a full and on a reduced (d2t) draft vocabulary. */
 #include "engine/engine.h"
+#include "model/model_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"

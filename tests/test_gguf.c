@@ -13,6 +13,7 @@
  *    RoPE by the converter, back on load) and the BF16 fixture qwen3-bf16-untied at BF16 give
  *    logits BITWISE equal to the safetensors checkpoint, and identical greedy ids. */
 #include "engine/engine.h"
+#include "model/model_test.h"
 #include "model/gguf.h"
 #include "model/target.h"
 #include "tap.h"

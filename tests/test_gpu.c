@@ -36,6 +36,7 @@
  * dflash2) on the device path must give the host path's tokens on the same backend. */
 #include "config.h"
 #include "backend.h"
+#include "model/model_test.h"
 #include "engine/engine.h"
 #include "engine/engine_test.h"
 #include "tap.h"
@@ -880,12 +881,13 @@ static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v
     static const int p0[] = {1, 17, 4, 60, 2}, p1[] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, p2[] = {42};
     const int *prompts[NPROMPT] = {p0, p1, p2};
     const int lens[NPROMPT] = {5, 12, 1};
-    struct db_engine_test_hooks hooks = {.host_path = host_path};
     db_gen_params p = {.variant = v, .block_size = 8, .top_p = temperature > 0 ? 0.95f : 1.0f,
                        .top_k = temperature > 0 ? 20 : 0, .temperature = temperature,
-                       .max_new_tokens = max_new, .seed = 1, .test_hooks = &hooks, .kv_dtype = pipeline_kv};
+                       .max_new_tokens = max_new, .seed = 1, .kv_dtype = pipeline_kv};
     db_engine *e = NULL;
+    db_engine_set_test_hooks(&(struct db_engine_test_hooks){.host_path = host_path});
     if (!rc) rc = db_engine_create(&e, &t, has_d ? &d : NULL, &p, 2, 12, err, sizeof err);
+    db_engine_set_test_hooks(NULL);
     if (!rc) {
         db_request r[NPROMPT];
         memset(r, 0, sizeof r);

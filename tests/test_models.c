@@ -5,6 +5,7 @@
  * tau. The DSpark drafter (key "dspark") is replayed when models/ has one. Skips when models/
  * has no trained pair. */
 #include "engine/engine.h"
+#include "model/model_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"

@@ -94,7 +94,7 @@ int main(void)
                          fx_raw(fx_key("math", "dflash2", 8, 2), 2, 4, 2.0),
                          fx_raw(fx_key("math", "dflash2", 16, 2), 2, 4, 2.5)};
     db_point_summary s[3];
-    char id[3][512];
+    char id[3][DB_POINT_ID_MAX];
     for (int i = 0; i < 3; i++) {
         db_point_summarize(&p[i], i ? &p[0] : NULL, 1, &s[i]);
         db_point_id(&p[i].key, id[i], sizeof id[i]);

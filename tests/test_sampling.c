@@ -10,6 +10,7 @@
  * `dspark` runs on its own 16-token fixture (dspark-v16-f32: a reduced draft vocabulary of 12
  * ids with d2t, so q is 0 at four target ids), its q the Markov-corrected distribution. */
 #include "engine/engine_test.h"
+#include "model/model_test.h"
 #include "tap.h"
 #include "test_util.h"
 #include "base/util.h"
@@ -71,11 +72,13 @@ static double chi_square(const long *obs, const double *expect_p, int cells, lon
 static double run_variant(db_target *t, db_drafter *d, db_variant v, const int *prompt, int np,
                           float temp, float top_p, int top_k, int broken, const double *joint)
 {
-    struct db_engine_test_hooks hooks = {.broken_accept = broken};
     db_gen_params p = {.variant = v, .block_size = 4, .temperature = temp, .top_p = top_p,
-                       .top_k = top_k, .max_new_tokens = 2, .seed = 7, .test_hooks = &hooks};
+                       .top_k = top_k, .max_new_tokens = 2, .seed = 7};
     db_engine *e;
-    if (db_engine_create(&e, t, d, &p, 64, np, err, sizeof err) != 0) {
+    db_engine_set_test_hooks(&(struct db_engine_test_hooks){.broken_accept = broken});
+    int created = db_engine_create(&e, t, d, &p, 64, np, err, sizeof err);
+    db_engine_set_test_hooks(NULL);
+    if (created != 0) {
         tap_diag("%s", err);
         return -1;
     }

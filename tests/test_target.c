@@ -6,6 +6,7 @@
  *   truncate-then-redo == never-extended (bitwise);
  *   greedy generation (the engine's `ar` path) == the reference's greedy ids. */
 #include "engine/engine.h"
+#include "model/model_test.h"
 #include "tap.h"
 #include "model/target.h"
 #include "test_util.h"

@@ -5,7 +5,7 @@
  * text. With models/tiny-qwen3/tokenizer.json present, its goldens are checked too. */
 #include "tap.h"
 #include "test_util.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer_test.h"
 #include "text/utf8.h"
 #include "base/util.h"
 

@@ -117,6 +117,13 @@ int db_parse_string(const char *key, const char *v, char *dst, size_t n, char *e
     return DB_OK;
 }
 
+int db_name_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
 int db_parse_choice(const char *key, const char *v, const char *const *set, int nset, char *dst,
                     size_t n, char *err, size_t errlen)
 {

@@ -27,6 +27,17 @@ int db_parse_float(const char *key, const char *v, float *out, char *err, size_t
 int db_parse_bool(const char *key, const char *v, int *out, char *err, size_t errlen);
 /* free text of at most n-1 characters, no control characters */
 int db_parse_string(const char *key, const char *v, char *dst, size_t n, char *err, size_t errlen);
+/* A list of names written once, as LIST(X, SEP): X("a") SEP() X("b") SEP() X("c"). It gives the
+ * array the parser searches, DB_NAMES_ARRAY(LIST) = {"a", "b", "c"}, and the text of help lines
+ * and messages, DB_NAMES_TEXT(LIST) = "a, b, c", a string literal (static option tables). */
+#define DB_NAME_(s) s
+#define DB_NAME_COMMA_() ,
+#define DB_NAME_SEP_() ", "
+#define DB_NAMES_ARRAY(LIST) {LIST(DB_NAME_, DB_NAME_COMMA_)}
+#define DB_NAMES_TEXT(LIST) LIST(DB_NAME_, DB_NAME_SEP_)
+/* the index of s in names[0..n), -1 when it is not there */
+int db_name_index(const char *s, const char *const *names, int n);
+
 /* one of set[0..nset); the message lists the choices */
 int db_parse_choice(const char *key, const char *v, const char *const *set, int nset, char *dst,
                     size_t n, char *err, size_t errlen);

@@ -1,7 +1,8 @@
 /* paths.c — data roots and the results base (the search order is in paths.h). */
 #include "base/paths.h"
 #include "base/util.h"
-#include "config.h" /* DB_DATADIR_REL: the install's data directory relative to its bindir */
+#include "config.h" /* DB_DATADIR_REL: the install's data directory relative to its bindir;
+                     * DB_SOURCE_DIR, DB_BUILD_DIR: the source tree and build directory meson set up */
 
 #include <limits.h>
 #include <stdio.h>
@@ -46,31 +47,58 @@ static void exe_dir(char *buf, size_t n)
     else buf[0] = 0;
 }
 
+#define MAX_ROOTS 4
+
+/* 1 when a and b name the same directory */
+static int same_dir(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
+/* 1 when directory dir is top or inside it */
+static int within(const char *dir, const char *top)
+{
+    char rd[PATH_MAX], rt[PATH_MAX];
+    if (!realpath(dir, rd) || !realpath(top, rt)) return 0;
+    size_t n = strlen(rt);
+    return strncmp(rd, rt, n) == 0 && (rd[n] == 0 || rd[n] == '/' || (n == 1 && rt[0] == '/'));
+}
+
 /* the data roots in search order; returns how many */
-static int data_roots(char roots[3][PATH_MAX])
+static int data_roots(char roots[MAX_ROOTS][PATH_MAX])
 {
     int nr = 0;
     const char *env = getenv("DFLASH_BENCH_DATA");
     if (env && *env && snprintf(roots[nr], PATH_MAX, "%s", env) < PATH_MAX) nr++;
     char exe[PATH_MAX - 64], probe[PATH_MAX];
     exe_dir(exe, sizeof exe);
-    if (!exe[0]) return nr;
-    const char *rel = DB_DATADIR_REL;
-    if (rel[0] == '/') snprintf(roots[nr++], PATH_MAX, "%s", rel);
-    else snprintf(roots[nr++], PATH_MAX, "%s/%s", exe, rel);
-    /* a build tree: the nearest directory above the executable that is a source root */
-    char up[PATH_MAX - 64];
-    snprintf(up, sizeof up, "%s", exe);
-    for (int depth = 0; depth < 4 && up[0]; depth++) {
-        snprintf(probe, sizeof probe, "%s/configs/default.ini", up);
-        if (exists(probe)) {
-            snprintf(roots[nr++], PATH_MAX, "%s", up);
-            break;
+    int tree = 0; /* a source root above the executable was found */
+    if (exe[0]) {
+        const char *rel = DB_DATADIR_REL;
+        if (rel[0] == '/') snprintf(roots[nr++], PATH_MAX, "%s", rel);
+        else snprintf(roots[nr++], PATH_MAX, "%s/%s", exe, rel);
+        /* a build tree: the nearest directory above the executable that is a source root */
+        char up[PATH_MAX - 64];
+        snprintf(up, sizeof up, "%s", exe);
+        for (int depth = 0; depth < 4 && up[0]; depth++) {
+            snprintf(probe, sizeof probe, "%s/configs/default.ini", up);
+            if (exists(probe)) {
+                snprintf(roots[nr++], PATH_MAX, "%s", up);
+                tree = 1;
+                break;
+            }
+            char *slash = strrchr(up, '/');
+            if (!slash) break;
+            *slash = 0;
         }
-        char *slash = strrchr(up, '/');
-        if (!slash) break;
-        *slash = 0;
     }
+    /* last, for an executable of the build directory (not one installed or copied elsewhere): the
+     * source tree meson configured, when it is still there (and not the one found above) */
+    snprintf(probe, sizeof probe, "%s/configs/default.ini", DB_SOURCE_DIR);
+    if (exe[0] && within(exe, DB_BUILD_DIR) && exists(probe) &&
+        !(tree && same_dir(roots[nr - 1], DB_SOURCE_DIR)))
+        snprintf(roots[nr++], PATH_MAX, "%s", DB_SOURCE_DIR);
     return nr;
 }
 
@@ -79,7 +107,7 @@ int db_data_path(const char *path, char *out, size_t n, char *err, size_t errlen
     if (snprintf(out, n, "%s", path) >= (int)n) return db_fail(err, errlen, DB_EINPUT, "%s: path too long", path);
     if (exists(path)) return DB_OK;
     if (path[0] == '/') return db_fail(err, errlen, DB_EINPUT, "%s: no such file or directory", path);
-    char roots[3][PATH_MAX], probe[PATH_MAX];
+    char roots[MAX_ROOTS][PATH_MAX], probe[PATH_MAX];
     int nr = data_roots(roots);
     char real[PATH_MAX];
     for (int i = 0; i < nr; i++) {
@@ -87,7 +115,7 @@ int db_data_path(const char *path, char *out, size_t n, char *err, size_t errlen
         const char *p = realpath(probe, real) ? real : probe; /* bin/../share: say it plainly */
         return snprintf(out, n, "%s", p) < (int)n ? DB_OK : db_fail(err, errlen, DB_EINPUT, "%s: path too long", p);
     }
-    char where[3 * PATH_MAX + 64] = "";
+    char where[MAX_ROOTS * PATH_MAX + 64] = "";
     size_t w = 0;
     for (int i = 0; i < nr && w < sizeof where; i++)
         w += (size_t)snprintf(where + w, sizeof where - w, ", %s", roots[i]);

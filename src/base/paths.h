@@ -9,6 +9,10 @@
  *   2. <executable's dir>/DB_DATADIR_REL   an install: bin/../share/dflash-bench
  *   3. <executable's dir> or one of its 3 parents, the first holding configs/default.ini:
  *      a build tree (build/dflash-bench and build/tests/test-x find the source root)
+ *   4. for an executable inside the build directory it was built in (DB_BUILD_DIR), the source
+ *      tree that build was configured from (DB_SOURCE_DIR, while it holds configs/default.ini):
+ *      a build directory outside the tree (meson setup ../build). Not for an installed binary,
+ *      nor one copied elsewhere.
  *
  * Results. --out DIR when given; else results/<UTC time>[-label] under the current directory,
  * or, when the current directory is not writable (`cd / && dflash-bench run` as a user), under

@@ -110,16 +110,6 @@ void db_sha256_hex(const unsigned char digest[32], char hex[65])
     hex[64] = 0;
 }
 
-void db_sha256_buf(const void *data, size_t n, char hex[65])
-{
-    db_sha256 s;
-    unsigned char d[32];
-    db_sha256_init(&s);
-    db_sha256_update(&s, data, n);
-    db_sha256_final(&s, d);
-    db_sha256_hex(d, hex);
-}
-
 int db_sha256_file(const char *path, char hex[65], char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");

@@ -18,8 +18,7 @@ void db_sha256_update(db_sha256 *s, const void *data, size_t n);
 void db_sha256_final(db_sha256 *s, unsigned char digest[32]);
 /* digest as 64 lowercase hex digits + NUL */
 void db_sha256_hex(const unsigned char digest[32], char hex[65]);
-/* one-shot helpers */
-void db_sha256_buf(const void *data, size_t n, char hex[65]);
+/* the hex digest of a file */
 int db_sha256_file(const char *path, char hex[65], char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,6 @@
 /* capacity.c — memory need and roofline model (see capacity.h). */
 #include "bench/capacity.h"
+#include "engine/engine.h"
 #include "engine/selector.h"
 #include "model/drafter.h"
 #include "model/kv_cache.h"
@@ -65,7 +66,7 @@ void db_engine_bytes(const db_model_config *t, const db_drafter_config *d, const
                      double *kv, double *act)
 {
     int draft = d && s->block > 1, B = draft ? s->block : 1, N = s->concurrency;
-    int NB = N * B, R = NB > 128 ? NB : 128; /* engine.c: prefill_chunk 128 */
+    int NB = N * B, R = NB > DB_PREFILL_CHUNK ? NB : DB_PREFILL_CHUNK; /* engine.h */
     int cap = s->max_prompt + s->max_new_tokens + B + 1;
     *kv = (double)db_kv_bytes(t->n_layers, N, cap, t->n_kv_heads * t->head_dim, s->kv_dtype);
     *act = (double)db_target_state_bytes(t, R, draft ? d->n_taps : 0);
@@ -261,7 +262,7 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
                             const db_hw *hw, int reqs, double prompt, int max_rows, db_dtype kv)
 {
     double es = db_dtype_weight_bytes(dt), rows = reqs * prompt;
-    int chunks = (int)ceil(rows / (max_rows > 0 ? max_rows : 128));
+    int chunks = (int)ceil(rows / (max_rows > 0 ? max_rows : DB_PREFILL_CHUNK));
     if (chunks < 1) chunks = 1;
     double per = rows / chunks;
     db_cost c = {0};
@@ -299,18 +300,31 @@ double db_roofline_point(const db_model_config *t, const db_drafter_config *d, d
     cycle_tokens /= n;
     int N = k->concurrency < raw->n_prompts ? k->concurrency : raw->n_prompts;
     if (N < 1 || out <= 0) return 0;
-    int draft = strcmp(k->variant, "ar") != 0 && d;
-    int B = draft ? k->block_size : 1;
     double decode_cycles = cycles; /* the prefill is no cycle */
-    db_step_shape s = {.concurrency = N, .block = B, .ctx = prompt + out / 2,
-                       .tau = decode_cycles > 0 ? cycle_tokens / decode_cycles : 1,
-                       .use_conv = strcmp(k->variant, "selector-off") == 0 || strcmp(k->variant, "dflash2") == 0,
-                       .use_sel = strcmp(k->variant, "conv-off") == 0 || strcmp(k->variant, "dflash2") == 0,
-                       .kv_dtype = kv};
-    db_step_cost sc;
-    db_roofline_step(t, draft ? d : NULL, dt, hw, &s, &sc);
-    int rows = N * B > 128 ? N * B : 128;
-    db_cost pf = db_roofline_prefill(t, draft ? d : NULL, dt, hw, N, prompt, rows, kv);
-    double wave = pf.t + decode_cycles * sc.t; /* N requests from admission to their last token */
+    double tau = decode_cycles > 0 ? cycle_tokens / decode_cycles : 1;
+    double wave = db_roofline_wave(t, d, dt, hw, k, N, prompt, prompt + out / 2, tau, decode_cycles, kv);
     return wave > 0 ? N * out / wave : 0;
+}
+
+db_step_shape db_variant_step(db_variant v, int concurrency, int block, double ctx, double tau,
+                              db_dtype kv)
+{
+    int draft = db_variant_uses_drafter(v);
+    return (db_step_shape){.concurrency = concurrency, .block = draft ? block : 1, .ctx = ctx,
+                           .tau = draft ? tau : 1, .use_conv = draft && db_variant_uses_conv(v),
+                           .use_sel = draft && db_variant_uses_selector(v), .kv_dtype = kv};
+}
+
+double db_roofline_wave(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                        const db_hw *hw, const db_point_key *k, int N, double prompt, double ctx,
+                        double tau, double cycles, db_dtype kv)
+{
+    db_variant v = db_variant_lookup(k->variant);
+    const db_drafter_config *dd = d && db_variant_uses_drafter(v) ? d : NULL; /* else the target alone */
+    db_step_shape s = db_variant_step(dd ? v : DB_VAR_AR, N, k->block_size, ctx, tau, kv);
+    db_step_cost sc;
+    db_roofline_step(t, dd, dt, hw, &s, &sc);
+    int NB = N * s.block;
+    db_cost pf = db_roofline_prefill(t, dd, dt, hw, N, prompt, NB > DB_PREFILL_CHUNK ? NB : DB_PREFILL_CHUNK, kv);
+    return pf.t + cycles * sc.t; /* N requests from admission to their last token */
 }

@@ -10,8 +10,9 @@
  *                of 256 for the K types) differs by that.
  *   KV           target L x 2 x N x S x nkv*hd values of the KV dtype (f32: 4 bytes, f16: 2),
  *                drafter likewise (engine.c sizing: S = max_prompt + max_new_tokens + B + 1)
- *   activations  the target's and drafter's state for max(N*B, 128) rows, the engine's context
- *                feature buffer, and (sampling) the engine's two host [N*B, V] distributions
+ *   activations  the target's and drafter's state for max(N*B, DB_PREFILL_CHUNK) rows (engine.h),
+ *                the engine's context feature buffer, and (sampling) the engine's two host
+ *                [N*B, V] distributions
  * A sweep runs one engine at a time, so it needs weights + the largest KV + activations of
  * its points.
  *
@@ -30,6 +31,7 @@
 #define DB_CAPACITY_H
 
 #include "backend.h"
+#include "engine/variant.h"
 #include "model/model_config.h"
 #include "result/point.h"
 
@@ -132,6 +134,20 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
  * (plus the drafter's context materialization when d is given); kv: the caches' dtype */
 db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                             const db_hw *hw, int reqs, double prompt, int max_rows, db_dtype kv);
+
+/* The step of variant v (variant.h: its convolutions and selector): block 1 and tau 1 for `ar` */
+db_step_shape db_variant_step(db_variant v, int concurrency, int block, double ctx, double tau,
+                              db_dtype kv);
+
+/* The cost model of a sweep point, one for `run --predict` (db_roofline_point: the point's own
+ * cycles and tau) and `run --shard` (db_shard_point_cost, shard.h: tau assumed): seconds of one
+ * wave, N of the point's requests of `prompt` tokens prefilled together (target calls of
+ * max(N*B, DB_PREFILL_CHUNK) rows, engine.h), then `cycles` steps of the N at context ctx and
+ * acceptance tau (db_roofline_step of db_variant_step). d NULL, or an `ar` point: the target
+ * alone. */
+double db_roofline_wave(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                        const db_hw *hw, const db_point_key *k, int N, double prompt, double ctx,
+                        double tau, double cycles, db_dtype kv);
 
 /* Predicted throughput of a measured sweep point, in the same terms as throughput_tok_s
  * (tokens / wall seconds of a repetition, prefill included): its requests run in waves of N,

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *db_drafter_set_path(const db_sweep *sw, const db_point_key *k)
+/* the checkpoint the point k runs ("" for `ar`); synthetic weights with drafter_config take
+ * that config for every variant */
+static const char *db_drafter_set_path(const db_sweep *sw, const db_point_key *k)
 {
     const char *p = db_sweep_drafter(sw, k->variant, k->drafter_i);
     return p[0] && sw->synthetic && sw->drafter_config[0] ? sw->drafter_config : p;

@@ -26,9 +26,6 @@ typedef struct {
     int n;
 } db_drafter_set;
 
-/* the checkpoint the point k runs ("" for `ar`); synthetic weights with drafter_config take
- * that config for every variant */
-const char *db_drafter_set_path(const db_sweep *sw, const db_point_key *k);
 /* the slots of keys[n] and their configs (checked against each variant's checkpoint kind) */
 int db_drafter_set_plan(db_drafter_set *ds, const db_sweep *sw, const db_point_key *keys, int n,
                         int target_layers, char *err, size_t errlen);

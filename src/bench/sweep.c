@@ -6,6 +6,9 @@
 #include "base/parse.h"
 #include "base/util.h"
 #include "engine/variant.h"
+#include "model/kv_cache.h"
+#include "model/synthetic.h"
+#include "text/chat_template.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,10 +20,10 @@
 #include <string.h>
 
 static const char *const backends[] = {"cpu", "cuda", "hip"};
-static const char *const templates[] = {"auto", "none", "chatml", "llama3"};
+static const char *const templates[] = DB_NAMES_ARRAY(DB_CHAT_TEMPLATES);
 static const char *const outputs[] = {"md", "csv", "json"};
-static const char *const dtypes[] = {"bf16", "f16", "f32"};
-static const char *const kv_dtypes[] = {"auto", "f32", "f16"};
+static const char *const dtypes[] = DB_NAMES_ARRAY(DB_SYNTH_DTYPES);
+static const char *const kv_dtypes[] = DB_NAMES_ARRAY(DB_KV_DTYPES);
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
 
 /* the variant names of the table (variant.h), for the list parser */
@@ -640,7 +643,7 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
             for (int d = 0; d < ndata; d++)
                 for (int t = 0; t < s->n_temperature; t++)
                     for (int c = 0; c < s->n_concurrency; c++) {
-                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, "ar", 1, NULL, "", 0);
+                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, db_variant_name(DB_VAR_AR), 1, NULL, "", 0);
                         for (int pr = 0; pr < nprof; pr++) {
                             /* "none" in the list: measured */
                             char source[sizeof k->acceptance_source];

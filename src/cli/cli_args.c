@@ -38,7 +38,7 @@ static int unknown(const db_cmd_opts *c, const char *arg, const char *name, size
     int n = 0;
     snprintf(typed, sizeof typed, "%.*s", (int)(len < sizeof typed ? len : sizeof typed - 1), name);
     for (int i = 0; i < c->n && n < 127; i++)
-        if (c->opts[i].kind != DB_OPT_HEADING) names[n++] = c->opts[i].name;
+        if (c->opts[i].kind != DB_OPT_HEADING && c->opts[i].help) names[n++] = c->opts[i].name;
     names[n++] = help_opt.name;
     int near = len && len < sizeof typed ? db_closest(typed, names, n) : -1;
     if (near >= 0)
@@ -159,7 +159,7 @@ void db_opts_usage(const db_cmd_opts *c, FILE *f)
     if (c->n == 0 || c->opts[0].kind != DB_OPT_HEADING) fprintf(f, "\noptions:\n");
     for (int i = 0; i < c->n; i++) {
         if (c->opts[i].kind == DB_OPT_HEADING) fprintf(f, "\n%s:\n", c->opts[i].help);
-        else usage_line(f, &c->opts[i]);
+        else if (c->opts[i].help) usage_line(f, &c->opts[i]);
     }
     usage_line(f, &help_opt);
     if (c->more_help) c->more_help(f);
@@ -181,6 +181,6 @@ int db_opt_kv_dtype(const char *value, const char *backend, db_dtype *dtype, cha
                     size_t errlen)
 {
     if (db_kv_dtype_parse(value ? value : "auto", backend, dtype) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "--kv-dtype %s: auto, f32 or f16", value);
+        return db_fail(err, errlen, DB_EINPUT, "--kv-dtype %s: one of " DB_KV_DTYPE_NAMES, value);
     return DB_OK;
 }

@@ -14,6 +14,7 @@
 #define DB_CLI_ARGS_H
 
 #include "backend.h"
+#include "model/kv_cache.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -31,7 +32,8 @@ typedef struct {
     const char *name;      /* long name, without "--" */
     char short_flag;       /* 0: none */
     const char *value;     /* placeholder of the value in the help ("DIR", "N", "LIST"); NULL: a flag */
-    const char *help;
+    const char *help;      /* NULL: a hidden option (tests' knobs), parsed but neither listed in
+                            * the help nor offered as a did-you-mean */
     const char *sweep_key; /* DB_OPT_SWEEP: the sweep key (sweep.h) */
     db_opt_kind kind;
     void *dst;
@@ -64,8 +66,8 @@ void db_opts_usage(const db_cmd_opts *c, FILE *f);
  * ("auto" or NULL, "f32", "f16") as a dtype, auto resolved for the named backend (kv_cache.h);
  * DB_EINPUT "--kv-dtype X: auto, f32 or f16" for anything else */
 #define DB_KV_DTYPE_HELP                                                                           \
-    "K/V cache dtype of target and drafter: auto (default: f16 on backends with f16 KV ops, "     \
-    "as cpu, cuda, hip; else f32), f32 or f16"
+    "K/V cache dtype of target and drafter: " DB_KV_DTYPE_NAMES " (default auto: f16 on backends " \
+    "with f16 KV ops, as cpu, cuda, hip; else f32)"
 int db_opt_kv_dtype(const char *value, const char *backend, db_dtype *dtype, char *err,
                     size_t errlen);
 /* the variant table (variant.h) as help text: name, checkpoint, conv, selector, meaning */

@@ -498,7 +498,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         {"target", 't', "DIR", "target checkpoint (default models/tiny-qwen3); with --synthetic its config.json", NULL, DB_OPT_STR, &target},
         {"drafter", 'd', "DIR", "drafter checkpoint (or config.json with --synthetic); none by default", NULL, DB_OPT_STR, &drafter},
         {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", NULL, DB_OPT_FLAG, &synthetic},
-        {"dtype", 0, "TYPE", "synthetic weight dtype: bf16 (default), f16, f32", NULL, DB_OPT_STR, &dtype_s},
+        {"dtype", 0, "TYPE", "synthetic weight dtype (default bf16): " DB_SYNTH_DTYPE_NAMES, NULL, DB_OPT_STR, &dtype_s},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &kv_s},
         {"rows", 0, "LIST", "rows per forward (drafter: requests), default 1,2,4,8,16,32,64", NULL, DB_OPT_STR, &rows_s},
         {"context", 'C', "LIST", "cached positions per request (default 128)", NULL, DB_OPT_STR, &ctx_s},
@@ -524,7 +524,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     if (reps < 1 || reps > 64 || threads < 0 || seed < 0 || block < 2 || block > DB_MAX_BLOCK)
         return db_fail(err, errlen, DB_EINPUT, "--repetitions 1..64, --threads >= 0, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
     db_dtype dt;
-    if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16 or f32", dtype_s);
+    if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: one of " DB_SYNTH_DTYPE_NAMES, dtype_s);
     db_dtype kvt;
     if ((rc = db_opt_kv_dtype(kv_s, backend, &kvt, err, errlen))) return rc;
     int rows[DB_LIST_MAX], ctxs[DB_LIST_MAX], nrows, nctx;

@@ -74,7 +74,9 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &c->backend},
         {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &c->threads},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &c->kv_s},
-        {"debug-plant-mismatch", 0, "N", "testing: corrupt the N-th token of prompt 0 in every speculative variant", NULL, DB_OPT_INT, &c->plant},
+        /* hidden (no help): corrupt the N-th token of prompt 0 in every speculative variant, for
+         * tests/cli_run.sh to see the check fail (engine_test.h) */
+        {"debug-plant-mismatch", 0, "N", NULL, NULL, DB_OPT_INT, &c->plant},
     };
     const db_cmd_opts cmd = {"check-lossless",
                              "Greedy output of every variant == ar, token for token (exit 1 on the first difference).",
@@ -82,6 +84,7 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
     int rc = db_opts_parse(&cmd, argc, argv, help, err, errlen);
     if (rc || *help) return rc;
     if ((rc = db_opt_kv_dtype(c->kv_s, c->backend, &c->kv_dtype, err, errlen))) return rc;
+    db_engine_set_test_hooks(&(struct db_engine_test_hooks){.plant_mismatch = c->plant});
     if (!c->target_dir || !c->drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
     if (c->conc < 1 || c->max_new < 1 || c->n_random < 1)
         return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");
@@ -125,9 +128,8 @@ static int compare(check_ctx *c, int mode, char *err, size_t errlen)
 {
     const db_prompt_set *ps = &c->ps;
     int np = ps->ds.n;
-    struct db_engine_test_hooks hooks = {.plant_mismatch = c->plant};
     db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1.0f, .max_new_tokens = c->max_new,
-                       .test_hooks = &hooks, .kv_dtype = c->kv_dtype};
+                       .kv_dtype = c->kv_dtype};
     c->s.be->deterministic = mode;
     int rc = run_all(&c->s, &p, c->conc, ps, c->ref, c->nref, err, errlen), runs = 0, differing = 0;
     for (int v = 0; v < DB_VAR_COUNT && !rc; v++) {

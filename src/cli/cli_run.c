@@ -283,8 +283,8 @@ static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
     if (!rc && (!sum.stable || raw->major_faults > 0))
         fprintf(stderr, "warning: %s %s B%d c%d T%g:%s%s%s\n", k->dataset, k->variant, k->block_size, k->concurrency,
                 k->temperature,
-                sum.throughput_stddev > 0.10 * sum.throughput_tok_s ? " throughput varies by more than 10% across repetitions;" : "",
-                sum.speedup > sum.tau ? " speedup above tau (no cycle costs less than a decode step): timing noise;" : "",
+                db_throughput_varies(&sum) ? " throughput varies by more than 10% across repetitions;" : "",
+                db_speedup_above_tau(&sum) ? " speedup above tau (no cycle costs less than a decode step): timing noise;" : "",
                 raw->major_faults > 0 ? " major page faults in the timed passes (weights read from disk)" : "");
     db_point_raw_free(&loaded);
     return rc;

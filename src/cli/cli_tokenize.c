@@ -26,7 +26,7 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
         {"tokenizer", 0, "FILE", "tokenizer.json, a model directory holding one, or a GGUF model", NULL, DB_OPT_STR, &path},
         {"decode", 0, NULL, "read ids (commas or whitespace), write the text", NULL, DB_OPT_FLAG, &decode},
         {"no-special", 0, NULL, "special tokens in the text stay plain text", NULL, DB_OPT_FLAG, &no_special},
-        {"chat-template", 0, "NAME", "wrap the text as one user turn: none (default), auto, chatml, llama3", NULL, DB_OPT_STR, &tmpl_name},
+        {"chat-template", 0, "NAME", "wrap the text as one user turn (default none): " DB_CHAT_TEMPLATE_NAMES, NULL, DB_OPT_STR, &tmpl_name},
         {"thinking", 0, NULL, "chatml: leave thinking on (no empty <think> block)", NULL, DB_OPT_FLAG, &thinking},
     };
     const db_cmd_opts cmd = {"tokenize",

@@ -81,23 +81,18 @@ int db_group_end(const db_point_key *keys, int n, int i0)
 double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                            const db_sweep *sw, const db_point_key *k, int n_prompts, double mean_prompt)
 {
-    db_variant v;
     db_dtype kv = DB_F32;
     db_kv_dtype_parse(sw->kv_dtype, sw->backend[0], &kv); /* the sweep's K/V caches: bytes attention reads */
-    int draft = db_variant_parse(k->variant, &v) == 0 && db_variant_uses_drafter(v) && d;
+    int draft = db_variant_uses_drafter(db_variant_lookup(k->variant)) && d;
     int B = draft ? k->block_size : 1, n = n_prompts > 0 ? n_prompts : 1;
     int N = k->concurrency < n ? k->concurrency : n;
     db_hw hw = {.bw = (sw->bandwidth_gbs > 0 ? sw->bandwidth_gbs : 100) * 1e9,
                 .flops = (sw->gflops > 0 ? sw->gflops : 1000) * 1e9};
     double tau = 1;
     for (int i = 1; draft && i < B; i++) tau += pow(0.8, i);
-    db_step_shape s = {.concurrency = N, .block = B, .ctx = mean_prompt + k->max_new_tokens / 2.0, .tau = tau,
-                       .use_conv = draft && db_variant_uses_conv(v), .use_sel = draft && db_variant_uses_selector(v),
-                       .kv_dtype = kv};
-    db_step_cost sc;
-    db_roofline_step(t, draft ? d : NULL, dt, &hw, &s, &sc);
-    db_cost pf = db_roofline_prefill(t, draft ? d : NULL, dt, &hw, N, mean_prompt, N * B > 128 ? N * B : 128, kv);
-    double waves = ceil((double)n / N), pass = waves * (pf.t + ceil(k->max_new_tokens / tau) * sc.t);
+    double wave = db_roofline_wave(t, d, dt, &hw, k, N, mean_prompt, mean_prompt + k->max_new_tokens / 2.0,
+                                   tau, ceil(k->max_new_tokens / tau), kv);
+    double waves = ceil((double)n / N), pass = waves * wave;
     double warm = k->concurrency < n ? (double)k->concurrency / n : 1;
     return (sw->repetitions + sw->warmup * warm) * pass;
 }
@@ -152,7 +147,7 @@ int db_shard_apply(const db_shard *sh, const char *hash, db_point_key *keys, int
         pts = cJSON_AddArrayToObject(o, "points");
     int rc = of && pts ? db_shard_assign(keys, *n, cost, sh->count, of) : DB_ERUNTIME;
     for (int i = 0; i < *n && !rc; i++) {
-        char id[512];
+        char id[DB_POINT_ID_MAX];
         db_point_id(&keys[i], id, sizeof id);
         cJSON *p = cJSON_CreateObject();
         if (!p || !cJSON_AddItemToArray(pts, p) || !cJSON_AddStringToObject(p, "point_id", id) ||

@@ -6,8 +6,8 @@
  * contiguously; `run` measures a group as one unit of interleaved rounds). A group is never
  * split, so a speedup never divides numbers measured on two machines.
  *
- * Cost of a point (a prediction, used only to balance shards): the capacity roofline
- * (capacity.h) of its timed passes and warm-up, (R + W·min(1, c/n)) × [prefill of its n prompts
+ * Cost of a point (a prediction, used only to balance shards): the capacity roofline of its
+ * timed passes and warm-up (capacity.h db_roofline_wave, the cost model of --predict too), (R + W·min(1, c/n)) × [prefill of its n prompts
  * + ceil(n/c) waves × max_new_tokens/tau cycles of c requests], at context prompt + half the
  * output, tau assumed Σ_{i<B} 0.8^i (a constant conditional acceptance of 0.8; 4.2 at B = 8,
  * close to `plan`'s default profile) for drafter points and 1 for `ar`, device figures

@@ -67,13 +67,21 @@ struct db_engine {
     int *mk_prev, *mk_rows;    /* [N] DSpark walk: previous picks, logits rows of a position */
     int *mk_ids;               /* [N*k] DSpark walk: top-k draft ids of a position */
     float *mk_q;               /* [N*Vd] DSpark walk, sampling: the corrected distributions */
-    struct db_engine_test_hooks hooks; /* all zero outside the tests */
+    struct db_engine_test_hooks hooks; /* all zero outside the tests (engine_test.h) */
     db_row *rows;              /* [max(N*B, chunk)] */
     int *logit_rows;           /* [N*B] */
     int *ctx_slot, *ctx_pos, *ctx_src; /* [N*B] */
     float *ctx_feats;          /* device [N*B, T*Ht] */
     int *ring_mem;             /* backing of every slot's ring */
 };
+
+/* engine_test.h: copied into each engine at its creation, so the cycle reads only its own copy */
+static struct db_engine_test_hooks test_hooks;
+
+void db_engine_set_test_hooks(const struct db_engine_test_hooks *h)
+{
+    test_hooks = h ? *h : (struct db_engine_test_hooks){0};
+}
 
 static void *xcalloc(size_t n, size_t sz, int *fail)
 {
@@ -123,7 +131,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->d = use_draft ? d : NULL;
     e->be = t->be;
     e->p = *p;
-    if (p->test_hooks) e->hooks = *p->test_hooks;
+    e->hooks = test_hooks;
     e->conc = concurrency;
     e->B = B;
     e->V = t->cfg.vocab;
@@ -139,7 +147,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     int rk = p->recall_k > 0 ? p->recall_k : 16;
     e->k = rk > e->sk ? rk : e->sk;
     if (e->k > e->V) e->k = e->V;
-    e->prefill_chunk = 128;
+    e->prefill_chunk = DB_PREFILL_CHUNK;
     int NB = concurrency * B, max_rows = NB > e->prefill_chunk ? NB : e->prefill_chunk;
     int cap = max_prompt + p->max_new_tokens + B + 1;
     db_target_opts to = {.slots = concurrency, .capacity = cap, .max_rows = max_rows,

@@ -31,7 +31,9 @@
 
 #include <stdint.h>
 
-struct db_engine_test_hooks;
+/* Prompts are prefilled in target calls of up to DB_PREFILL_CHUNK rows; the target's and the
+ * drafter's state hold max(N*B, DB_PREFILL_CHUNK) rows (capacity.h sizes and costs the same). */
+#define DB_PREFILL_CHUNK 128
 
 typedef struct {
     db_variant variant;
@@ -51,7 +53,6 @@ typedef struct {
     int replay_n;
     int ignore_eos;       /* run every request to max_new_tokens (synthetic weights) */
     db_dtype kv_dtype;    /* the target's and drafter's KV caches: DB_F32 (0) or DB_F16 */
-    const struct db_engine_test_hooks *test_hooks; /* NULL; tests only (engine_test.h) */
     /* optional: called after every drafting cycle with the block [anchor, d1..] of request
      * `req` at anchor position `pos`, the accepted count and the bonus token */
     void (*on_cycle)(void *user, int req, int pos, const int *block, int b, int accepted,

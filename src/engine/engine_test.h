@@ -1,8 +1,8 @@
 /* engine_test.h — hooks for the tests that must see a check fail: check-lossless's planted
- * mismatch (`--debug-plant-mismatch`, exercised by tests/cli_run.sh) and the sampling test's
- * deliberately wrong acceptance rule, and the host sampling path forced for comparison with the
- * device path (tests/test_gpu.c). Not part of the engine's interface: only those two include
- * this header and point db_gen_params.test_hooks at one of these. */
+ * mismatch (its hidden `--debug-plant-mismatch`, exercised by tests/cli_run.sh) and the sampling
+ * test's deliberately wrong acceptance rule, and the host sampling path forced for comparison
+ * with the device path (tests/test_gpu.c). Not part of the engine's interface (engine.h knows
+ * nothing of them): only cli_check.c and those tests include this header. */
 #ifndef DB_ENGINE_TEST_H
 #define DB_ENGINE_TEST_H
 
@@ -14,5 +14,10 @@ struct db_engine_test_hooks {
     int host_path;      /* sampling on the host even where the backend has the sample / accept
                          * ops: the reference the device path is compared with */
 };
+
+/* The hooks of the engines db_engine_create makes from now on in this process: each engine
+ * copies them once, when it is created (NULL: none, the default). Set them before creating the
+ * engine, from one thread. */
+void db_engine_set_test_hooks(const struct db_engine_test_hooks *h);
 
 #endif

@@ -18,9 +18,19 @@ int db_variant_parse(const char *s, db_variant *v)
     return -1;
 }
 
+db_variant db_variant_lookup(const char *s)
+{
+    db_variant v;
+    return db_variant_parse(s, &v) == 0 ? v : DB_VAR_COUNT;
+}
+
 static int known(db_variant v) { return (unsigned)v < DB_VAR_COUNT; }
 
 const char *db_variant_name(db_variant v) { return known(v) ? db_variant_table[v].name : "?"; }
+int db_variant_is_baseline(db_variant v)
+{
+    return known(v) && db_variant_table[v].needs == DB_NEEDS_NOTHING;
+}
 int db_variant_uses_drafter(db_variant v)
 {
     return known(v) && db_variant_table[v].needs != DB_NEEDS_NOTHING;

@@ -47,7 +47,11 @@ extern const db_variant_info db_variant_table[DB_VAR_COUNT];
 
 /* 0, or -1 for an unknown name */
 int db_variant_parse(const char *s, db_variant *v);
+/* the variant named s; DB_VAR_COUNT for an unknown name, for which every property below is 0 */
+db_variant db_variant_lookup(const char *s);
 const char *db_variant_name(db_variant v);
+/* the baseline the speedups divide by (`ar`: no drafter) */
+int db_variant_is_baseline(db_variant v);
 int db_variant_uses_drafter(db_variant v);
 int db_variant_uses_conv(db_variant v);
 int db_variant_uses_selector(db_variant v);

@@ -1,6 +1,7 @@
 /* drafter.c — DFlash / DFlash 2 drafter: loading, context materialization, block forward
  * (see drafter.h for the equations and notation). */
 #include "model/drafter.h"
+#include "model/model_test.h"
 #include "model/synthetic.h"
 #include "base/util.h"
 

@@ -84,10 +84,8 @@ typedef struct {
     db_dtype kv_dtype;  /* context KV cache: DB_F32 (0, the default) or DB_F16 */
 } db_drafter_opts;
 
-/* Load a drafter for `target` (shapes checked against it: hidden size, vocab, tap layers). */
-int db_drafter_load(db_drafter *d, db_backend *be, const char *dir, const db_target *target,
-                    char *err, size_t errlen);
-/* syn NULL: db_drafter_load; else synthetic weights of the config `dir` names (a checkpoint
+/* Load a drafter for `target` (shapes checked against it: hidden size, vocab, tap layers): syn
+ * NULL, the checkpoint in `dir`; else synthetic weights of the config `dir` names (a checkpoint
  * directory or a config.json path), generated on the backend (synthetic.h): every tensor of
  * the config's kind is present (a DFlash 2 config gets convolutions and the selector). */
 int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_target *target,

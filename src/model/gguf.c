@@ -35,7 +35,7 @@ static const char *vtype_names[] = {"u8",  "i8",  "u16",    "i16",   "u32", "i32
                                     "bool", "string", "array", "u64", "i64", "f64"};
 static const size_t vtype_size[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
-const char *db_gguf_type_name(uint32_t t) { return t < 13 ? vtype_names[t] : "unknown"; }
+static const char *db_gguf_type_name(uint32_t t) { return t < 13 ? vtype_names[t] : "unknown"; }
 
 typedef struct {
     const unsigned char *p, *end;

@@ -70,7 +70,6 @@ void db_gguf_close(db_gguf *g);
 
 const db_gguf_kv *db_gguf_find(const db_gguf *g, const char *key);
 const db_gguf_tensor *db_gguf_tensor_find(const db_gguf *g, const char *name);
-const char *db_gguf_type_name(uint32_t vtype);
 
 /* Typed getters: a missing key gives dflt (required = 0) or an error; a key of another type or
  * out of [lo, hi] is an error naming file and key. Integers accept every integer type, floats

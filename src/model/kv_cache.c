@@ -7,11 +7,18 @@
 
 int db_kv_dtype_parse(const char *name, const char *backend, db_dtype *dt)
 {
-    if (name && strcmp(name, "f32") == 0) *dt = DB_F32;
-    else if (name && strcmp(name, "f16") == 0) *dt = DB_F16;
-    else if (name && strcmp(name, "auto") == 0) *dt = db_kv_dtype_auto(backend);
-    else return -1;
-    return 0;
+    static const char *const names[] = DB_NAMES_ARRAY(DB_KV_DTYPES);
+    if (db_name_index(name, names, (int)(sizeof names / sizeof *names)) < 0) return -1;
+    if (strcmp(name, "auto") == 0) {
+        *dt = db_kv_dtype_auto(backend);
+        return 0;
+    }
+    for (int t = 0; t < DB_NUM_DTYPES; t++) /* the others by their backend.h names */
+        if (strcmp(name, db_dtype_name((db_dtype)t)) == 0) {
+            *dt = (db_dtype)t;
+            return 0;
+        }
+    return -1;
 }
 
 db_dtype db_kv_dtype_auto(const char *backend)
@@ -63,12 +70,13 @@ void db_kv_free(db_kv *kv)
 
 static size_t plane(const db_kv *kv) { return (size_t)kv->slots * kv->cap * kv->width; }
 
-void *db_kv_k(const db_kv *kv, int layer)
+/* layer's K / V planes [slots][S][W] */
+static void *db_kv_k(const db_kv *kv, int layer)
 {
     return (char *)kv->base + (size_t)layer * 2 * plane(kv) * db_dtype_size(kv->dtype);
 }
 
-void *db_kv_v(const db_kv *kv, int layer)
+static void *db_kv_v(const db_kv *kv, int layer)
 {
     return (char *)db_kv_k(kv, layer) + plane(kv) * db_dtype_size(kv->dtype);
 }

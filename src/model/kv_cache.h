@@ -9,6 +9,7 @@
 #define DB_KV_CACHE_H
 
 #include "backend.h"
+#include "base/parse.h"
 
 typedef struct {
     db_backend *be;
@@ -18,8 +19,11 @@ typedef struct {
     int *len;     /* [slots] host */
 } db_kv;
 
-/* The --kv-dtype values: "f32" -> DB_F32, "f16" -> DB_F16, "auto" -> db_kv_dtype_auto(backend);
- * -1 for anything else */
+/* The --kv-dtype values, the one list of the parser, the sweep key and every command's help
+ * (DB_KV_DTYPE_NAMES: "auto, f32, f16"; parse.h) */
+#define DB_KV_DTYPES(X, SEP) X("auto") SEP() X("f32") SEP() X("f16")
+#define DB_KV_DTYPE_NAMES DB_NAMES_TEXT(DB_KV_DTYPES)
+/* "f32" -> DB_F32, "f16" -> DB_F16, "auto" -> db_kv_dtype_auto(backend); -1 for anything else */
 int db_kv_dtype_parse(const char *name, const char *backend, db_dtype *dt);
 /* The default cache of the backend named `backend`: 2 bytes a value (DB_F16) where it has the f16
  * cache ops, the bytes per cached value that serving engines use (llama.cpp's f16 cache, vLLM's
@@ -31,8 +35,6 @@ int db_kv_init(db_kv *kv, db_backend *be, int layers, int slots, int cap, int wi
                db_dtype dtype, char *err, size_t errlen);
 void db_kv_free(db_kv *kv);
 size_t db_kv_bytes(int layers, int slots, int cap, int width, db_dtype dtype);
-void *db_kv_k(const db_kv *kv, int layer); /* [slots][S][W] */
-void *db_kv_v(const db_kv *kv, int layer);
 /* out[N, nh*hd] = attention of q[N, nh*hd] over the keys rows[] name in `layer`'s caches
  * (backend.h attention, or attention_f16 for an f16 cache) */
 void db_kv_attention(const db_kv *kv, int layer, float *out, const float *q,

@@ -33,19 +33,28 @@ uint64_t db_synth_tensor_seed(uint64_t model_seed, const char *name)
     return db_synth_mix(model_seed ^ db_synth_fnv1a(name));
 }
 
-int db_dtype_parse(const char *s, db_dtype *out)
+/* s, one of names[0..n), as the dtype backend.h names so */
+static int dtype_named(const char *s, const char *const *names, int n, db_dtype *out)
 {
-    static const struct {
-        const char *name;
-        db_dtype t;
-    } names[] = {{"bf16", DB_BF16}, {"bfloat16", DB_BF16}, {"f16", DB_F16},
-                 {"float16", DB_F16}, {"f32", DB_F32}, {"float32", DB_F32}};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(s, names[i].name) == 0) {
-            *out = names[i].t;
+    if (db_name_index(s, names, n) < 0) return -1;
+    for (int t = 0; t < DB_NUM_DTYPES; t++)
+        if (strcmp(s, db_dtype_name((db_dtype)t)) == 0) {
+            *out = (db_dtype)t;
             return 0;
         }
     return -1;
+}
+
+int db_dtype_parse(const char *s, db_dtype *out)
+{
+    static const char *const names[] = DB_NAMES_ARRAY(DB_SYNTH_DTYPES);
+    return dtype_named(s, names, (int)(sizeof names / sizeof *names), out);
+}
+
+int db_weight_dtype_parse(const char *s, db_dtype *out)
+{
+    static const char *const names[] = DB_NAMES_ARRAY(DB_WEIGHT_DTYPES);
+    return dtype_named(s, names, (int)(sizeof names / sizeof *names), out);
 }
 
 /* uniform on [mean - scale, mean + scale): std = scale / sqrt(3) */

@@ -21,6 +21,7 @@
 #define DB_SYNTHETIC_H
 
 #include "backend.h"
+#include "base/parse.h"
 #include "model/safetensors.h"
 
 #include <stddef.h>
@@ -47,7 +48,19 @@ int db_synth_vector(float **out, db_backend *be, const db_tensor_set *st, const 
 int db_synth_conv_base(float **out, db_backend *be, const db_tensor_set *st, const char *name, int k,
                        int h, char *err, size_t errlen);
 
-/* "bf16", "f16", "f32" -> dtype; -1 when unknown */
+/* The weight dtype names (backend.h's): the element types synthetic weights are made in
+ * (DB_SYNTH_DTYPES, run and bench --dtype), and those with the quantized types a checkpoint may
+ * store (DB_WEIGHT_DTYPES, plan --dtype); the one list of each parser, sweep key and help line
+ * (DB_SYNTH_DTYPE_NAMES "bf16, f16, f32", DB_WEIGHT_DTYPE_NAMES; parse.h) */
+#define DB_SYNTH_DTYPES(X, SEP) X("bf16") SEP() X("f16") SEP() X("f32")
+#define DB_QUANT_DTYPES(X, SEP) X("q8_0") SEP() X("q4_0") SEP() X("q4_k") SEP() X("q5_k") SEP() X("q6_k")
+#define DB_WEIGHT_DTYPES(X, SEP) DB_SYNTH_DTYPES(X, SEP) SEP() DB_QUANT_DTYPES(X, SEP)
+#define DB_SYNTH_DTYPE_NAMES DB_NAMES_TEXT(DB_SYNTH_DTYPES)
+#define DB_WEIGHT_DTYPE_NAMES DB_NAMES_TEXT(DB_WEIGHT_DTYPES)
+
+/* one of DB_SYNTH_DTYPES -> dtype; -1 for anything else */
 int db_dtype_parse(const char *s, db_dtype *out);
+/* one of DB_WEIGHT_DTYPES -> dtype; -1 for anything else */
+int db_weight_dtype_parse(const char *s, db_dtype *out);
 
 #endif

@@ -1,5 +1,6 @@
 /* target.c — Qwen3 / LLaMA target model (see target.h). */
 #include "model/target.h"
+#include "model/model_test.h"
 #include "base/util.h"
 
 #include <math.h>

@@ -59,9 +59,8 @@ typedef struct {
     db_dtype kv_dtype;  /* KV cache: DB_F32 (0, the default) or DB_F16 (kv_cache.h) */
 } db_target_opts;
 
-int db_target_load(db_target *t, db_backend *be, const char *dir, char *err, size_t errlen);
-/* syn NULL: db_target_load; else synthetic weights of the config `dir` names (a checkpoint
- * directory or a config.json path), generated on the backend (synthetic.h) */
+/* syn NULL: the checkpoint in `dir`; else synthetic weights of the config `dir` names (a
+ * checkpoint directory or a config.json path), generated on the backend (synthetic.h) */
 int db_target_load_ex(db_target *t, db_backend *be, const char *dir, const db_synth_opts *syn,
                       char *err, size_t errlen);
 /* Allocate caches and scratch; taps must name layers < L. */

@@ -3,18 +3,19 @@
 #include "report/report.h"
 #include "base/quantile.h"
 #include "base/util.h"
+#include "engine/variant.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int is_ar(const db_point_key *k) { return strcmp(k->variant, "ar") == 0; }
+static int is_ar(const db_point_key *k) { return db_variant_is_baseline(db_variant_lookup(k->variant)); }
 
 void db_point_baseline_key(const db_point_key *k, db_point_key *ar)
 {
     *ar = *k;
-    snprintf(ar->variant, sizeof ar->variant, "ar");
+    snprintf(ar->variant, sizeof ar->variant, "%s", db_variant_name(DB_VAR_AR));
     ar->block_size = 1;
     /* the baseline measures its own acceptance (trivially): replayed acceptance is a property
      * of the drafter points only */
@@ -211,8 +212,15 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
         double step_ms = a.cycles > 0 ? 1e3 * a.t_verify / (double)a.cycles : NAN;
         if (step_ms > 0) o->verify_cost_steps = o->verify_ms_per_cycle / step_ms;
     }
-    /* pyperf's rule (relative stddev above 10%), and a speedup no cycle costing at least one
-     * decode step can give */
-    o->stable = !(o->throughput_stddev > 0.10 * o->throughput_tok_s) && !(o->speedup > o->tau);
+    o->stable = !db_throughput_varies(o) && !db_speedup_above_tau(o);
     return DB_OK;
 }
+
+/* pyperf's rule: relative stddev above 10% */
+int db_throughput_varies(const db_point_summary *s)
+{
+    return s->throughput_stddev > 0.10 * s->throughput_tok_s;
+}
+
+/* a speedup no cycle costing at least one decode step can give */
+int db_speedup_above_tau(const db_point_summary *s) { return s->speedup > s->tau; }

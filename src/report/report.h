@@ -46,6 +46,12 @@
 int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t seed,
                        db_point_summary *out);
 
+/* The two halves of the stable rule (stable = neither), for whoever says why a point is not:
+ * the throughput's stddev across repetitions above 10% of its mean (pyperf's rule), and a
+ * speedup above tau (timing noise). */
+int db_throughput_varies(const db_point_summary *s);
+int db_speedup_above_tau(const db_point_summary *s);
+
 /* the key of the `ar` point that is the baseline of k */
 void db_point_baseline_key(const db_point_key *k, db_point_key *ar);
 

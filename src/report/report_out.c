@@ -2,6 +2,7 @@
 #include "report/report_out.h"
 #include "report/report_csv.h"
 #include "base/util.h"
+#include "engine/variant.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -65,7 +66,7 @@ static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
     char dsb[160];
     char tp[32], sd[32], sp[32], lo[32], hi[32], tau[32], ttft[32], tpot[32], ci[80] = "";
     const db_point_key *k = &p->key;
-    int ar = strcmp(k->variant, "ar") == 0;
+    int ar = db_variant_is_baseline(db_variant_lookup(k->variant));
     if (!ar && isfinite(s->speedup_ci_lo))
         snprintf(ci, sizeof ci, " [%s, %s]", fx(lo, sizeof lo, 2, s->speedup_ci_lo),
                  fx(hi, sizeof hi, 2, s->speedup_ci_hi));
@@ -107,7 +108,8 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         cJSON_Delete(j);
     }
     o->n++;
-    if (strcmp(raw->key.variant, "ar") != 0 && s->speedup < 1 && isfinite(s->verify_cost_steps)) {
+    if (!db_variant_is_baseline(db_variant_lookup(raw->key.variant)) && s->speedup < 1 &&
+        isfinite(s->verify_cost_steps)) {
         o->slow++;
         o->cost_sum += s->verify_cost_steps;
         o->tau_sum += s->tau;

@@ -6,26 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* names[t + 1] names template t */
+static const char *const names[] = DB_NAMES_ARRAY(DB_CHAT_TEMPLATES);
+_Static_assert(sizeof names / sizeof *names == DB_CHAT_LLAMA3 + 2, "DB_CHAT_TEMPLATES: one name per template");
+
 int db_chat_template_parse(const char *name, db_chat_template *t, char *err, size_t errlen)
 {
-    if (strcmp(name, "auto") == 0) *t = DB_CHAT_AUTO;
-    else if (strcmp(name, "none") == 0) *t = DB_CHAT_NONE;
-    else if (strcmp(name, "chatml") == 0 || strcmp(name, "qwen") == 0) *t = DB_CHAT_CHATML;
-    else if (strcmp(name, "llama3") == 0) *t = DB_CHAT_LLAMA3;
-    else
-        return db_fail(err, errlen, DB_EINPUT, "unknown chat template '%s' (auto, none, chatml, llama3)", name);
+    int i = db_name_index(name, names, (int)(sizeof names / sizeof *names));
+    if (i < 0)
+        return db_fail(err, errlen, DB_EINPUT, "unknown chat template '%s' (" DB_CHAT_TEMPLATE_NAMES ")", name);
+    *t = (db_chat_template)(i - 1);
     return DB_OK;
 }
 
 const char *db_chat_template_name(db_chat_template t)
 {
-    switch (t) {
-    case DB_CHAT_AUTO: return "auto";
-    case DB_CHAT_NONE: return "none";
-    case DB_CHAT_CHATML: return "chatml";
-    case DB_CHAT_LLAMA3: return "llama3";
-    }
-    return "?";
+    return t >= DB_CHAT_AUTO && t <= DB_CHAT_LLAMA3 ? names[t + 1] : "?";
 }
 
 db_chat_template db_chat_template_detect(const db_tokenizer *tok, const char *model_type)

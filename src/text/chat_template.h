@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "base/parse.h"
 #include "text/tokenizer.h"
 
 typedef enum { DB_CHAT_AUTO = -1, DB_CHAT_NONE = 0, DB_CHAT_CHATML = 1, DB_CHAT_LLAMA3 = 2 } db_chat_template;
@@ -24,7 +25,13 @@ typedef struct {
     const char *text;
 } db_chat_msg;
 
-/* "auto", "none", "chatml" (alias "qwen"), "llama3"; DB_EINPUT for anything else */
+/* The names, in the enum's order (auto = -1 first): the one list db_chat_template_parse takes
+ * and every command's help and messages give (DB_CHAT_TEMPLATE_NAMES: "auto, none, chatml,
+ * llama3"; parse.h) */
+#define DB_CHAT_TEMPLATES(X, SEP) X("auto") SEP() X("none") SEP() X("chatml") SEP() X("llama3")
+#define DB_CHAT_TEMPLATE_NAMES DB_NAMES_TEXT(DB_CHAT_TEMPLATES)
+
+/* one of DB_CHAT_TEMPLATES; DB_EINPUT naming the list for anything else */
 int db_chat_template_parse(const char *name, db_chat_template *t, char *err, size_t errlen);
 const char *db_chat_template_name(db_chat_template t);
 

@@ -20,20 +20,6 @@ static const char CODE_PREFIX[] =
     "Write a solution to the following problem and make sure that it passes the tests:\n```python\n";
 static const char CODE_SUFFIX[] = "\n```";
 
-const char *db_dataset_format_name(db_dataset_format f)
-{
-    switch (f) {
-    case DB_DS_GSM8K: return "gsm8k";
-    case DB_DS_MATH500: return "math-500";
-    case DB_DS_HUMANEVAL: return "humaneval";
-    case DB_DS_MBPP: return "mbpp";
-    case DB_DS_MTBENCH: return "mt-bench";
-    case DB_DS_TURNS: return "turns";
-    case DB_DS_TEXT: return "text";
-    }
-    return "?";
-}
-
 /* ---------------------------------------------------------------- name resolution */
 
 static int is_file(const char *p)

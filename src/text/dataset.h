@@ -50,8 +50,6 @@ typedef struct {
 
 extern const char *const db_dataset_builtins[]; /* NULL-terminated: "math", "math-hard", ... */
 
-const char *db_dataset_format_name(db_dataset_format f); /* "gsm8k", "math-500", ... */
-
 /* spec (a path or a built-in name, see above) -> the file to read */
 int db_dataset_resolve(const char *spec, char *path, size_t n, char *err, size_t errlen);
 

@@ -8,6 +8,7 @@
  * `Word::merge_all`, whose tie-breaking (lowest rank, then leftmost) this follows. Results are
  * cached per pre-token: natural text repeats its words. */
 #include "text/tokenizer_impl.h"
+#include "text/tokenizer_test.h"
 #include "text/unicode_nfc.h"
 #include "text/utf8.h"
 #include "base/util.h"

@@ -1,4 +1,4 @@
-/* test_gpu_gemv.c — bench-gpu-gemv: how close the GPU backend's matmul gets to the device's
+/* bench_gpu_gemv.c — bench-gpu-gemv: how close the GPU backend's matmul gets to the device's
  * memory bandwidth (the GPU counterpart of bench-gemv).
  *
  * Decoding is GEMV-bound: at small N every weight byte is read once per call, so the floor of a
