@@ -181,8 +181,7 @@ static int synth_only(const db_sweep_runner *sr) { return sr->sw->synthetic && !
 /* the point runs the drafter (its variant, by the variant table) */
 static int key_drafts(const db_point_key *k)
 {
-    db_variant v;
-    return db_variant_parse(k->variant, &v) == 0 && db_variant_uses_drafter(v);
+    return db_variant_uses_drafter(db_variant_lookup(k->variant));
 }
 
 int db_sweep_runner_init(db_sweep_runner *sr, db_sweep *sw, char *err, size_t errlen)
@@ -283,10 +282,8 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
     for (int d = 0; d < sw->n_dataset && !synth_only(sr); d++) need_tok |= !db_dataset_is_synthetic(sw->dataset[d], NULL);
     sr->tmpl = DB_CHAT_NONE;
     if (need_tok) rc = db_prompt_tokenizer_load(&sr->tok, sw->target[0], err, errlen);
-    if (!rc && need_tok) {
-        if (strcmp(sw->chat_template, "auto") == 0) sr->tmpl = db_chat_template_detect(&sr->tok, sr->tcfg.model_type);
-        else rc = db_chat_template_parse(sw->chat_template, &sr->tmpl, err, errlen);
-    }
+    if (!rc && need_tok) rc = db_chat_template_parse(sw->chat_template, &sr->tmpl, err, errlen);
+    if (!rc && need_tok && sr->tmpl == DB_CHAT_AUTO) sr->tmpl = db_chat_template_detect(&sr->tok, sr->tcfg.model_type);
     for (int i = 0; i < sr->nkeys && !rc; i++) { /* synthetic prompts have no template */
         db_point_key *k = &sr->keys[i];
         snprintf(k->chat_template, sizeof k->chat_template, "%s",

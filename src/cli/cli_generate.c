@@ -68,7 +68,7 @@ static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *er
         {"dataset", 0, "NAME", "take the prompt from a dataset (built-in name or path)", NULL, DB_OPT_STR, &g->dataset},
         {"index", 'i', "N", "sample index in --dataset (default 0)", NULL, DB_OPT_INT, &g->index},
         {"tokenizer", 0, "FILE", "tokenizer.json (default: the target directory's)", NULL, DB_OPT_STR, &g->tok_path},
-        {"chat-template", 0, "NAME", "auto (default), none, chatml, llama3", NULL, DB_OPT_STR, &g->template_name},
+        {"chat-template", 0, "NAME", DB_CHAT_TEMPLATE_NAMES " (default auto)", NULL, DB_OPT_STR, &g->template_name},
         {"thinking", 0, NULL, "Qwen3 thinking on (chatml: no empty think block)", NULL, DB_OPT_FLAG, &g->thinking},
         {"prompt-ids", 0, "IDS", "prompt token ids, e.g. 1,2,3", NULL, DB_OPT_STR, &g->ids_text},
         {"prompt-ids-file", 0, "FILE", "file of prompt token ids (commas or whitespace)", NULL, DB_OPT_STR, &g->ids_file},
@@ -157,8 +157,8 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     if (g.variant_name && db_variant_parse(g.variant_name, &variant) != 0)
         return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s' (%s)", g.variant_name,
                        db_variant_names(names, sizeof names, 0));
-    db_chat_template tmpl = DB_CHAT_AUTO;
-    if (strcmp(g.template_name, "auto") != 0 && (rc = db_chat_template_parse(g.template_name, &tmpl, err, errlen)))
+    db_chat_template tmpl;
+    if ((rc = db_chat_template_parse(g.template_name, &tmpl, err, errlen)))
         return rc;
     int *prompt = NULL, n_prompt = 0, text_mode = g.prompt_text || g.dataset;
     db_tokenizer tok = {0};

@@ -323,7 +323,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"context", 0, "N", "context of the predicted step (default prompt + n/2)", NULL, DB_OPT_INT, &p->context},
         {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &p->profile_s},
         {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &p->tau_arg},
-        {"dtype", 0, "TYPE", "weight dtype: bf16, f16, f32, q8_0, q4_0, q4_k, q5_k, q6_k (default: the target checkpoint's main dtype, else bf16; quantized: predicted only)", NULL, DB_OPT_STR, &p->dtype_s},
+        {"dtype", 0, "TYPE", "weight dtype: " DB_WEIGHT_DTYPE_NAMES " (default: the target checkpoint's main dtype, else bf16; quantized: predicted only)", NULL, DB_OPT_STR, &p->dtype_s},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &p->kv_s},
         {"bandwidth-gbs", 0, "X", "device memory bandwidth, GB/s (default: measured)", NULL, DB_OPT_FLOAT, &p->bw_arg},
         {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &p->gf_arg},
@@ -348,18 +348,6 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
     return db_opts_parse(&cmd, argc, argv, help, err, errlen);
 }
 
-/* an element type (synthetic.h names) or a quantized one by its backend.h name */
-static int parse_dtype(const char *s, db_dtype *dt)
-{
-    if (db_dtype_parse(s, dt) == 0) return 0;
-    for (int t = 0; t < DB_NUM_DTYPES; t++)
-        if (db_dtype_is_quant((db_dtype)t) && !strcmp(s, db_dtype_name((db_dtype)t))) {
-            *dt = (db_dtype)t;
-            return 0;
-        }
-    return -1;
-}
-
 static int check_options(plan_ctx *p, char *err, size_t errlen)
 {
     char names[200];
@@ -368,8 +356,8 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
     if (!p->target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
     if (strcmp(p->output, "md") && strcmp(p->output, "json"))
         return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", p->output);
-    if (p->dtype_s && parse_dtype(p->dtype_s, &p->dt) != 0)
-        return db_fail(err, errlen, DB_EINPUT, "--dtype %s: bf16, f16, f32, q8_0, q4_0, q4_k, q5_k or q6_k", p->dtype_s);
+    if (p->dtype_s && db_weight_dtype_parse(p->dtype_s, &p->dt) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "--dtype %s: one of " DB_WEIGHT_DTYPE_NAMES, p->dtype_s);
     if (db_variant_parse(p->variant_s, &p->variant) != 0 || !db_variant_uses_drafter(p->variant))
         return db_fail(err, errlen, DB_EINPUT, "--variant %s: one of %s", p->variant_s,
                        db_variant_names(names, sizeof names, 1));
@@ -414,10 +402,8 @@ static void tp_rows(const plan_ctx *p, FILE *f, cJSON *json)
     for (int i = 0; i < p->ntp; i++)
         for (int j = 0; j < p->nconc; j++) {
             const plan_row *r = &p->rows[j];
-            db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = r->ctx, .tau = 1, .kv_dtype = p->kv_dtype};
-            db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = r->ctx, .tau = p->tau,
-                                .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant),
-                                .kv_dtype = p->kv_dtype};
+            db_step_shape ar = db_variant_step(DB_VAR_AR, r->conc, 1, r->ctx, 1, p->kv_dtype);
+            db_step_shape cy = db_variant_step(p->variant, r->conc, p->block, r->ctx, p->tau, p->kv_dtype);
             db_tp_row t;
             db_tp_predict(&p->tc, p->d, p->dt, &p->hw, &p->link, p->tp[i], &ar, &cy, &r->mem, mem, &t);
             if (f) {
@@ -506,9 +492,7 @@ static int load_inputs(plan_ctx *p, char *err, size_t errlen)
 static void predict_at_measured_tau(const plan_ctx *p, plan_row *r)
 {
     if (!p->d) return;
-    db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = r->ctx, .tau = r->tau_meas,
-                        .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant),
-                        .kv_dtype = p->kv_dtype};
+    db_step_shape cy = db_variant_step(p->variant, r->conc, p->block, r->ctx, r->tau_meas, p->kv_dtype);
     db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc_mt);
 }
 
@@ -524,11 +508,9 @@ static void predict(plan_ctx *p)
         plan_row *r = &p->rows[i];
         r->conc = p->conc[i], r->ctx = ctx, r->tau = p->tau;
         if (r->measured) predict_at_measured_tau(p, r);
-        db_step_shape ar = {.concurrency = r->conc, .block = 1, .ctx = ctx, .tau = 1, .kv_dtype = p->kv_dtype};
+        db_step_shape ar = db_variant_step(DB_VAR_AR, r->conc, 1, ctx, 1, p->kv_dtype);
         db_roofline_step(&p->tc, NULL, p->dt, &p->hw, &ar, &r->ar);
-        db_step_shape cy = {.concurrency = r->conc, .block = p->block, .ctx = ctx, .tau = p->tau,
-                            .use_conv = db_variant_uses_conv(p->variant), .use_sel = db_variant_uses_selector(p->variant),
-                            .kv_dtype = p->kv_dtype};
+        db_step_shape cy = db_variant_step(p->variant, r->conc, p->block, ctx, p->tau, p->kv_dtype);
         if (p->d) db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc);
         db_engine_shape es = {r->conc, p->d ? p->block : 1, p->prompt_tokens, p->max_new, 0, p->kv_dtype};
         double kv, act;
