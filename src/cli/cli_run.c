@@ -3,7 +3,6 @@
  * points (bench/runner.h: warm-up, rotated timed rounds, the models target by target) and
  * appends its rows to the results directory (results_dir.h) as it finishes. */
 #include "bench/machine_load.h"
-#include "bench/profile.h"
 #include "bench/progress.h"
 #include "result/run_meta.h"
 #include "bench/runner.h"
@@ -17,7 +16,6 @@
 #include "report/results_dir.h"
 #include "base/util.h"
 
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,17 +141,6 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
     return rc || *help ? rc : db_sweep_validate(&c->sw, err, errlen);
 }
 
-static const db_point_raw *find_baseline(run_ctx *c, db_results *res, const db_point_key *k,
-                                         db_point_raw *loaded, char *err, size_t errlen)
-{
-    db_point_key ar;
-    db_point_baseline_key(k, &ar);
-    for (int i = 0; i < c->n_done; i++)
-        if (db_point_key_equal(&c->done[i].key, &ar)) return &c->done[i];
-    if (db_results_is_done(res, &ar) && db_results_load_raw(res, &ar, loaded, err, errlen) == 0) return loaded;
-    return NULL;
-}
-
 /* 1. the invocation's metadata and its points, what is checkable from names alone
  *    (db_sweep_runner_init), and an output directory that can be written */
 static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errlen)
@@ -273,7 +260,7 @@ static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
 {
     const db_point_key *k = &raw->key;
     db_point_raw loaded = {0};
-    const db_point_raw *base = find_baseline(c, &c->res, k, &loaded, err, errlen);
+    const db_point_raw *base = db_results_baseline(&c->res, c->done, c->n_done, k, &loaded, err, errlen);
     db_point_summary sum;
     int rc = DB_OK;
     if (db_point_summarize(raw, base, c->sw.seed, &sum))

@@ -544,3 +544,15 @@ void db_results_close(db_results *r)
     free(r->meta_text);
     r->meta_text = NULL;
 }
+
+const db_point_raw *db_results_baseline(const db_results *r, const db_point_raw *done, int n,
+                                        const db_point_key *k, db_point_raw *loaded, char *err,
+                                        size_t errlen)
+{
+    db_point_key ar;
+    db_point_baseline_key(k, &ar);
+    for (int i = 0; i < n; i++)
+        if (db_point_key_equal(&done[i].key, &ar)) return &done[i];
+    if (db_results_is_done(r, &ar) && db_results_load_raw(r, &ar, loaded, err, errlen) == 0) return loaded;
+    return NULL;
+}

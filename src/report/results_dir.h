@@ -68,6 +68,11 @@ int db_results_write_meta(db_results *r, const db_run_meta *m, char *err, size_t
  * are not in requests.csv and stay zero. Free with db_point_raw_free(). */
 int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw *out, char *err,
                         size_t errlen);
+/* the `ar` baseline of point k: one of done[n] (this invocation's points), else loaded from the
+ * directory into *loaded (free with db_point_raw_free); NULL when there is none */
+const db_point_raw *db_results_baseline(const db_results *r, const db_point_raw *done, int n,
+                                        const db_point_key *k, db_point_raw *loaded, char *err,
+                                        size_t errlen);
 /* resume: remove keys[n] from points.done and their rows from the tables (a group written only
  * in part runs again as a whole) */
 int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen);
