@@ -9,6 +9,7 @@
 #   src/ files: their include path is src/ plus backends/), then backends/; one found nowhere, and
 #   not a generated file of the graph, fails too, as does a folder of sources the graph does not
 #   list, a graph naming a folder that is not there, and a cycle in the graph.
+#   Last, the page's folder map names every source file (`name`, `name.h`, `cpu/name`, ...).
 set -u
 . "$(dirname "$0")/tap.sh"
 
@@ -193,4 +194,18 @@ for fo in "${folders[@]}"; do
         fi
     fi
 done
+
+# ---- the folder map names every file ----
+map=$(sed -n '/^## Folder map/,/^## \|^\*\*Layering/p' "$DOC")
+unnamed=""
+for f in "${sources[@]}"; do
+    b=${f##*/}
+    stem=${b%.*}
+    case $map in
+    *"\`$stem\`"* | *"\`$stem."* | *"/$stem\`"* | *"/$stem."*) ;;
+    *) unnamed+="$f"$'\n' ;;
+    esac
+done
+ok "$([ -z "$unnamed" ]; echo $?)" "the folder map of $DOC names every one of the ${#sources[@]} source files"
+[ -z "$unnamed" ] || printf '%s' "$unnamed" | sed 's/$/: not in the folder map/' | diag
 done_testing

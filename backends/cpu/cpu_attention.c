@@ -22,7 +22,15 @@
  * (row, head) in key order, and wsum adds the keys in increasing order into `out`, which holds
  * the accumulators between blocks (the kernels' contract, cpu_kernels.h). So the result is
  * bitwise the same whatever N, the runs, the head split or the thread count: the batch
- * invariance the lossless check needs. */
+ * invariance the lossless check needs.
+ *
+ * The kernels by run. A one-row run (a decode step): key by key, each cache row front to back
+ * for all the task's heads, 16 query heads a sum tree, with the heads kernels on AVX-512, else
+ * blocks of KB_UNPACKED positions, the next one prefetched. A verify or prefill run: blocks of KB
+ * packed once and handed to the several-query kernels, which widen an f16 block to f32 once and
+ * tile 4 queries x 4 keys (scores) or 4 queries x 64 elements (weighted sum) on AVX-512. The
+ * softmax between the passes has an AVX-512 clone beside the baseline one, picked by CPU at
+ * load. */
 #include "config.h"
 #include "cpu_attention.h"
 #include "vec_math.h"
