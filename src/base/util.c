@@ -2,6 +2,7 @@
  * wrappers with fault injection are backends/alloc.c. */
 #include "base/util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -22,6 +23,44 @@ int db_fail(char *err, size_t errlen, int status, const char *fmt, ...)
         va_end(ap);
     }
     return status;
+}
+
+/* cJSON allocations that failed in this thread: a parse that returned NULL while the count grew
+ * ran out of memory */
+static _Thread_local unsigned long json_failures;
+
+static void *json_malloc(size_t n)
+{
+    void *p = db_malloc_at(n, "cJSON");
+    if (!p) json_failures++;
+    return p;
+}
+
+void db_json_init(void)
+{
+    cJSON_Hooks h = {json_malloc, free};
+    cJSON_InitHooks(&h);
+}
+
+cJSON *db_json_parse(const char *text, size_t len, int *oom)
+{
+    unsigned long before = json_failures;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    *oom = !j && json_failures != before;
+    return j;
+}
+
+cJSON *db_json_ok(int *oom, cJSON *x)
+{
+    if (!x) *oom = 1;
+    return x;
+}
+
+void db_json_add(int *oom, cJSON *parent, const char *key, cJSON *item)
+{
+    if (item && (key ? cJSON_AddItemToObject(parent, key, item) : cJSON_AddItemToArray(parent, item))) return;
+    cJSON_Delete(item);
+    *oom = 1;
 }
 
 double db_now(void)

@@ -55,6 +55,22 @@ int db_path_join(char *buf, size_t n, const char *dir, const char *name);
  * allocates must handle NULL: return DB_ERUNTIME with a message naming what it was allocating. */
 #include "alloc.h"
 
+/* cJSON on the same wrappers: cJSON_InitHooks once, at startup (main, the test programs), so
+ * its allocations count for fault injection as one site, "cJSON" */
+void db_json_init(void);
+/* cJSON_ParseWithLength that tells out of memory from bad JSON: NULL with *oom = 1 when one of
+ * cJSON's allocations failed (the caller returns DB_ERUNTIME), NULL with *oom = 0 when the text
+ * does not parse */
+struct cJSON;
+struct cJSON *db_json_parse(const char *text, size_t len, int *oom);
+/* Building a cJSON document with every result checked: db_json_ok(oom, x) passes x through and
+ * sets *oom when it is NULL (out of memory); db_json_add(oom, parent, key, item) attaches item
+ * under key (key NULL: onto the array parent), and when it cannot (item or parent NULL) frees
+ * item and sets *oom. cJSON's functions take a NULL parent harmlessly, so a builder goes on and
+ * looks at *oom once, at the end: a document without some of its fields is never used. */
+struct cJSON *db_json_ok(int *oom, struct cJSON *x);
+void db_json_add(int *oom, struct cJSON *parent, const char *key, struct cJSON *item);
+
 /* splitmix64-seeded xoshiro256** generator: reproducible streams per seed */
 typedef struct {
     uint64_t s[4];

@@ -180,8 +180,10 @@ int db_shard_recorded(const char *dir, db_shard *sh, char *err, size_t errlen)
     if (db_path_join(path, sizeof path, dir, "meta.json") != 0 || access(path, F_OK) != 0) return DB_OK;
     int rc = db_read_file(path, &text, &len, err, errlen);
     if (rc) return rc;
-    cJSON *j = cJSON_Parse(text), *s = cJSON_GetObjectItemCaseSensitive(j, "shard");
+    int oom;
+    cJSON *j = db_json_parse(text, strlen(text), &oom), *s = cJSON_GetObjectItemCaseSensitive(j, "shard");
     free(text);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
     if (s) {
         cJSON *k = cJSON_GetObjectItemCaseSensitive(s, "index"), *c = cJSON_GetObjectItemCaseSensitive(s, "count");
         if (!cJSON_IsNumber(k) || !cJSON_IsNumber(c) || c->valueint < 1 || k->valueint < 0 || k->valueint >= c->valueint)

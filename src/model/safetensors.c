@@ -185,7 +185,9 @@ static int parse_file(db_st_set *s, int fi, int *cap, const cJSON *only, char *e
     if (hlen > MAX_HEADER || hlen < 2)
         return db_fail(err, errlen, DB_EINPUT, "%s: implausible header length %llu", f->path,
                        (unsigned long long)hlen);
-    cJSON *root = cJSON_ParseWithLength((const char *)b + 8, (size_t)hlen);
+    int oom;
+    cJSON *root = db_json_parse((const char *)b + 8, (size_t)hlen, &oom);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing the header", f->path);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return db_fail(err, errlen, DB_EINPUT, "%s: header is not a JSON object", f->path);
@@ -276,7 +278,9 @@ static int open_index(db_st_set *s, const char *dir, const char *index_path, con
                       const db_st_mem_file *mem, int nmem, char *err, size_t errlen)
 {
     int rc = DB_OK;
-    cJSON *root = cJSON_Parse(txt);
+    int oom;
+    cJSON *root = db_json_parse(txt, strlen(txt), &oom);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", index_path);
     const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
     if (!cJSON_IsObject(wm)) {
         cJSON_Delete(root);

@@ -199,8 +199,11 @@ static int parse_lines(db_dataset *ds, char *text, size_t len, int plain, char *
             rc = check_text(&w, "text", line);
             if (!rc && add_turn(&s, db_strdup(line))) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
         } else {
-            cJSON *o = cJSON_ParseWithLength(line, n);
-            if (!cJSON_IsObject(o))
+            int oom;
+            cJSON *o = db_json_parse(line, n, &oom);
+            if (oom)
+                rc = db_fail(err, errlen, DB_ERUNTIME, "%s:%d: out of memory parsing the line", ds->path, w.line);
+            else if (!cJSON_IsObject(o))
                 rc = db_fail(err, errlen, DB_EINPUT, "%s:%d: not a JSON object", ds->path, w.line);
             else if (!detected && !(detected = detect(o, &ds->format)))
                 rc = db_fail(err, errlen, DB_EINPUT, "%s:%d: no prompt field (expected question, problem, prompt, "

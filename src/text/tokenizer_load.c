@@ -486,7 +486,9 @@ int db_tokenizer_parse(db_tokenizer *tok, const char *label, const char *text, s
 {
     memset(tok, 0, sizeof *tok);
     snprintf(tok->path, sizeof tok->path, "%s", label);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    int oom;
+    cJSON *root = db_json_parse(text, len, &oom);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", label);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
