@@ -129,7 +129,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
         else if (slash == path) snprintf(dir, sizeof dir, "/");
         else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
         mm->files = db_calloc(1, sizeof *mm->files);
-        if (!mm->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!mm->files) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its weight file", path);
         snprintf(mm->files[0].name, sizeof mm->files[0].name, "%s", slash ? slash + 1 : path);
         mm->n_files = 1;
     } else {
@@ -144,7 +144,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
                 db_weight_file *nf = db_realloc(mm->files, sizeof *nf * (size_t)cap);
                 if (!nf) {
                     closedir(d);
-                    return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                    return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its weight files", path);
                 }
                 mm->files = nf;
             }

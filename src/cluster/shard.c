@@ -116,8 +116,8 @@ static int by_cost(const void *a, const void *b)
 
 int db_shard_assign(const db_point_key *keys, int n, const double *cost, int count, int *shard_of)
 {
-    group *g = malloc(sizeof *g * (size_t)(n > 0 ? n : 1));
-    double *load = calloc((size_t)count, sizeof *load);
+    group *g = db_malloc(sizeof *g * (size_t)(n > 0 ? n : 1));
+    double *load = db_calloc((size_t)count, sizeof *load);
     if (!g || !load) {
         free(g), free(load);
         return DB_ERUNTIME;
@@ -144,7 +144,7 @@ int db_shard_assign(const db_point_key *keys, int n, const double *cost, int cou
 int db_shard_apply(const db_shard *sh, const char *hash, db_point_key *keys, int *n, const double *cost,
                    cJSON **meta, char *err, size_t errlen)
 {
-    int *of = malloc(sizeof *of * (size_t)(*n > 0 ? *n : 1));
+    int *of = db_malloc(sizeof *of * (size_t)(*n > 0 ? *n : 1));
     cJSON *o = cJSON_CreateObject(), *pts = NULL;
     if (o && cJSON_AddNumberToObject(o, "index", sh->index) && cJSON_AddNumberToObject(o, "count", sh->count) &&
         cJSON_AddStringToObject(o, "sweep_hash", hash) &&
@@ -166,7 +166,7 @@ int db_shard_apply(const db_shard *sh, const char *hash, db_point_key *keys, int
     free(of);
     if (rc) {
         cJSON_Delete(o);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory partitioning %d points into %d shards", *n, sh->count);
     }
     *meta = o;
     return DB_OK;
