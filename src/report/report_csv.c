@@ -293,7 +293,11 @@ cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_p
         cJSON *x = !r->num[j] ? cJSON_CreateString(v)
                    : v[0]     ? cJSON_CreateNumber(strtod(v, NULL))
                               : cJSON_CreateNull();
-        cJSON_AddItemToObject(o, r->name[j], x);
+        if (!x || !cJSON_AddItemToObject(o, r->name[j], x)) { /* out of memory: no partial row */
+            cJSON_Delete(x);
+            cJSON_Delete(o);
+            o = NULL;
+        }
     }
     free(r);
     return o;
