@@ -50,9 +50,17 @@ static int prompts_from_file(prompt_set *ps, const char *path, char *err, size_t
             continue;
         }
         if (ps->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            ps->ids = realloc(ps->ids, sizeof(int *) * (size_t)cap);
-            ps->len = realloc(ps->len, sizeof(int) * (size_t)cap);
+            int ncap = cap ? cap * 2 : 16;
+            int **ni = db_realloc(ps->ids, sizeof(int *) * (size_t)ncap);
+            if (ni) ps->ids = ni;
+            int *nl = ni ? db_realloc(ps->len, sizeof(int) * (size_t)ncap) : NULL;
+            if (nl) ps->len = nl;
+            if (!ni || !nl) {
+                free(ids);
+                rc = db_fail(err, errlen, DB_ERUNTIME, "%s:%d: out of memory listing the prompts", path, line);
+                break;
+            }
+            cap = ncap;
         }
         ps->ids[ps->n] = ids;
         ps->len[ps->n++] = n;
@@ -62,18 +70,21 @@ static int prompts_from_file(prompt_set *ps, const char *path, char *err, size_t
     return rc;
 }
 
-static void prompts_random(prompt_set *ps, int n, int vocab, uint64_t seed)
+static int prompts_random(prompt_set *ps, int n, int vocab, uint64_t seed, char *err, size_t errlen)
 {
     db_rng rng;
     db_rng_seed(&rng, seed);
+    ps->ids = db_calloc((size_t)n, sizeof(int *));
+    ps->len = db_calloc((size_t)n, sizeof(int));
+    if (!ps->ids || !ps->len) return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating %d random prompts", n);
     ps->n = n;
-    ps->ids = calloc((size_t)n, sizeof(int *));
-    ps->len = calloc((size_t)n, sizeof(int));
     for (int i = 0; i < n; i++) {
         ps->len[i] = 4 + (int)(db_rng_next(&rng) % 13);
-        ps->ids[i] = malloc(sizeof(int) * (size_t)ps->len[i]);
+        ps->ids[i] = db_malloc(sizeof(int) * (size_t)ps->len[i]);
+        if (!ps->ids[i]) return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating random prompt %d", i);
         for (int j = 0; j < ps->len[i]; j++) ps->ids[i][j] = (int)(db_rng_next(&rng) % (uint64_t)vocab);
     }
+    return DB_OK;
 }
 
 /* run every prompt; outputs into out[i] */
@@ -85,7 +96,11 @@ static int run_all(db_session *s, const db_gen_params *p, int conc, const prompt
     db_engine *e;
     int rc = db_engine_create(&e, &s->target, s->has_drafter ? &s->drafter : NULL, p, conc, maxp, err, errlen);
     if (rc) return rc;
-    db_request *r = calloc((size_t)ps->n, sizeof *r);
+    db_request *r = db_calloc((size_t)ps->n, sizeof *r);
+    if (!r) {
+        db_engine_destroy(e);
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating %d requests", ps->n);
+    }
     for (int i = 0; i < ps->n; i++) r[i] = (db_request){.prompt = ps->ids[i], .n_prompt = ps->len[i], .out = out[i]};
     rc = db_engine_run(e, r, ps->n, db_now(), NULL, NULL, err, errlen);
     for (int i = 0; i < ps->n; i++) nout[i] = r[i].n_out;
@@ -167,17 +182,19 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
             return db_fail(err, errlen, DB_EINPUT, "block size %d outside 2..%d (%s)", c->blocks[i], Bmax,
                            c->s.drafter.cfg.base.path);
     if (c->prompts_file) rc = prompts_from_file(&c->ps, c->prompts_file, err, errlen);
-    else prompts_random(&c->ps, c->n_random, c->s.target.cfg.vocab, (uint64_t)c->seed);
+    else rc = prompts_random(&c->ps, c->n_random, c->s.target.cfg.vocab, (uint64_t)c->seed, err, errlen);
     for (int i = 0; i < c->ps.n && !rc; i++) rc = db_session_check_ids(&c->s, c->ps.ids[i], c->ps.len[i], err, errlen);
     if (rc) return rc;
     int n = c->ps.n;
-    c->ref = calloc((size_t)n, sizeof(int *)), c->out = calloc((size_t)n, sizeof(int *));
-    c->nref = calloc((size_t)n, sizeof(int)), c->nout = calloc((size_t)n, sizeof(int));
-    if (!c->ref || !c->out || !c->nref || !c->nout) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    c->ref = db_calloc((size_t)n, sizeof(int *)), c->out = db_calloc((size_t)n, sizeof(int *));
+    c->nref = db_calloc((size_t)n, sizeof(int)), c->nout = db_calloc((size_t)n, sizeof(int));
+    if (!c->ref || !c->out || !c->nref || !c->nout)
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the outputs of %d prompts", n);
     for (int i = 0; i < n; i++) {
-        c->ref[i] = malloc(sizeof(int) * (size_t)c->max_new);
-        c->out[i] = malloc(sizeof(int) * (size_t)c->max_new);
-        if (!c->ref[i] || !c->out[i]) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        c->ref[i] = db_malloc(sizeof(int) * (size_t)c->max_new);
+        c->out[i] = db_malloc(sizeof(int) * (size_t)c->max_new);
+        if (!c->ref[i] || !c->out[i])
+            return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the outputs of prompt %d", i);
     }
     return DB_OK;
 }
