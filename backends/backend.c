@@ -1,6 +1,7 @@
 /* backend.c — backend registry, dtype conversions and weight upload helpers shared by every
  * backend. */
 #include "config.h"
+#include "alloc.h"
 #include "backend.h"
 #include "backend_profile.h"
 
@@ -67,7 +68,7 @@ int db_backend_create(const char *name, const db_backend_opts *opts, db_backend 
         snprintf(err, errlen, "backend '%s' is not compiled into this binary (see --version)", name);
         return -2;
     }
-    db_backend *be = calloc(1, sizeof *be);
+    db_backend *be = db_calloc(1, sizeof *be);
     if (!be) {
         snprintf(err, errlen, "out of memory creating backend %s", name);
         return -1;
@@ -110,7 +111,7 @@ int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dt
 
 float *db_upload_f32(db_backend *be, const void *host, db_dtype dtype, size_t n)
 {
-    float *tmp = malloc(n * sizeof(float));
+    float *tmp = db_malloc(n * sizeof(float));
     if (!tmp) return NULL;
     db_convert_to_f32(tmp, host, dtype, n);
     float *d = be->ops->alloc(be, n * sizeof(float));
@@ -248,7 +249,7 @@ int db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
     }
     for (int i = 0; i < n; i++) x[i] = (float)(x[i] / sum);
     if (!((top_k > 0 && top_k < n) || top_p < 1.0f)) return 0;
-    val_id *buf = malloc(sizeof(val_id) * (size_t)n);
+    val_id *buf = db_malloc(sizeof(val_id) * (size_t)n);
     if (!buf) return -1;
     for (int i = 0; i < n; i++) buf[i] = (val_id){x[i], i};
     qsort(buf, (size_t)n, sizeof *buf, val_id_desc);
@@ -300,7 +301,7 @@ int db_fill_random(db_backend *be, void *dst, size_t n, db_dtype dt, uint64_t se
     /* fallback: 1 Mi elements at a time through a host buffer */
     const size_t chunk = (size_t)1 << 20;
     size_t es = db_dtype_size(dt);
-    void *buf = malloc((n < chunk ? n : chunk) * es + 1);
+    void *buf = db_malloc((n < chunk ? n : chunk) * es + 1);
     if (!buf) {
         snprintf(be->err, sizeof be->err, "fill_random: out of host memory");
         return -1;

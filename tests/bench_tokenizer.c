@@ -53,6 +53,7 @@ static char *make_text(size_t bytes, db_rng *r)
 
 int main(int argc, char **argv)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     char def[1200], err[512];
     const char *root = getenv("DB_SOURCE_ROOT");
     snprintf(def, sizeof def, "%s/models/tiny-qwen3/tokenizer.json", root ? root : ".");

@@ -9,6 +9,8 @@
 #   buffers on the backend (a failed load must leave the backend to free them: exit 1, one error
 #   line, no sanitizer report). Only those sites: a plan measures the device for seconds (minutes
 #   under the sanitizers), and its other sites are the loaders' and the engine's, failed above.
+#   `merge` of two shards: every allocation site it reaches failed once: exit 1 (out of memory,
+#   not bad input), one line, no sanitizer report, nothing written (no OUT, no temporary beside it).
 #   Writes: stdout on /dev/full; a results file reaching RLIMIT_FSIZE mid-sweep (exit 1, one
 #   line naming the file), then --resume without the limit completes every point exactly once.
 set -u
@@ -91,6 +93,34 @@ while read -r idx site; do
     ok "$good" "plan, allocation $idx ($site) fails: exit $rc, '${msg:0:100}'"
     [ "$good" = 0 ] || head -20 "$tmp/plan-f.stderr" | diag
 done <"$tmp/plan.synth"
+
+# merge: two shards of a small sweep, then every allocation site of their merge failed once
+shard_args=(run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 1 --max-new-tokens 4
+            --warmup 0 --threads 1 --variant ar,dflash2 -c 1,2 -B 4 -o csv)
+"$BIN" "${shard_args[@]}" --shard 0/2 --out "$tmp/shard0" >/dev/null 2>"$tmp/shard0.err" &&
+    "$BIN" "${shard_args[@]}" --shard 1/2 --out "$tmp/shard1" >/dev/null 2>"$tmp/shard1.err"
+rc=$?
+merge_args=(merge "$tmp/merged" "$tmp/shard0" "$tmp/shard1")
+[ "$rc" = 0 ] && DB_FAULT_ALLOC_LOG="$tmp/merge.sites" "$BIN" "${merge_args[@]}" >/dev/null 2>"$tmp/merge.stderr"
+rc=$?
+sites=$(wc -l <"$tmp/merge.sites" 2>/dev/null || echo 0)
+ok "$([ "$rc" = 0 ] && [ "$sites" -gt 0 ] && [ -d "$tmp/merged" ]; echo $?)" \
+    "merge of two shards without faults: exit $rc, $sites allocation sites"
+[ "$rc" = 0 ] || cat "$tmp"/shard[01].err "$tmp/merge.stderr" 2>/dev/null | diag
+rm -rf "$tmp/merged"
+while read -r idx site; do
+    DB_FAULT_ALLOC=$idx "$BIN" "${merge_args[@]}" >/dev/null 2>"$tmp/merge-f.stderr"
+    rc=$?
+    lines=$(wc -l <"$tmp/merge-f.stderr")
+    msg=$(head -1 "$tmp/merge-f.stderr")
+    left=$(ls -d "$tmp"/merged* 2>/dev/null | wc -l)
+    good=1
+    [ "$rc" = 1 ] && [ "$lines" = 1 ] && [ "$left" = 0 ] && [[ $msg == "dflash-bench merge: "* ]] && good=0
+    grep -q -E 'Sanitizer|runtime error' "$tmp/merge-f.stderr" && good=1
+    ok "$good" "merge, allocation $idx ($site) fails: exit $rc, '${msg:0:100}'$([ "$left" = 0 ] || echo ", $left left behind")"
+    [ "$good" = 0 ] || head -20 "$tmp/merge-f.stderr" | diag
+    rm -rf "$tmp"/merged*
+done <"$tmp/merge.sites"
 
 # ---- write failures ----
 if [ -w /dev/full ]; then

@@ -212,6 +212,7 @@ static int rm_case_dirs(void)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     db_backend_opts o = {.threads = 1};
     if (db_backend_create("cpu", &o, &be, err, sizeof err) != 0) {
         printf("Bail out! %s\n", err);

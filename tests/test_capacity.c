@@ -724,6 +724,7 @@ static void test_cli(void)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     setup();
     /* preset profiles: the source tree's configs/profiles (the data root, base/paths.h) */
     const char *root = getenv("DB_SOURCE_ROOT");

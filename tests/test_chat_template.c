@@ -25,6 +25,7 @@ static void expect(db_chat_template t, const db_chat_msg *m, int n, int gen, int
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     const db_chat_msg one[] = {{"user", "Hi"}};
     expect(DB_CHAT_CHATML, one, 1, 1, 0,
            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",

@@ -80,6 +80,7 @@ static int same_counts(const db_req_stats *a, const db_req_stats *b, char *why, 
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     char err[512];
     db_backend *be;
     db_backend_opts bo = {.threads = 1, .deterministic = 1};

@@ -202,6 +202,7 @@ static void parse_in_memory(const char *name, int max)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     formats();
     shuffle();
     builtins();

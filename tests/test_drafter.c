@@ -411,6 +411,7 @@ static void check_variant_refused(void)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     db_backend_opts bo = {.deterministic = 1};
     if (db_backend_create("cpu", &bo, &be, err, sizeof err) != 0) {
         tap_ok(0, "backend: %s", err);

@@ -392,6 +392,7 @@ static void test_converted(void)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     snprintf(tmpdir, sizeof tmpdir, "/tmp/db-test-gguf-XXXXXX");
     if (!mkdtemp(tmpdir)) tap_skip_all("no temporary directory");
     layout L;

@@ -1155,6 +1155,7 @@ extern const db_backend_ops db_gpu_emu_backend_ops;
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     db_rng_seed(&rng, 20251130);
     cpu = make_backend(&db_cpu_backend_ops, 1, err, sizeof err);
     if (!cpu) {

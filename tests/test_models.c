@@ -30,6 +30,7 @@ static void on_cycle(void *user, int req, int pos, const int *block, int b, int 
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     const char *root = getenv("DB_SOURCE_ROOT");
     char models[1024], tdir[1100], d2[1100], d1[1100], d3[1100];
     snprintf(models, sizeof models, "%s/models", root ? root : ".");

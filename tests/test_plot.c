@@ -3,6 +3,7 @@
 #include "report/report.h"
 #include "report_fixture.h"
 #include "report/results_dir.h"
+#include "base/util.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
         tap_skip_all("gnuplot not installed (SETUP_EXTRAS=1 scripts/setup)");
     char base[] = "/tmp/db-plot-XXXXXX";

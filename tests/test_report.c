@@ -344,6 +344,7 @@ static void progress(void)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     progress();
     by_hand();
     synthetic();

@@ -44,6 +44,7 @@ static void append_raw(const char *dir, const char *name, const char *text, size
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     char base[] = "/tmp/db-results-XXXXXX";
     if (!mkdtemp(base)) tap_skip_all("no temporary directory");
     char dir[256], file[300], sub[400];

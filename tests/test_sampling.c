@@ -113,6 +113,7 @@ static double run_variant(db_target *t, db_drafter *d, db_variant v, const int *
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     db_backend_opts bo = {.threads = 1}; /* tiny matrices: threads would only add barriers */
     if (db_backend_create("cpu", &bo, &be, err, sizeof err) != 0) return tap_done();
     db_target t;

@@ -23,6 +23,7 @@ static void sha256_buf(const void *data, size_t n, char hex[65])
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     char hex[65];
     sha256_buf("abc", 3, hex);
     tap_ok(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),

@@ -158,6 +158,7 @@ static void check_fixture(const char *name, double tol, int deterministic)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     check_fixture("qwen3-f32-tied", 1e-4, 1);
     check_fixture("qwen3-f32-sharded", 1e-4, 1);
     check_fixture("llama-f32", 1e-4, 1);

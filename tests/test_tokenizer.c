@@ -237,6 +237,7 @@ static void check_tiny_qwen3(void)
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     cJSON *g = read_json(tu_data("tokenizer/golden.json"));
     if (!g) {
         tap_ok(0, "read tests/data/tokenizer/golden.json");

@@ -18,6 +18,7 @@ static int near(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b) + 1e-
 
 int main(void)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     char err[512], tpath[1200], dpath[1200];
     const char *root = getenv("DB_SOURCE_ROOT");
     snprintf(tpath, sizeof tpath, "%s/configs/models/qwen3-27b-class.json", root ? root : ".");

@@ -32,6 +32,7 @@
  * softmax between the passes has an AVX-512 clone beside the baseline one, picked by CPU at
  * load. */
 #include "config.h"
+#include "alloc.h"
 #include "cpu_attention.h"
 #include "vec_math.h"
 
@@ -293,7 +294,7 @@ int db_cpu_attention(const db_attn_args *a, int nthreads, db_attn_scratch *s, si
     size_t score_bytes = sizeof(float) * sc_floats * (size_t)nthreads;
     *need = score_bytes + sizeof(attn_task) * ntasks;
     if (*need > s->cap) {
-        void *p = realloc(s->buf, *need);
+        void *p = db_realloc(s->buf, *need);
         if (!p) return -1;
         s->buf = p, s->cap = *need;
     }

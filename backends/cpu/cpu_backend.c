@@ -9,6 +9,7 @@
  * into be->err and latches the failure (backend.h); sync, download, topk and pair_scores then
  * return -1, so the engine stops at its next checked call instead of using a wrong result. */
 #include "config.h"
+#include "alloc.h"
 #include "backend.h"
 #include "cpu_kernels.h"
 #include "cpu_attention.h"
@@ -81,7 +82,7 @@ static float *thread_scratch(size_t width, int *nthreads, size_t *bytes)
     *nthreads = 1;
 #endif
     *bytes = sizeof(float) * width * (size_t)*nthreads;
-    return malloc(*bytes);
+    return db_malloc(*bytes);
 }
 
 /* the calling thread's row of a thread_scratch block (inside the team of that size) */
@@ -132,9 +133,9 @@ static void cpu_dfree(db_backend *be, void *p)
 
 static int cpu_init(db_backend *be, const db_backend_opts *opts)
 {
-    cpu_ctx *c = calloc(1, sizeof *c);
+    cpu_ctx *c = db_calloc(1, sizeof *c);
     if (!c) {
-        snprintf(be->err, sizeof be->err, "out of memory");
+        snprintf(be->err, sizeof be->err, "out of memory allocating the CPU backend context");
         return -1;
     }
     const char *simd = "c";
@@ -235,7 +236,7 @@ static int matmul_blas(db_backend *be, float *y, const float *x, const db_weight
     float beta = accumulate ? 1.0f : 0.0f;
     int nthreads = be->threads > 0 ? be->threads : 1;
     if (w->dtype != DB_F32 && c->panel_cols < (size_t)nin) {
-        float *p = realloc(c->panel, sizeof(float) * BLAS_PANEL * (size_t)nin * (size_t)nthreads);
+        float *p = db_realloc(c->panel, sizeof(float) * BLAS_PANEL * (size_t)nin * (size_t)nthreads);
         if (!p) return -1;
         c->panel = p;
         c->panel_cols = (size_t)nin;
@@ -314,9 +315,9 @@ static const float *rope_table(cpu_ctx *c, const int *pos, int n, int hd, float 
         return c->rope_cs;
     if ((size_t)n * (size_t)half > (size_t)c->rope_cap || n > c->rope_cap) {
         size_t want = (size_t)n * (size_t)(half > 1 ? half : 1);
-        float *cs = realloc(c->rope_cs, sizeof(float) * 2 * want);
+        float *cs = db_realloc(c->rope_cs, sizeof(float) * 2 * want);
         if (cs) c->rope_cs = cs;
-        int *p = cs ? realloc(c->rope_pos, sizeof(int) * want) : NULL;
+        int *p = cs ? db_realloc(c->rope_pos, sizeof(int) * want) : NULL;
         if (p) c->rope_pos = p;
         if (!cs || !p) {
             c->rope_n = -1; /* the table no longer matches anything */
@@ -597,7 +598,7 @@ static int cpu_accept(db_backend *be, int *accepted, int *bonus, float *p, const
                       const double *u, int nq, int block, int v)
 {
     if (((cpu_ctx *)be->ctx)->failed) return -1;
-    float *res = malloc(sizeof(float) * (size_t)(v > 0 ? v : 1));
+    float *res = db_malloc(sizeof(float) * (size_t)(v > 0 ? v : 1));
     if (!res) {
         snprintf(be->err, sizeof be->err, "accept: cannot allocate %zu bytes of scratch memory",
                  sizeof(float) * (size_t)v);
@@ -707,7 +708,7 @@ static void cpu_markov_bias(db_backend *be, float *x, const int *prev, const db_
 {
     int R = w2->cols, Vd = w2->rows;
     if (n <= 0 || R != w1->cols) return;
-    float *u = malloc(sizeof(float) * (size_t)R);
+    float *u = db_malloc(sizeof(float) * (size_t)R);
     if (!u) {
         latch(be, "markov_bias", sizeof(float) * (size_t)R);
         return;
@@ -734,7 +735,7 @@ static int cpu_select_walk(db_backend *be, int *draft, float *q, const float *g,
                            float temperature, float top_p, int top_k)
 {
     size_t n = (size_t)nq * steps, bytes = sizeof(float) * (n * k * k + (size_t)k);
-    float *pairs = malloc(bytes ? bytes : 1);
+    float *pairs = db_malloc(bytes ? bytes : 1);
     if (!pairs) {
         snprintf(be->err, sizeof be->err, "select_walk: cannot allocate %zu bytes of scratch memory", bytes);
         return -1;

@@ -14,7 +14,8 @@
 
 #include "cpu_kernels.h"
 
-/* plain C: dequantizes row o into a buffer, then sequential dot products (k = 0..I-1) */
+/* plain C: dequantizes row o into a stack buffer (4096 values at a time), then sequential dot
+ * products (k = 0..I-1); allocates nothing */
 void db_matmul_quant_ref(float *y, const float *x, const void *w, db_dtype dt, int n, int O,
                          int I, int o0, int o1, int accumulate);
 #if HAVE_X86_SIMD

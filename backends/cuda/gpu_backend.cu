@@ -43,6 +43,7 @@
 extern "C" {
 #include "backend.h"
 }
+#include "alloc.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -150,7 +151,7 @@ int tab_insert(gpu_ctx *c, void *p, size_t bytes)
 {
     if ((c->tab_n + 1) * 2 > c->tab_cap) {
         size_t cap = c->tab_cap ? c->tab_cap * 2 : 256;
-        alloc_entry *t = (alloc_entry *)calloc(cap, sizeof *t);
+        alloc_entry *t = (alloc_entry *)db_calloc(cap, sizeof *t);
         if (!t) return -1;
         for (size_t i = 0; i < c->tab_cap; i++) {
             if (!c->tab[i].p) continue;
@@ -364,9 +365,9 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
         snprintf(be->err, sizeof be->err, "device %d requested, %d " DB_GPU_VENDOR " device(s) present", dev, count);
         return -1;
     }
-    gpu_ctx *c = (gpu_ctx *)calloc(1, sizeof *c);
+    gpu_ctx *c = (gpu_ctx *)db_calloc(1, sizeof *c);
     if (!c) {
-        snprintf(be->err, sizeof be->err, "out of memory");
+        snprintf(be->err, sizeof be->err, "out of memory allocating the " DB_GPU_VENDOR " backend context");
         return -1;
     }
     c->device = dev;

@@ -31,6 +31,7 @@
 extern "C" {
 #include "backend.h"
 }
+#include "alloc.h"
 
 /* ---- language ---- */
 #define __global__
@@ -91,6 +92,9 @@ inline std::vector<char> dyn_smem;
 /* resume warps and lanes last to first: a read that lacks its barrier then sees the data not
  * yet written (with the usual order the writer has often run first and hides the race) */
 inline int reverse;
+/* a launch that could not get its fibers' memory: the next cudaGetLastError() reports it, as
+ * the runtime reports a launch that failed for lack of resources */
+inline int launch_failed;
 
 [[noreturn]] inline void fail(const char *what)
 {
@@ -135,11 +139,6 @@ inline void resume(int t)
  * divergent warp-level operation, which abort. */
 inline void run_block(int nthreads)
 {
-    if (!fibers) {
-        fibers = (fiber *)calloc(MAX_THREADS, sizeof(fiber));
-        stacks = (char *)malloc((size_t)MAX_THREADS * STACK);
-        if (!fibers || !stacks) fail("out of memory");
-    }
     for (int t = 0; t < nthreads; t++) {
         fiber &f = fibers[t];
         if (!f.started) {
@@ -187,6 +186,12 @@ inline void run_block(int nthreads)
 template <typename F> void run_grid(dim3 g, dim3 b, size_t smem, F &f)
 {
     if (b.x * b.y * b.z == 0 || b.x * b.y * b.z > 1024) fail("bad block size");
+    if (!fibers) fibers = (fiber *)db_calloc(MAX_THREADS, sizeof(fiber));
+    if (!stacks) stacks = (char *)db_malloc((size_t)MAX_THREADS * STACK);
+    if (!fibers || !stacks) {
+        launch_failed = 1; /* nothing of the grid runs */
+        return;
+    }
     gdim = g;
     bdim = b;
     dyn_smem.assign(smem ? smem : 1, 0x7f); /* poisoned: kernels must write before reading */
@@ -343,8 +348,16 @@ inline cudaError_t cudaMemGetInfo(size_t *f, size_t *t)
     *t = (size_t)1 << 30;
     return cudaSuccess;
 }
-inline cudaError_t cudaGetLastError() { return cudaSuccess; }
-inline const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+inline cudaError_t cudaGetLastError()
+{
+    cudaError_t e = emu::launch_failed ? cudaErrorMemoryAllocation : cudaSuccess;
+    emu::launch_failed = 0;
+    return e;
+}
+inline const char *cudaGetErrorString(cudaError_t e)
+{
+    return e == cudaSuccess ? "no error" : e == cudaErrorMemoryAllocation ? "out of memory" : "emulated error";
+}
 inline const char *cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmu"; }
 
 template <typename... P, typename... A>

@@ -1,12 +1,11 @@
-/* util.c — error formatting, clock, file reading, paths, allocation wrappers with fault
- * injection, RNG (see util.h). */
+/* util.c — error formatting, clock, file reading, paths, RNG (see util.h); the allocation
+ * wrappers with fault injection are backends/alloc.c. */
 #include "base/util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,68 +25,42 @@ int db_fail(char *err, size_t errlen, int status, const char *fmt, ...)
     return status;
 }
 
-/* ---- allocation wrappers and the fault hook ---- */
+/* cJSON allocations that failed in this thread: a parse that returned NULL while the count grew
+ * ran out of memory */
+static _Thread_local unsigned long json_failures;
 
-static struct {
-    pthread_once_t once;
-    pthread_mutex_t lock;     /* the site log */
-    atomic_llong count;       /* allocations so far */
-    long long fail_at;        /* DB_FAULT_ALLOC, 0 = never */
-    int log_fd;               /* DB_FAULT_ALLOC_LOG, -1 = none */
-    const char *seen[4096];   /* sites already logged (open addressing on the text) */
-} fault = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER, 0, 0, -1, {0}};
-
-static void fault_init(void)
+static void *json_malloc(size_t n)
 {
-    const char *n = getenv("DB_FAULT_ALLOC"), *log = getenv("DB_FAULT_ALLOC_LOG");
-    if (n && *n) fault.fail_at = atoll(n);
-    if (log && *log) fault.log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    void *p = db_malloc_at(n, "cJSON");
+    if (!p) json_failures++;
+    return p;
 }
 
-static void log_site(long long idx, const char *site)
+void db_json_init(void)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *c = site; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    pthread_mutex_lock(&fault.lock);
-    for (size_t i = 0, n = sizeof fault.seen / sizeof *fault.seen; i < n; i++) {
-        const char **slot = &fault.seen[(h + i) % n];
-        if (*slot && strcmp(*slot, site) == 0) break;
-        if (!*slot) {
-            *slot = site;
-            dprintf(fault.log_fd, "%lld %s\n", idx, site);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&fault.lock);
+    cJSON_Hooks h = {json_malloc, free};
+    cJSON_InitHooks(&h);
 }
 
-int db_fault_alloc_next(const char *site)
+cJSON *db_json_parse(const char *text, size_t len, int *oom)
 {
-    pthread_once(&fault.once, fault_init);
-    if (!fault.fail_at && fault.log_fd < 0) return 0; /* the common case: no counting at all */
-    long long idx = atomic_fetch_add(&fault.count, 1) + 1;
-    if (fault.log_fd >= 0) log_site(idx, site);
-    return idx == fault.fail_at;
+    unsigned long before = json_failures;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    *oom = !j && json_failures != before;
+    return j;
 }
 
-void *db_malloc_at(size_t n, const char *site)
+cJSON *db_json_ok(int *oom, cJSON *x)
 {
-    return db_fault_alloc_next(site) ? NULL : malloc(n);
+    if (!x) *oom = 1;
+    return x;
 }
 
-void *db_calloc_at(size_t n, size_t size, const char *site)
+void db_json_add(int *oom, cJSON *parent, const char *key, cJSON *item)
 {
-    return db_fault_alloc_next(site) ? NULL : calloc(n, size);
-}
-
-void *db_realloc_at(void *p, size_t n, const char *site)
-{
-    return db_fault_alloc_next(site) ? NULL : realloc(p, n);
-}
-
-char *db_strdup_at(const char *s, const char *site)
-{
-    return db_fault_alloc_next(site) ? NULL : strdup(s);
+    if (item && (key ? cJSON_AddItemToObject(parent, key, item) : cJSON_AddItemToArray(parent, item))) return;
+    cJSON_Delete(item);
+    *oom = 1;
 }
 
 double db_now(void)

@@ -50,29 +50,26 @@ int db_check_min_size(const char *path, size_t size, size_t min_size, const char
 /* join dir + "/" + name into buf; DB_EINPUT when it does not fit */
 int db_path_join(char *buf, size_t n, const char *dir, const char *name);
 
-/* Allocation wrappers: malloc / calloc / realloc / strdup of the engine and the CLI. They behave
- * as the libc functions (calloc and realloc refuse a size that overflows), with one addition
- * for fault-injection tests (tests/fault_inject.sh):
- *   DB_FAULT_ALLOC=N         the N-th allocation through these (1-based, counted over the
- *                            process) returns NULL; every other one succeeds
- *   DB_FAULT_ALLOC_LOG=PATH  the first allocation at each call site appends "N file:line" to
- *                            PATH, so a test can fail every site once
- * Code that allocates must handle NULL: return DB_ERUNTIME with a message naming what it was
- * allocating. The site is the caller's file:line (the macros below). */
-void *db_malloc_at(size_t n, const char *site);
-void *db_calloc_at(size_t n, size_t size, const char *site);
-void *db_realloc_at(void *p, size_t n, const char *site);
-char *db_strdup_at(const char *s, const char *site);
-/* 1 when the next allocation is the one DB_FAULT_ALLOC fails (counts it): for allocators that
- * do not go through the wrappers (a backend's tensor memory, posix_memalign) */
-int db_fault_alloc_next(const char *site);
-#define DB_STR2(x) #x
-#define DB_STR(x) DB_STR2(x)
-#define DB_SITE __FILE__ ":" DB_STR(__LINE__)
-#define db_malloc(n) db_malloc_at((n), DB_SITE)
-#define db_calloc(n, size) db_calloc_at((n), (size), DB_SITE)
-#define db_realloc(p, n) db_realloc_at((p), (n), DB_SITE)
-#define db_strdup(s) db_strdup_at((s), DB_SITE)
+/* Allocation wrappers (db_malloc, db_calloc, db_realloc, db_strdup, DB_SITE) with fault
+ * injection: backends/alloc.h, shared with the backends, one counter for the process. Code that
+ * allocates must handle NULL: return DB_ERUNTIME with a message naming what it was allocating. */
+#include "alloc.h"
+
+/* cJSON on the same wrappers: cJSON_InitHooks once, at startup (main, the test programs), so
+ * its allocations count for fault injection as one site, "cJSON" */
+void db_json_init(void);
+/* cJSON_ParseWithLength that tells out of memory from bad JSON: NULL with *oom = 1 when one of
+ * cJSON's allocations failed (the caller returns DB_ERUNTIME), NULL with *oom = 0 when the text
+ * does not parse */
+struct cJSON;
+struct cJSON *db_json_parse(const char *text, size_t len, int *oom);
+/* Building a cJSON document with every result checked: db_json_ok(oom, x) passes x through and
+ * sets *oom when it is NULL (out of memory); db_json_add(oom, parent, key, item) attaches item
+ * under key (key NULL: onto the array parent), and when it cannot (item or parent NULL) frees
+ * item and sets *oom. cJSON's functions take a NULL parent harmlessly, so a builder goes on and
+ * looks at *oom once, at the end: a document without some of its fields is never used. */
+struct cJSON *db_json_ok(int *oom, struct cJSON *x);
+void db_json_add(int *oom, struct cJSON *parent, const char *key, struct cJSON *item);
 
 /* splitmix64-seeded xoshiro256** generator: reproducible streams per seed */
 typedef struct {

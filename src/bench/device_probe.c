@@ -178,8 +178,8 @@ int db_hw_probe_init(db_hw_probe **out, db_backend *be, db_dtype dt, size_t byte
                      size_t errlen)
 {
     *out = NULL;
-    db_hw_probe *p = calloc(1, sizeof *p);
-    if (!p) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    db_hw_probe *p = db_calloc(1, sizeof *p);
+    if (!p) return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the device probe");
     if (db_dtype_is_quant(dt)) dt = DB_BF16; /* random weights are not made quantized */
     p->be = be, p->dt = dt, p->passes = passes < 1 ? 1 : passes;
     if (budget <= 0) budget = 1;

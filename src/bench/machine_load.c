@@ -58,9 +58,11 @@ double db_load_steal(const db_load_sample *a, const db_load_sample *b)
 cJSON *db_load_json(const db_load_sample *s)
 {
     cJSON *o = cJSON_CreateObject();
-    if (o && s->ok) {
-        cJSON_AddNumberToObject(o, "loadavg_1m", s->loadavg1);
-        cJSON_AddNumberToObject(o, "procs_running", s->procs_running);
+    if (o && s->ok &&
+        (!cJSON_AddNumberToObject(o, "loadavg_1m", s->loadavg1) ||
+         !cJSON_AddNumberToObject(o, "procs_running", s->procs_running))) {
+        cJSON_Delete(o); /* out of memory: NULL rather than an object without its fields */
+        return NULL;
     }
     return o;
 }

@@ -28,7 +28,7 @@ void db_load_sample_now(db_load_sample *s);
 double db_load_other_cores(const db_load_sample *a, const db_load_sample *b);
 /* CPU steal between a and b, in seconds per wall second (NAN when unknown) */
 double db_load_steal(const db_load_sample *a, const db_load_sample *b);
-/* {"loadavg_1m", "procs_running"} of s */
+/* {"loadavg_1m", "procs_running"} of s; NULL when out of memory */
 cJSON *db_load_json(const db_load_sample *s);
 /* one object per point of raw[P] appended to points (meta.json "points"): its id, the samples
  * a and b around its group, the other and steal cores between them (-1 unknown), its major

@@ -96,7 +96,7 @@ static int read_doc(const char *spec, db_csv_doc *doc, char *path, size_t pathle
     size_t len;
     char *text = strip_comments(raw, &len);
     free(raw);
-    if (!text) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!text) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory reading it", path);
     char e[256];
     rc = db_csv_parse(text, len, doc, e, sizeof e);
     free(text);

@@ -629,8 +629,8 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
     int nprof = s->n_profile > 0 ? s->n_profile : 1;
     int ndata = s->synthetic && !s->dataset_set ? 1 : s->n_dataset;
     int ndf = s->n_drafter > 1 ? s->n_drafter : 1;
-    point_parts *p = malloc(sizeof *p);
-    db_point_key *k = malloc((total ? total : 1) * sizeof *k);
+    point_parts *p = db_malloc(sizeof *p);
+    db_point_key *k = db_malloc((total ? total : 1) * sizeof *k);
     if (!k || !p) {
         free(p);
         free(k);

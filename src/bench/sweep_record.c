@@ -20,8 +20,10 @@ int db_sweep_recorded(const char *dir, db_sweep *sw, char *err, size_t errlen)
     if (db_path_join(path, sizeof path, dir, "meta.json") != 0 || access(path, F_OK) != 0) return 1;
     int rc = db_read_file(path, &text, &len, err, errlen);
     if (rc) return rc;
-    cJSON *j = cJSON_Parse(text), *rec = cJSON_GetObjectItemCaseSensitive(j, "sweep"), *e;
+    int oom;
+    cJSON *j = db_json_parse(text, strlen(text), &oom), *rec = cJSON_GetObjectItemCaseSensitive(j, "sweep"), *e;
     free(text);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
     if (!cJSON_IsObject(rec)) {
         cJSON_Delete(j);
         return j ? 1 : db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON", path);

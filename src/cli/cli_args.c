@@ -114,8 +114,8 @@ int db_opt_apply(const db_opt_use *u, char *err, size_t errlen)
 
 int db_opts_parse(const db_cmd_opts *c, int argc, char **argv, int *help, char *err, size_t errlen)
 {
-    db_opt_use *uses = malloc(sizeof *uses * (size_t)(argc > 0 ? argc : 1));
-    if (!uses) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    db_opt_use *uses = db_malloc(sizeof *uses * (size_t)(argc > 0 ? argc : 1));
+    if (!uses) return db_fail(err, errlen, DB_ERUNTIME, "out of memory parsing %d arguments", argc);
     int n, rc = db_opts_scan(c, argc, argv, uses, &n, help, err, errlen);
     for (int i = 0; i < n && !rc && !*help; i++) rc = db_opt_apply(&uses[i], err, errlen);
     free(uses);

@@ -141,12 +141,13 @@ static double fma_peak(const char *kernel, const char **unit)
     return best;
 }
 
-/* memcpy of 2 x 128 MiB split over the threads, read + write bytes / s, best of 3 */
+/* memcpy of 2 x 128 MiB split over the threads, read + write bytes / s, best of 3; -1 when the
+ * buffers cannot be allocated */
 static double copy_bandwidth(void)
 {
     size_t bytes = (size_t)128 << 20;
-    char *a = malloc(bytes), *b = malloc(bytes);
-    double best = 0;
+    char *a = db_malloc(bytes), *b = db_malloc(bytes);
+    double best = a && b ? 0 : -1;
     if (a && b) {
         memset(a, 1, bytes);
         memset(b, 2, bytes);
@@ -269,8 +270,8 @@ static int one_row_index(const bench_row *rows, int n, const bench_row *r)
 static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err, size_t errlen)
 {
     double w;
-    double *all = malloc(sizeof(double) * (size_t)n * (size_t)reps);
-    if (!all) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    double *all = db_malloc(sizeof(double) * (size_t)n * (size_t)reps);
+    if (!all) return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the times of %d points x %d rounds", n, reps);
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         fprintf(stderr, "bench: %s rows %d ctx %d\n", pts[i].model, pts[i].rows, pts[i].ctx);
@@ -280,8 +281,8 @@ static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err,
         fprintf(stderr, "bench: round %d/%d\n", k + 1, reps);
         for (int i = 0; i < n && !rc; i++) rc = time_once(b, &pts[i], &all[(size_t)i * reps + k], err, errlen);
     }
-    double *ratio = rc ? NULL : malloc(sizeof(double) * (size_t)reps);
-    if (!rc && !ratio) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    double *ratio = rc ? NULL : db_malloc(sizeof(double) * (size_t)reps);
+    if (!rc && !ratio) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the ratios of %d rounds", reps);
     for (int i = 0; i < n && !rc; i++) {
         int j = one_row_index(pts, n, &pts[i]);
         pts[i].x1 = NAN;
@@ -466,10 +467,11 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
         rc = db_drafter_alloc(&s->drafter, &dop, err, errlen);
     }
     int cap = maxr > b->block * maxr ? maxr : b->block * maxr;
-    b->ids = malloc(sizeof(int) * (size_t)cap);
-    b->slots = malloc(sizeof(int) * (size_t)cap);
-    b->rows = malloc(sizeof(db_row) * (size_t)cap);
-    if (!rc && (!b->ids || !b->slots || !b->rows)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    b->ids = db_malloc(sizeof(int) * (size_t)cap);
+    b->slots = db_malloc(sizeof(int) * (size_t)cap);
+    b->rows = db_malloc(sizeof(db_row) * (size_t)cap);
+    if (!rc && (!b->ids || !b->slots || !b->rows))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the row lists of %d rows", cap);
     *nout = 0;
     /* the target, its matmuls alone (context plays no part: once, at the first context), the
      * drafter */
@@ -545,15 +547,19 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
                        s.drafter.cfg.block_size, s.drafter.cfg.base.path);
     }
     bench_limits lim = {0, 0, "none"};
+    double copy = 0;
     if (!strcmp(backend, "cpu")) {
         fprintf(stderr, "bench: measuring copy bandwidth and FMA peak\n");
-        lim.copy_gbs = copy_bandwidth() / 1e9;
+        copy = copy_bandwidth();
+        lim.copy_gbs = copy / 1e9;
         lim.peak_gflops = fma_peak(s.be->simd, &lim.peak_unit) / 1e9;
     }
-    bench_row *out = calloc((size_t)2 * nrows * nctx + (size_t)nrows, sizeof *out);
+    size_t nrow = (size_t)2 * nrows * nctx + (size_t)nrows;
+    bench_row *out = copy < 0 ? NULL : db_calloc(nrow, sizeof *out);
     int nout = 0;
     bench_ctx b = {.s = &s, .mode = mode, .block = block};
-    if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (copy < 0) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the 2 x 128 MiB copy-bandwidth buffers");
+    else if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating %zu bench rows", nrow);
     else rc = bench_all(&b, rows, nrows, ctxs, nctx, reps, dt, kvt, out, &nout, err, errlen);
     if (!rc && !strcmp(output, "json")) print_json(out, nout, &lim, &s, mode, dt);
     else if (!rc && !strcmp(output, "csv")) print_csv(out, nout, &lim, &s, mode);

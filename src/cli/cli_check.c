@@ -111,13 +111,15 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
     for (int i = 0; i < c->ps.ds.n && !rc; i++) rc = db_session_check_ids(&c->s, c->ps.ids[i], c->ps.len[i], err, errlen);
     if (rc) return rc;
     int n = c->ps.ds.n;
-    c->ref = calloc((size_t)n, sizeof(int *)), c->out = calloc((size_t)n, sizeof(int *));
-    c->nref = calloc((size_t)n, sizeof(int)), c->nout = calloc((size_t)n, sizeof(int));
-    if (!c->ref || !c->out || !c->nref || !c->nout) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    c->ref = db_calloc((size_t)n, sizeof(int *)), c->out = db_calloc((size_t)n, sizeof(int *));
+    c->nref = db_calloc((size_t)n, sizeof(int)), c->nout = db_calloc((size_t)n, sizeof(int));
+    if (!c->ref || !c->out || !c->nref || !c->nout)
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the outputs of %d prompts", n);
     for (int i = 0; i < n; i++) {
-        c->ref[i] = malloc(sizeof(int) * (size_t)c->max_new);
-        c->out[i] = malloc(sizeof(int) * (size_t)c->max_new);
-        if (!c->ref[i] || !c->out[i]) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        c->ref[i] = db_malloc(sizeof(int) * (size_t)c->max_new);
+        c->out[i] = db_malloc(sizeof(int) * (size_t)c->max_new);
+        if (!c->ref[i] || !c->out[i])
+            return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the outputs of prompt %d", i);
     }
     return DB_OK;
 }

@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* every cJSON result checked (util.h): out of memory is an error, not a listing without fields */
+#define J(x) db_json_ok(oom, (x))
+#define JADD(parent, key, item) db_json_add(oom, (parent), (key), (item))
+
 int db_cmd_info(int argc, char **argv, char *err, size_t errlen)
 {
     const char *fmt = "md";
@@ -26,41 +30,50 @@ int db_cmd_info(int argc, char **argv, char *err, size_t errlen)
     if (strcmp(fmt, "md") != 0 && strcmp(fmt, "json") != 0)
         return db_fail(err, errlen, DB_EINPUT, "info: -o must be md or json, not '%s'", fmt);
     const db_cpu_info *ci = db_host_cpu();
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "version", DB_VERSION);
-    cJSON_AddStringToObject(root, "git_commit", DB_GIT_COMMIT);
-    cJSON_AddStringToObject(root, "compiler", DB_COMPILER);
-    cJSON *cpu = cJSON_AddObjectToObject(root, "cpu");
-    cJSON_AddStringToObject(cpu, "model", ci->model);
-    cJSON_AddNumberToObject(cpu, "packages", ci->packages);
-    cJSON_AddNumberToObject(cpu, "cores", ci->cores);
-    cJSON_AddNumberToObject(cpu, "threads", ci->pus);
-    cJSON_AddNumberToObject(cpu, "numa_nodes", ci->numa_nodes);
-    cJSON_AddNumberToObject(cpu, "l1d_bytes", (double)ci->l1d);
-    cJSON_AddNumberToObject(cpu, "l2_bytes", (double)ci->l2);
-    cJSON_AddNumberToObject(cpu, "l3_bytes", (double)ci->l3);
-    cJSON_AddStringToObject(cpu, "topology_source", ci->source);
-    cJSON *bes = cJSON_AddArrayToObject(root, "backends");
+    int oom_flag = 0, *oom = &oom_flag;
+    cJSON *root = J(cJSON_CreateObject());
+    J(cJSON_AddStringToObject(root, "version", DB_VERSION));
+    J(cJSON_AddStringToObject(root, "git_commit", DB_GIT_COMMIT));
+    J(cJSON_AddStringToObject(root, "compiler", DB_COMPILER));
+    cJSON *cpu = J(cJSON_AddObjectToObject(root, "cpu"));
+    J(cJSON_AddStringToObject(cpu, "model", ci->model));
+    J(cJSON_AddNumberToObject(cpu, "packages", ci->packages));
+    J(cJSON_AddNumberToObject(cpu, "cores", ci->cores));
+    J(cJSON_AddNumberToObject(cpu, "threads", ci->pus));
+    J(cJSON_AddNumberToObject(cpu, "numa_nodes", ci->numa_nodes));
+    J(cJSON_AddNumberToObject(cpu, "l1d_bytes", (double)ci->l1d));
+    J(cJSON_AddNumberToObject(cpu, "l2_bytes", (double)ci->l2));
+    J(cJSON_AddNumberToObject(cpu, "l3_bytes", (double)ci->l3));
+    J(cJSON_AddStringToObject(cpu, "topology_source", ci->source));
+    cJSON *bes = J(cJSON_AddArrayToObject(root, "backends"));
     for (int i = 0; db_backends[i]; i++) {
-        cJSON *b = cJSON_CreateObject();
-        cJSON_AddStringToObject(b, "name", db_backends[i]->name);
+        cJSON *b = J(cJSON_CreateObject());
+        J(cJSON_AddStringToObject(b, "name", db_backends[i]->name));
         db_backend *be = NULL;
         char e2[256];
         db_backend_opts bo = {0};
         if (db_backend_create(db_backends[i]->name, &bo, &be, e2, sizeof e2) == 0) {
-            cJSON_AddBoolToObject(b, "usable", 1);
-            cJSON_AddStringToObject(b, "device", be->device_name);
-            cJSON_AddStringToObject(b, "simd", be->simd);
-            cJSON_AddNumberToObject(b, "threads", be->threads);
+            J(cJSON_AddBoolToObject(b, "usable", 1));
+            J(cJSON_AddStringToObject(b, "device", be->device_name));
+            J(cJSON_AddStringToObject(b, "simd", be->simd));
+            J(cJSON_AddNumberToObject(b, "threads", be->threads));
             db_backend_destroy(be);
         } else {
-            cJSON_AddBoolToObject(b, "usable", 0);
-            cJSON_AddStringToObject(b, "error", e2);
+            J(cJSON_AddBoolToObject(b, "usable", 0));
+            J(cJSON_AddStringToObject(b, "error", e2));
         }
-        cJSON_AddItemToArray(bes, b);
+        JADD(bes, NULL, b);
+    }
+    if (oom_flag) {
+        cJSON_Delete(root);
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory listing the machine");
     }
     if (strcmp(fmt, "json") == 0) {
         char *s = cJSON_Print(root);
+        if (!s) {
+            cJSON_Delete(root);
+            return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the JSON");
+        }
         printf("%s\n", s);
         free(s);
     } else {

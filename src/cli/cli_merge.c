@@ -21,10 +21,10 @@ int db_cmd_merge(int argc, char **argv, char *err, size_t errlen)
                              "merge OUT DIR...: join the results directories of one sweep's shards (run --shard K/N,\n"
                              "MPI ranks, Slurm array tasks) into OUT; every row gets the column host.",
                              opts, (int)(sizeof opts / sizeof *opts), NULL};
-    char **o = malloc(sizeof *o * (size_t)argc), **pos = malloc(sizeof *pos * (size_t)argc);
+    char **o = db_malloc(sizeof *o * (size_t)argc), **pos = db_malloc(sizeof *pos * (size_t)argc);
     if (!o || !pos) {
         free(o), free(pos);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory sorting %d arguments", argc);
     }
     o[0] = argv[0], o[1] = argv[1];
     for (int i = 2; i < argc; i++) {

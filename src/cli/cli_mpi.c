@@ -75,16 +75,21 @@ static int run_rank(int argc, char **argv, int rank, int size, int local_rank, i
 
 static int merge_ranks(const char *out, int size, char *err, size_t errlen)
 {
-    char **dirs = calloc((size_t)size, sizeof *dirs);
+    char **dirs = db_calloc((size_t)size, sizeof *dirs);
     int n = 0, rc = DB_OK;
     for (int r = 0; dirs && r < size; r++) {
         char d[1100];
         struct stat st;
         snprintf(d, sizeof d, "%s-shards/%d", out, r);
-        if (stat(d, &st) == 0 && (dirs[n] = strdup(d))) n++; /* a shard without points made none */
+        if (stat(d, &st) != 0) continue; /* a shard without points made none */
+        if (!(dirs[n] = db_strdup(d))) {
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory listing the shard directory %s", d);
+            break;
+        }
+        n++;
     }
-    if (!dirs) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    else if (!n) rc = db_fail(err, errlen, DB_ERUNTIME, "no rank wrote a shard directory under %s-shards", out);
+    if (!dirs) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory listing the shard directories of %d ranks", size);
+    else if (!rc && !n) rc = db_fail(err, errlen, DB_ERUNTIME, "no rank wrote a shard directory under %s-shards", out);
     db_merge_result mr;
     if (!rc) rc = db_merge(out, dirs, n, 0, &mr, err, errlen);
     if (!rc) fprintf(stderr, "merged %d points from %d ranks' shards (%s-shards/*): results in %s\n", mr.points, size, out, out);

@@ -636,8 +636,8 @@ static int measure_all(plan_ctx *p, char *err, size_t errlen)
 
 int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
 {
-    plan_ctx *p = calloc(1, sizeof *p);
-    if (!p) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    plan_ctx *p = db_calloc(1, sizeof *p);
+    if (!p) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the plan");
     int help = 0, rc = parse_options(p, argc, argv, &help, err, errlen);
     if (!rc && !help) rc = check_options(p, err, errlen);
     if (!rc && !help) rc = load_inputs(p, err, errlen);

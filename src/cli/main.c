@@ -63,6 +63,7 @@ int main(int argc, char **argv)
     /* a results file reaching RLIMIT_FSIZE: write() fails with EFBIG and the error names the
      * file, instead of SIGXFSZ ending the process without a word (--resume carries on) */
     signal(SIGXFSZ, SIG_IGN);
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     if (argc < 2) {
         print_help();
         return 2;

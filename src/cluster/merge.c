@@ -63,10 +63,12 @@ static int read_meta(source *s, char *err, size_t errlen)
     size_t len;
     if (db_path_join(path, sizeof path, s->dir, "meta.json"))
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", s->dir);
-    int rc = db_read_file(path, &text, &len, err, errlen);
+    int rc = db_read_file(path, &text, &len, err, errlen), oom;
+    if (rc == DB_ERUNTIME) return rc; /* out of memory reading it, named */
     if (rc) return db_fail(err, errlen, DB_EINPUT, "%s: no readable meta.json (not a results directory)", s->dir);
-    s->meta = cJSON_Parse(text);
+    s->meta = db_json_parse(text, strlen(text), &oom);
     free(text);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
     s->sweep = cJSON_GetObjectItemCaseSensitive(s->meta, "sweep");
     if (!cJSON_IsObject(s->sweep)) return db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON or no recorded sweep", path);
     char why[600];
@@ -94,14 +96,16 @@ static int read_done(source *s, char *err, size_t errlen)
     size_t len;
     db_path_join(path, sizeof path, s->dir, "points.done");
     if (access(path, F_OK) != 0) return DB_OK; /* no point completed */
-    if (db_read_file(path, &s->done_text, &len, err, errlen)) return DB_EINPUT;
+    int rc = db_read_file(path, &s->done_text, &len, err, errlen); /* out of memory: DB_ERUNTIME */
+    if (rc) return rc;
     if (len && s->done_text[len - 1] != '\n')
         return db_fail(err, errlen, DB_EINPUT, "%s: torn file: last line cut short (finish it with run --resume %s)",
                        path, s->dir);
     for (size_t i = 0; i < len; i++) s->n_done += s->done_text[i] == '\n';
-    s->done = calloc((size_t)s->n_done + 1, sizeof *s->done);
-    s->done_order = calloc((size_t)s->n_done + 1, sizeof *s->done_order);
-    if (!s->done || !s->done_order) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    s->done = db_calloc((size_t)s->n_done + 1, sizeof *s->done);
+    s->done_order = db_calloc((size_t)s->n_done + 1, sizeof *s->done_order);
+    if (!s->done || !s->done_order)
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its %d points", path, s->n_done);
     int n = 0;
     for (char *l = s->done_text, *e; (e = strchr(l, '\n')); l = e + 1) {
         *e = 0;
@@ -126,7 +130,9 @@ static int read_table(source *s, int t, const source *first, const char **schema
         return DB_OK;
     }
     db_csv_doc *d = &s->tab[t];
-    if (db_csv_read(path, d, err, errlen)) return db_fail(err, errlen, DB_EINPUT, "%s: torn file: does not parse as CSV", path);
+    int rc = db_csv_read(path, d, err, errlen);
+    if (rc == DB_ERUNTIME) return rc; /* out of memory reading or parsing it, named */
+    if (rc) return db_fail(err, errlen, DB_EINPUT, "%s: torn file: does not parse as CSV", path);
     if (d->n < 1 || d->rec[0].n < 2 || strcmp(d->rec[0].field[0], "schema_version") != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s: no header", path);
     int pc = db_csv_col(d, "point_id");
@@ -137,8 +143,9 @@ static int read_table(source *s, int t, const source *first, const char **schema
         for (int i = 0; same && i < a->n; i++) same = !strcmp(a->field[i], b->field[i]);
         if (!same) return db_fail(err, errlen, DB_EINPUT, "%s: header differs from %s's (another schema)", path, first->dir);
     }
-    char **ids = t == 0 ? calloc((size_t)d->n, sizeof *ids) : NULL;
-    int nid = 0, rc = t == 0 && !ids ? db_fail(err, errlen, DB_ERUNTIME, "out of memory") : DB_OK;
+    char **ids = t == 0 ? db_calloc((size_t)d->n, sizeof *ids) : NULL;
+    int nid = 0;
+    if (t == 0 && !ids) rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its %d rows", path, d->n - 1);
     for (int r = 1; r < d->n && !rc; r++) {
         const db_csv_record *rec = &d->rec[r];
         if (!rec->complete) rc = db_fail(err, errlen, DB_EINPUT, "%s: torn file: record %d cut short", path, r + 1);
@@ -196,8 +203,8 @@ static int collect(source *s, int n, entry **out, int *n_out, const cJSON **part
                            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(*part, j), "point_id")->valuestring);
         if (!same) return db_fail(err, errlen, DB_EINPUT, "%s: meta.json lists other points for the sweep than the first shard's", s[i].dir);
     }
-    entry *e = calloc((size_t)total + 1, sizeof *e);
-    if (!e) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    entry *e = db_calloc((size_t)total + 1, sizeof *e);
+    if (!e) return db_fail(err, errlen, DB_ERUNTIME, "out of memory listing the %d point ids of %d directories", total, n);
     int k = 0;
     for (int j = 0; j < np; j++, k++)
     {
@@ -286,12 +293,14 @@ static int write_table(const char *tmp, int t, source *s, int n, const entry *pt
             nrows += s[i].tab[t].n - 1;
         }
     if (first < 0) return DB_OK;
-    entry *by_id = malloc(sizeof *by_id * (size_t)(npts + 1));
-    row_ref *rows = malloc(sizeof *rows * (size_t)(nrows + 1));
+    entry *by_id = db_malloc(sizeof *by_id * (size_t)(npts + 1));
+    row_ref *rows = db_malloc(sizeof *rows * (size_t)(nrows + 1));
     char path[1200];
     db_path_join(path, sizeof path, tmp, tables[t]);
     FILE *f = by_id && rows ? fopen(path, "w") : NULL;
-    int rc = f ? DB_OK : db_fail(err, errlen, DB_EINPUT, "%s: cannot write", path);
+    int rc = !by_id || !rows ? db_fail(err, errlen, DB_ERUNTIME, "out of memory ordering the %d rows of %s", nrows, tables[t])
+             : f             ? DB_OK
+                             : db_fail(err, errlen, DB_EINPUT, "%s: cannot write", path);
     if (!rc) {
         memcpy(by_id, pts, sizeof *by_id * (size_t)npts);
         qsort(by_id, (size_t)npts, sizeof *by_id, cmp_entry);
@@ -322,39 +331,36 @@ static int write_text(const char *tmp, const char *name, const char *text, char 
     return bad ? db_fail(err, errlen, DB_EINPUT, "%s: cannot write", path) : DB_OK;
 }
 
+/* every cJSON result checked (util.h): out of memory fails the merge rather than leaving a
+ * field out of meta.json */
 static int write_meta(const char *tmp, source *s, int n, int npts, const entry *mis, int n_miss, char *err,
                       size_t errlen)
 {
-    cJSON *m = cJSON_CreateObject(), *srcs = cJSON_CreateArray(), *missing = cJSON_CreateArray();
-    int rc = DB_OK;
-    if (!m || !srcs || !missing) rc = DB_ERUNTIME;
-    if (!rc) {
-        cJSON_AddStringToObject(m, "merged_sweep_hash", s[0].hash);
-        cJSON_AddItemToObject(m, "sweep", cJSON_Duplicate(s[0].sweep, 1));
-        cJSON_AddNumberToObject(m, "points_merged", npts);
-        for (int i = 0; i < n_miss; i++) cJSON_AddItemToArray(missing, cJSON_CreateString(mis[i].id));
-        cJSON_AddItemToObject(m, "missing_points", missing);
-        missing = NULL;
-        for (int i = 0; i < n; i++) {
-            cJSON *o = cJSON_CreateObject();
-            if (!o) { rc = DB_ERUNTIME; break; }
-            cJSON_AddItemToArray(srcs, o);
-            char abs[PATH_MAX];
-            cJSON_AddStringToObject(o, "dir", realpath(s[i].dir, abs) ? abs : s[i].dir);
-            cJSON_AddStringToObject(o, "host", s[i].host);
-            if (s[i].shard) cJSON_AddItemToObject(o, "shard", cJSON_CreateNumber(cJSON_GetObjectItemCaseSensitive(s[i].shard, "index")->valuedouble));
-            cJSON_AddNumberToObject(o, "points", s[i].n_done);
-            cJSON_AddItemToObject(o, "meta", cJSON_Duplicate(s[i].meta, 1));
-        }
-        cJSON_AddItemToObject(m, "sources", srcs);
-        srcs = NULL;
+    int oom = 0;
+    cJSON *m = db_json_ok(&oom, cJSON_CreateObject());
+    db_json_ok(&oom, cJSON_AddStringToObject(m, "merged_sweep_hash", s[0].hash));
+    db_json_add(&oom, m, "sweep", cJSON_Duplicate(s[0].sweep, 1));
+    db_json_ok(&oom, cJSON_AddNumberToObject(m, "points_merged", npts));
+    cJSON *missing = db_json_ok(&oom, cJSON_AddArrayToObject(m, "missing_points"));
+    for (int i = 0; i < n_miss && !oom; i++) db_json_add(&oom, missing, NULL, cJSON_CreateString(mis[i].id));
+    cJSON *srcs = db_json_ok(&oom, cJSON_AddArrayToObject(m, "sources"));
+    for (int i = 0; i < n && !oom; i++) {
+        cJSON *o = cJSON_CreateObject();
+        db_json_add(&oom, srcs, NULL, o);
+        if (oom) break;
+        char abs[PATH_MAX];
+        db_json_ok(&oom, cJSON_AddStringToObject(o, "dir", realpath(s[i].dir, abs) ? abs : s[i].dir));
+        db_json_ok(&oom, cJSON_AddStringToObject(o, "host", s[i].host));
+        if (s[i].shard)
+            db_json_ok(&oom, cJSON_AddNumberToObject(o, "shard", cJSON_GetObjectItemCaseSensitive(s[i].shard, "index")->valuedouble));
+        db_json_ok(&oom, cJSON_AddNumberToObject(o, "points", s[i].n_done));
+        db_json_add(&oom, o, "meta", cJSON_Duplicate(s[i].meta, 1));
     }
-    char *text = rc ? NULL : cJSON_Print(m);
-    if (!rc && !text) rc = DB_ERUNTIME;
-    if (rc) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
-    else rc = write_text(tmp, "meta.json", text, err, errlen);
+    char *text = oom ? NULL : cJSON_Print(m);
+    int rc = text ? write_text(tmp, "meta.json", text, err, errlen)
+                  : db_fail(err, errlen, DB_ERUNTIME, "out of memory building the merged meta.json");
     free(text);
-    cJSON_Delete(m), cJSON_Delete(srcs), cJSON_Delete(missing);
+    cJSON_Delete(m);
     return rc;
 }
 
@@ -392,8 +398,8 @@ static int write_out(const char *out, source *s, int n, const entry *pts, int np
     for (int t = 0; t < NT && !rc; t++) rc = write_table(tmp, t, s, n, pts, npts, err, errlen);
     size_t len = 1;
     for (int i = 0; i < npts; i++) len += strlen(pts[i].id) + 1;
-    char *done = malloc(len), *p = done;
-    if (!rc && !done) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    char *done = db_malloc(len), *p = done;
+    if (!rc && !done) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting points.done (%d points)", npts);
     for (int i = 0; i < npts && !rc; i++) p += sprintf(p, "%s\n", pts[i].id);
     if (done) *p = 0;
     if (!rc) rc = write_text(tmp, "points.done", done, err, errlen);
@@ -408,12 +414,13 @@ static int write_out(const char *out, source *s, int n, const entry *pts, int np
 int db_merge(const char *out, char *const *dirs, int n, int allow_partial, db_merge_result *res, char *err,
              size_t errlen)
 {
-    source *s = calloc((size_t)n, sizeof *s);
+    source *s = db_calloc((size_t)n, sizeof *s);
     entry *e = NULL, *pts = NULL, *mis = NULL;
     const cJSON *part;
     const char *schema[NT] = {0};
     char miss[1600];
-    int rc = s ? check_out(out, err, errlen) : db_fail(err, errlen, DB_ERUNTIME, "out of memory"), ne = 0, npts = 0, n_miss = 0;
+    int rc = s ? check_out(out, err, errlen) : db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating %d sources", n),
+        ne = 0, npts = 0, n_miss = 0;
     for (int i = 0; i < n && !rc; i++) {
         s[i].dir = dirs[i];
         rc = read_meta(&s[i], err, errlen);
@@ -426,8 +433,8 @@ int db_merge(const char *out, char *const *dirs, int n, int allow_partial, db_me
         for (int t = 0; t < NT && !rc; t++) rc = read_table(&s[i], t, i ? &s[0] : NULL, &schema[t], err, errlen);
     }
     if (!rc) rc = collect(s, n, &e, &ne, &part, err, errlen);
-    if (!rc && (!(pts = malloc(sizeof *pts * (size_t)(ne + 1))) || !(mis = malloc(sizeof *mis * (size_t)(ne + 1)))))
-        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!rc && (!(pts = db_malloc(sizeof *pts * (size_t)(ne + 1))) || !(mis = db_malloc(sizeof *mis * (size_t)(ne + 1)))))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory sorting %d point ids", ne);
     if (!rc) rc = reconcile(s, e, ne, part != NULL, pts, &npts, mis, miss, sizeof miss, &n_miss, err, errlen);
     if (!rc && n_miss && !allow_partial)
         rc = db_fail(err, errlen, DB_ERUNTIME, "%d point%s of the sweep missing (no directory completed %s): %s; "

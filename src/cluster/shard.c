@@ -111,8 +111,8 @@ static int by_cost(const void *a, const void *b)
 
 int db_shard_assign(const db_point_key *keys, int n, const double *cost, int count, int *shard_of)
 {
-    group *g = malloc(sizeof *g * (size_t)(n > 0 ? n : 1));
-    double *load = calloc((size_t)count, sizeof *load);
+    group *g = db_malloc(sizeof *g * (size_t)(n > 0 ? n : 1));
+    double *load = db_calloc((size_t)count, sizeof *load);
     if (!g || !load) {
         free(g), free(load);
         return DB_ERUNTIME;
@@ -139,7 +139,7 @@ int db_shard_assign(const db_point_key *keys, int n, const double *cost, int cou
 int db_shard_apply(const db_shard *sh, const char *hash, db_point_key *keys, int *n, const double *cost,
                    cJSON **meta, char *err, size_t errlen)
 {
-    int *of = malloc(sizeof *of * (size_t)(*n > 0 ? *n : 1));
+    int *of = db_malloc(sizeof *of * (size_t)(*n > 0 ? *n : 1));
     cJSON *o = cJSON_CreateObject(), *pts = NULL;
     if (o && cJSON_AddNumberToObject(o, "index", sh->index) && cJSON_AddNumberToObject(o, "count", sh->count) &&
         cJSON_AddStringToObject(o, "sweep_hash", hash) &&
@@ -161,7 +161,7 @@ int db_shard_apply(const db_shard *sh, const char *hash, db_point_key *keys, int
     free(of);
     if (rc) {
         cJSON_Delete(o);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory partitioning %d points into %d shards", *n, sh->count);
     }
     *meta = o;
     return DB_OK;
@@ -175,8 +175,10 @@ int db_shard_recorded(const char *dir, db_shard *sh, char *err, size_t errlen)
     if (db_path_join(path, sizeof path, dir, "meta.json") != 0 || access(path, F_OK) != 0) return DB_OK;
     int rc = db_read_file(path, &text, &len, err, errlen);
     if (rc) return rc;
-    cJSON *j = cJSON_Parse(text), *s = cJSON_GetObjectItemCaseSensitive(j, "shard");
+    int oom;
+    cJSON *j = db_json_parse(text, strlen(text), &oom), *s = cJSON_GetObjectItemCaseSensitive(j, "shard");
     free(text);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
     if (s) {
         cJSON *k = cJSON_GetObjectItemCaseSensitive(s, "index"), *c = cJSON_GetObjectItemCaseSensitive(s, "count");
         if (!cJSON_IsNumber(k) || !cJSON_IsNumber(c) || c->valueint < 1 || k->valueint < 0 || k->valueint >= c->valueint)

@@ -83,9 +83,11 @@ void db_engine_set_test_hooks(const struct db_engine_test_hooks *h)
     test_hooks = h ? *h : (struct db_engine_test_hooks){0};
 }
 
-static void *xcalloc(size_t n, size_t sz, int *fail)
+/* the caller's site goes to the allocation wrapper, so fault injection fails each array */
+#define xcalloc(n, sz, fail) xcalloc_at((n), (sz), (fail), DB_SITE)
+static void *xcalloc_at(size_t n, size_t sz, int *fail, const char *site)
 {
-    void *p = calloc(n ? n : 1, sz);
+    void *p = db_calloc_at(n ? n : 1, sz, site);
     if (!p) *fail = 1;
     return p;
 }
@@ -125,8 +127,8 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
         return db_fail(err, errlen, DB_EINPUT,
                        "the acceptance profile has %d positions; block size %d needs %d", p->replay_n,
                        B, B - 1);
-    db_engine *e = calloc(1, sizeof *e);
-    if (!e) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    db_engine *e = db_calloc(1, sizeof *e);
+    if (!e) return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the engine");
     e->t = t;
     e->d = use_draft ? d : NULL;
     e->be = t->be;
@@ -647,8 +649,8 @@ int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_
 {
     e->reqs = reqs;
     int next = 0, done = 0, rc = DB_OK;
-    int *admitted = malloc(sizeof(int) * (size_t)e->conc), *before = malloc(sizeof(int) * (size_t)e->conc);
-    if (!admitted || !before) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    int *admitted = db_malloc(sizeof(int) * (size_t)e->conc), *before = db_malloc(sizeof(int) * (size_t)e->conc);
+    if (!admitted || !before) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the slot lists of %d requests", e->conc);
     for (int s = 0; s < e->conc; s++) e->slots[s].req = -1;
     while (rc == DB_OK) {
         /* fill free slots; a request finished by its prefill frees its slot again */

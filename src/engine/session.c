@@ -82,7 +82,7 @@ int db_parse_ids(const char *s, int **ids, int *n, char *err, size_t errlen)
     int cap = 16;
     *n = 0;
     *ids = db_malloc(sizeof(int) * (size_t)cap);
-    if (!*ids) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!*ids) return db_fail(err, errlen, DB_ERUNTIME, "out of memory parsing token ids");
     const char *p = s;
     for (;;) {
         while (*p && (isspace((unsigned char)*p) || *p == ',')) p++;
@@ -101,7 +101,7 @@ int db_parse_ids(const char *s, int **ids, int *n, char *err, size_t errlen)
             if (!ni) {
                 free(*ids);
                 *ids = NULL;
-                return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                return db_fail(err, errlen, DB_ERUNTIME, "out of memory parsing token ids (%d so far)", *n);
             }
             *ids = ni;
         }

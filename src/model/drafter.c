@@ -116,9 +116,9 @@ int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_
                              H, err, errlen)))
         goto fail;
     const char *lp = db_tensors_find(&d->st, "layers.0.input_layernorm.weight") ? "" : "model.";
-    d->layers = calloc((size_t)c->base.n_layers, sizeof *d->layers);
+    d->layers = db_calloc((size_t)c->base.n_layers, sizeof *d->layers);
     if (!d->layers) {
-        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the drafter's %d layers", c->base.n_layers);
         goto fail;
     }
     d->has_conv = c->kind == DB_DRAFTER_V2;
@@ -216,15 +216,17 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
                                   &d->s.corr};
     size_t total = db_drafter_state_bytes(c, o) / sizeof(float);
     d->scratch = d->be->ops->alloc(d->be, total * sizeof(float));
-    size_t hr = Rc > Rb ? Rc : Rb;
-    d->ids = calloc(hr, sizeof(int));
-    d->pos = calloc(hr, sizeof(int));
-    d->kv_index = calloc(hr, sizeof(int));
-    d->attn_rows = calloc(Rb, sizeof *d->attn_rows);
-    d->row_map = calloc(Rb, sizeof(int));
-    if (!d->scratch || !d->ids || !d->pos || !d->kv_index || !d->attn_rows || !d->row_map)
+    if (!d->scratch)
         return db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.1f MiB of drafter activations",
                        (double)total * 4 / 1048576.0);
+    size_t hr = Rc > Rb ? Rc : Rb;
+    d->ids = db_calloc(hr, sizeof(int));
+    d->pos = db_calloc(hr, sizeof(int));
+    d->kv_index = db_calloc(hr, sizeof(int));
+    d->attn_rows = db_calloc(Rb, sizeof *d->attn_rows);
+    d->row_map = db_calloc(Rb, sizeof(int));
+    if (!d->ids || !d->pos || !d->kv_index || !d->attn_rows || !d->row_map)
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the drafter's row index arrays (%zu rows)", hr);
     float *p = d->scratch;
     for (size_t i = 0; i < STATE_VIEWS; i++) {
         *views[i] = p;

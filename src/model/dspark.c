@@ -29,8 +29,8 @@ static int load_d2t(db_dspark_head *m, const db_tensor_set *st, const db_tensor 
     if (t->ndim != 1 || t->shape[0] != m->vd)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' must have shape [%d] (draft_vocab_size)",
                        file, name, m->vd);
-    unsigned char *seen = calloc((size_t)V, 1);
-    if (!seen) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    unsigned char *seen = db_calloc((size_t)V, 1);
+    if (!seen) return db_fail(err, errlen, DB_ERUNTIME, "out of memory checking tensor '%s' (%d target ids)", name, V);
     int rc = DB_OK;
     for (int i = 0; i < m->vd && !rc; i++) {
         int64_t off;
@@ -60,8 +60,8 @@ int db_dspark_load(db_dspark_head *m, db_backend *be, const db_tensor_set *st, i
     memset(m, 0, sizeof *m);
     m->vd = Vd;
     m->scale = 1.0f;
-    m->d2t = malloc(sizeof(int) * (size_t)Vd);
-    if (!m->d2t) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    m->d2t = db_malloc(sizeof(int) * (size_t)Vd);
+    if (!m->d2t) return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the draft-to-target id map (%d ids)", Vd);
     for (int i = 0; i < Vd; i++) m->d2t[i] = i;
     char n1[128], n2[128], nb[128];
     const db_tensor *t1 = find(st, "markov_head.markov_w1.weight", n1, sizeof n1);

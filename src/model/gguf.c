@@ -85,7 +85,7 @@ static int rd_str(cursor *c, const char *what, size_t maxlen, char **out)
             return db_fail(c->err, c->errlen, DB_EINPUT, "%s: %s of %llu bytes (1..%zu, no NUL)",
                            c->path, what, (unsigned long long)n, maxlen);
         *out = db_malloc((size_t)n + 1);
-        if (!*out) return db_fail(c->err, c->errlen, DB_ERUNTIME, "out of memory");
+        if (!*out) return db_fail(c->err, c->errlen, DB_ERUNTIME, "%s: out of memory reading its %s", c->path, what);
         memcpy(*out, c->p, (size_t)n);
         (*out)[n] = 0;
     }
@@ -200,7 +200,7 @@ static int place_tensors(db_gguf *g, size_t data_off, char *err, size_t errlen)
 {
     uint64_t data_size = g->size - data_off;
     span *sp = db_malloc(sizeof *sp * (size_t)(g->ntensors ? g->ntensors : 1));
-    if (!sp) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!sp) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory checking the offsets of %d tensors", g->path, g->ntensors);
     int rc = DB_OK;
     for (int i = 0; i < g->ntensors && !rc; i++) {
         db_gguf_tensor *t = &g->tensors[i];
@@ -281,7 +281,7 @@ static int open_gguf(db_gguf *g, const char *path, unsigned char *buf, size_t si
     g->kv = db_calloc(nkv ? nkv : 1, sizeof *g->kv);
     g->tensors = db_calloc(nt ? nt : 1, sizeof *g->tensors);
     if (!g->kv || !g->tensors) {
-        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its metadata and tensors", g->path);
         goto fail;
     }
     if ((rc = parse_kv(&c, g))) goto fail;

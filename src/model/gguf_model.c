@@ -279,7 +279,7 @@ static int unpermute_rows(db_gguf_tensor *t, int heads, const char *path, char *
                        path, t->name, (long long)rows, heads);
     size_t rb = t->nbytes / (size_t)rows, hd = (size_t)(rows / heads);
     unsigned char *tmp = db_malloc(rb * hd);
-    if (!tmp) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!tmp) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory unpermuting tensor '%s'", path, t->name);
     for (int h = 0; h < heads; h++) {
         unsigned char *head = t->data + (size_t)h * hd * rb;
         for (size_t i = 0; i < hd / 2; i++)
@@ -303,7 +303,7 @@ static int fill_set(db_tensor_set *s, db_gguf *g, const char *arch, char *err, s
                   (rc = db_gguf_int(g, ak(arch, "attention.head_count_kv"), 0, nh, 1, 4096, &nkv, err, errlen))))
         return rc;
     s->tensors = db_calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof *s->tensors);
-    if (!s->tensors) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!s->tensors) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing %d tensors", g->path, g->ntensors);
     for (int i = 0; i < g->ntensors; i++) {
         db_gguf_tensor *t = &g->tensors[i];
         char nm[320];
@@ -315,7 +315,7 @@ static int fill_set(db_tensor_set *s, db_gguf *g, const char *arch, char *err, s
             return rc;
         db_tensor *o = &s->tensors[s->ntensors];
         o->name = db_strdup(nm);
-        if (!o->name) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!o->name) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing tensor '%s'", g->path, nm);
         s->ntensors++;
         o->dtype = t->dtype;
         o->ndim = t->ndim;
@@ -340,7 +340,7 @@ int db_gguf_open_tensors(db_tensor_set *s, const char *path, char *err, size_t e
     if (rc) return rc;
     char arch[32];
     s->files = db_calloc(1, sizeof *s->files);
-    if (!s->files) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!s->files) rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory opening it", path);
     if (!rc && !(rc = read_arch(&g, arch, sizeof arch, err, errlen))) {
         /* the set takes the mapping: tensors point into it */
         s->nfiles = 1;
@@ -349,7 +349,7 @@ int db_gguf_open_tensors(db_tensor_set *s, const char *path, char *err, size_t e
         s->files[0].size = g.size;
         s->files[0].borrowed = g.borrowed;
         g.map = NULL;
-        rc = s->files[0].path ? fill_set(s, &g, arch, err, errlen) : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        rc = s->files[0].path ? fill_set(s, &g, arch, err, errlen) : db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory opening it", path);
     }
     db_gguf_close(&g);
     if (rc) {

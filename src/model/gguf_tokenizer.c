@@ -23,8 +23,13 @@ static const char LLAMA3_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-/* the pre_tokenizer object for `pre`; NULL when unknown */
-static cJSON *pre_tokenizer(const char *pre, size_t len, int *ignore_merges)
+/* Every cJSON result goes through J() / JADD() (util.h): the first NULL (out of memory) sets
+ * *oom, and the tokenizer fails rather than missing tokens or merges. */
+#define J(x) db_json_ok(oom, (x))
+#define JADD(parent, key, item) db_json_add(oom, (parent), (key), (item))
+
+/* the pre_tokenizer object for `pre`; NULL when unknown (or *oom set) */
+static cJSON *pre_tokenizer(const char *pre, size_t len, int *ignore_merges, int *oom)
 {
     const char *re = NULL;
     *ignore_merges = 0;
@@ -32,32 +37,36 @@ static cJSON *pre_tokenizer(const char *pre, size_t len, int *ignore_merges)
     else if (len == 9 && memcmp(pre, "llama-bpe", 9) == 0) re = LLAMA3_RE, *ignore_merges = 1;
     else if (!((len == 4 && memcmp(pre, "gpt2", 4) == 0) || (len == 7 && memcmp(pre, "default", 7) == 0)))
         return NULL;
-    cJSON *bl = cJSON_CreateObject();
-    cJSON_AddStringToObject(bl, "type", "ByteLevel");
-    cJSON_AddBoolToObject(bl, "add_prefix_space", 0);
-    cJSON_AddBoolToObject(bl, "use_regex", re == NULL);
+    cJSON *bl = J(cJSON_CreateObject());
+    J(cJSON_AddStringToObject(bl, "type", "ByteLevel"));
+    J(cJSON_AddBoolToObject(bl, "add_prefix_space", 0));
+    J(cJSON_AddBoolToObject(bl, "use_regex", re == NULL));
     if (!re) return bl;
-    cJSON *split = cJSON_CreateObject(), *pat = cJSON_CreateObject(), *seq = cJSON_CreateObject();
-    cJSON *list = cJSON_CreateArray();
-    cJSON_AddStringToObject(pat, "Regex", re);
-    cJSON_AddStringToObject(split, "type", "Split");
-    cJSON_AddItemToObject(split, "pattern", pat);
-    cJSON_AddStringToObject(split, "behavior", "Isolated");
-    cJSON_AddBoolToObject(split, "invert", 0);
-    cJSON_AddItemToArray(list, split);
-    cJSON_AddItemToArray(list, bl);
-    cJSON_AddStringToObject(seq, "type", "Sequence");
-    cJSON_AddItemToObject(seq, "pretokenizers", list);
+    cJSON *split = J(cJSON_CreateObject()), *pat = J(cJSON_CreateObject()), *seq = J(cJSON_CreateObject());
+    cJSON *list = J(cJSON_CreateArray());
+    J(cJSON_AddStringToObject(pat, "Regex", re));
+    J(cJSON_AddStringToObject(split, "type", "Split"));
+    JADD(split, "pattern", pat);
+    J(cJSON_AddStringToObject(split, "behavior", "Isolated"));
+    J(cJSON_AddBoolToObject(split, "invert", 0));
+    JADD(list, NULL, split);
+    JADD(list, NULL, bl);
+    J(cJSON_AddStringToObject(seq, "type", "Sequence"));
+    JADD(seq, "pretokenizers", list);
     return seq;
 }
 
-/* a NUL-terminated copy of a GGUF string into buf (grown as needed); NULL if it holds a NUL */
-static const char *cstr(const char *s, size_t len, char **buf, size_t *cap)
+/* a NUL-terminated copy of a GGUF string into buf (grown as needed); NULL if it holds a NUL or
+ * (*oom set) the buffer cannot grow */
+static const char *cstr(const char *s, size_t len, char **buf, size_t *cap, int *oom)
 {
     if (memchr(s, 0, len)) return NULL;
     if (len + 1 > *cap) {
         char *nb = db_realloc(*buf, len + 1);
-        if (!nb) return NULL;
+        if (!nb) {
+            *oom = 1;
+            return NULL;
+        }
         *buf = nb, *cap = len + 1;
     }
     memcpy(*buf, s, len);
@@ -65,7 +74,7 @@ static const char *cstr(const char *s, size_t len, char **buf, size_t *cap)
     return *buf;
 }
 
-static int add_tokens(const db_gguf *g, cJSON *vocab, cJSON *added, char *err, size_t errlen)
+static int add_tokens(const db_gguf *g, cJSON *vocab, cJSON *added, int *oom, char *err, size_t errlen)
 {
     const db_gguf_kv *toks, *types;
     int rc;
@@ -79,23 +88,24 @@ static int add_tokens(const db_gguf *g, cJSON *vocab, cJSON *added, char *err, s
     const unsigned char *p = toks->val;
     char *buf = NULL;
     size_t cap = 0;
-    for (uint64_t i = 0; i < toks->n && !rc; i++) {
+    for (uint64_t i = 0; i < toks->n && !rc && !*oom; i++) {
         const char *s, *c;
         size_t len;
         db_gguf_next_str(&p, &s, &len);
         int64_t type = types ? db_gguf_arr_int(types, i) : 1;
         if (type == 5) continue;
-        if (!(c = cstr(s, len, &buf, &cap))) {
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: tokenizer.ggml.tokens[%llu] holds a NUL byte", g->path,
-                         (unsigned long long)i);
+        if (!(c = cstr(s, len, &buf, &cap, oom))) {
+            if (!*oom)
+                rc = db_fail(err, errlen, DB_EINPUT, "%s: tokenizer.ggml.tokens[%llu] holds a NUL byte", g->path,
+                             (unsigned long long)i);
         } else if (type == 3 || type == 4) {
-            cJSON *a = cJSON_CreateObject();
-            cJSON_AddNumberToObject(a, "id", (double)i);
-            cJSON_AddStringToObject(a, "content", c);
-            cJSON_AddBoolToObject(a, "special", type == 3);
-            cJSON_AddItemToArray(added, a);
+            cJSON *a = J(cJSON_CreateObject());
+            J(cJSON_AddNumberToObject(a, "id", (double)i));
+            J(cJSON_AddStringToObject(a, "content", c));
+            J(cJSON_AddBoolToObject(a, "special", type == 3));
+            JADD(added, NULL, a);
         } else if (type == 1 || type == 2 || type == 6) {
-            cJSON_AddNumberToObject(vocab, c, (double)i);
+            J(cJSON_AddNumberToObject(vocab, c, (double)i));
         } else {
             rc = db_fail(err, errlen, DB_EINPUT, "%s: tokenizer.ggml.token_type[%llu] is %lld (1..6)", g->path,
                          (unsigned long long)i, (long long)type);
@@ -105,7 +115,7 @@ static int add_tokens(const db_gguf *g, cJSON *vocab, cJSON *added, char *err, s
     return rc;
 }
 
-static int add_merges(const db_gguf *g, cJSON *merges, char *err, size_t errlen)
+static int add_merges(const db_gguf *g, cJSON *merges, int *oom, char *err, size_t errlen)
 {
     const db_gguf_kv *m;
     int rc = db_gguf_array(g, "tokenizer.ggml.merges", 0, DB_GGUF_STRING, &m, err, errlen);
@@ -113,15 +123,17 @@ static int add_merges(const db_gguf *g, cJSON *merges, char *err, size_t errlen)
     const unsigned char *p = m->val;
     char *buf = NULL;
     size_t cap = 0;
-    for (uint64_t i = 0; i < m->n && !rc; i++) {
+    for (uint64_t i = 0; i < m->n && !rc && !*oom; i++) {
         const char *s, *c;
         size_t len;
         db_gguf_next_str(&p, &s, &len);
-        if (!(c = cstr(s, len, &buf, &cap)))
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: tokenizer.ggml.merges[%llu] holds a NUL byte", g->path,
-                         (unsigned long long)i);
-        else
-            cJSON_AddItemToArray(merges, cJSON_CreateString(c));
+        if (!(c = cstr(s, len, &buf, &cap, oom))) {
+            if (!*oom)
+                rc = db_fail(err, errlen, DB_EINPUT, "%s: tokenizer.ggml.merges[%llu] holds a NUL byte", g->path,
+                             (unsigned long long)i);
+        } else {
+            JADD(merges, NULL, cJSON_CreateString(c));
+        }
     }
     free(buf);
     return rc;
@@ -144,28 +156,30 @@ int db_gguf_tokenizer_json(const char *path, cJSON **out, char *err, size_t errl
         goto done;
     }
     if (!pre) pre = "default", pl = 7;
-    int ignore_merges;
-    cJSON *pt = pre_tokenizer(pre, pl, &ignore_merges);
-    if (!pt) {
+    int ignore_merges, oom_flag = 0, *oom = &oom_flag;
+    cJSON *pt = pre_tokenizer(pre, pl, &ignore_merges, oom);
+    if (!pt && !oom_flag) {
         rc = db_fail(err, errlen, DB_EINPUT, "%s: tokenizer.ggml.pre '%.*s' is not supported (qwen2, llama-bpe, gpt2, default)",
                      path, (int)(pl > 32 ? 32 : pl), pre);
         goto done;
     }
-    cJSON *root = cJSON_CreateObject(), *m = cJSON_CreateObject(), *dec = cJSON_CreateObject();
-    cJSON *vocab = cJSON_CreateObject(), *merges = cJSON_CreateArray(), *added = cJSON_CreateArray();
-    cJSON_AddStringToObject(m, "type", "BPE");
-    cJSON_AddBoolToObject(m, "ignore_merges", ignore_merges);
-    cJSON_AddItemToObject(m, "vocab", vocab);
-    cJSON_AddItemToObject(m, "merges", merges);
-    cJSON_AddItemToObject(root, "model", m);
-    cJSON_AddItemToObject(root, "added_tokens", added);
-    cJSON_AddItemToObject(root, "pre_tokenizer", pt);
-    cJSON_AddStringToObject(dec, "type", "ByteLevel");
-    cJSON_AddItemToObject(root, "decoder", dec);
-    if (!(rc = add_tokens(&g, vocab, added, err, errlen)) && !(rc = add_merges(&g, merges, err, errlen)))
+    cJSON *root = J(cJSON_CreateObject()), *m = J(cJSON_CreateObject()), *dec = J(cJSON_CreateObject());
+    cJSON *vocab = J(cJSON_CreateObject()), *merges = J(cJSON_CreateArray()), *added = J(cJSON_CreateArray());
+    J(cJSON_AddStringToObject(m, "type", "BPE"));
+    J(cJSON_AddBoolToObject(m, "ignore_merges", ignore_merges));
+    JADD(m, "vocab", vocab);
+    JADD(m, "merges", merges);
+    JADD(root, "model", m);
+    JADD(root, "added_tokens", added);
+    JADD(root, "pre_tokenizer", pt);
+    J(cJSON_AddStringToObject(dec, "type", "ByteLevel"));
+    JADD(root, "decoder", dec);
+    if (!oom_flag && !(rc = add_tokens(&g, vocab, added, oom, err, errlen)) &&
+        !(rc = add_merges(&g, merges, oom, err, errlen)) && !oom_flag)
         *out = root;
     else
         cJSON_Delete(root);
+    if (!rc && oom_flag) rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory building its tokenizer", path);
 done:
     db_gguf_close(&g);
     return rc;

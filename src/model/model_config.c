@@ -156,7 +156,9 @@ static int parse_base(ctx *c, const cJSON *root, db_model_config *m)
 static int parse_json(const char *path, const char *text, size_t len, cJSON **root, char *err,
                       size_t errlen)
 {
-    *root = cJSON_ParseWithLength(text, len);
+    int oom;
+    *root = db_json_parse(text, len, &oom);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
     if (!*root || !cJSON_IsObject(*root)) {
         cJSON_Delete(*root);
         *root = NULL;

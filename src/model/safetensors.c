@@ -25,7 +25,7 @@ static int map_file(db_tensor_file *f, const char *path, const void *buf, size_t
     static const char *short_what = "no header length";
     memset(f, 0, sizeof *f);
     f->path = db_strdup(path);
-    if (!f->path) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!f->path) return db_fail(err, errlen, DB_ERUNTIME, "out of memory copying the path %s", path);
     if (!buf) return db_map_file(path, 8, short_what, 0, &f->map, &f->size, err, errlen);
     f->map = (void *)buf; /* read only, like the mapping */
     f->size = size;
@@ -149,7 +149,7 @@ static int check_overlap(const db_tensor_set *s, const db_tensor_file *f, int fi
     int n = s->ntensors - first, rc = DB_OK;
     if (n < 2) return DB_OK;
     span *sp = db_malloc(sizeof *sp * (size_t)n);
-    if (!sp) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!sp) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory checking %d tensors for overlaps", f->path, n);
     for (int i = 0; i < n; i++) {
         const db_tensor *t = &s->tensors[first + i];
         sp[i].begin = (uint64_t)((const unsigned char *)t->data - data);
@@ -185,7 +185,9 @@ static int parse_file(db_tensor_set *s, int fi, int *cap, const cJSON *only, cha
     if (hlen > MAX_HEADER || hlen < 2)
         return db_fail(err, errlen, DB_EINPUT, "%s: implausible header length %llu", f->path,
                        (unsigned long long)hlen);
-    cJSON *root = cJSON_ParseWithLength((const char *)b + 8, (size_t)hlen);
+    int oom;
+    cJSON *root = db_json_parse((const char *)b + 8, (size_t)hlen, &oom);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing the header", f->path);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return db_fail(err, errlen, DB_EINPUT, "%s: header is not a JSON object", f->path);
@@ -205,7 +207,7 @@ static int parse_file(db_tensor_set *s, int fi, int *cap, const cJSON *only, cha
         t.file = fi;
         if (!t.name || add_tensor(s, cap, t) != 0) {
             free(t.name);
-            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing tensor '%s'", f->path, e->string);
             break;
         }
     }
@@ -236,7 +238,7 @@ static int open_one(db_tensor_set *s, const char *path, const void *buf, size_t 
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", path);
     s->files = db_calloc(1, sizeof *s->files);
-    if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory opening it", path);
     s->nfiles = 1;
     int cap = 0;
     int rc = map_file(&s->files[0], path, buf, size, err, errlen);
@@ -268,7 +270,7 @@ static int map_mem(db_tensor_file *f, const char *p, const char *name, const db_
     memset(f, 0, sizeof *f);
     f->path = db_strdup(p);
     return f->path ? db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", p, strerror(ENOENT))
-                   : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                   : db_fail(err, errlen, DB_ERUNTIME, "out of memory copying the path %s", p);
 }
 
 /* the index's text txt; its shards mapped from dir, or with mem the caller's files */
@@ -276,7 +278,9 @@ static int open_index(db_tensor_set *s, const char *dir, const char *index_path,
                       const db_tensor_mem_file *mem, int nmem, char *err, size_t errlen)
 {
     int rc = DB_OK;
-    cJSON *root = cJSON_Parse(txt);
+    int oom;
+    cJSON *root = db_json_parse(txt, strlen(txt), &oom);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", index_path);
     const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
     if (!cJSON_IsObject(wm)) {
         cJSON_Delete(root);
@@ -303,7 +307,7 @@ static int open_index(db_tensor_set *s, const char *dir, const char *index_path,
             fcap = fcap ? fcap * 2 : 8;
             db_tensor_file *nf = db_realloc(s->files, sizeof *nf * (size_t)fcap);
             if (!nf) {
-                rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its shards", index_path);
                 break;
             }
             s->files = nf;
@@ -381,7 +385,7 @@ int db_tensors_open_dir(db_tensor_set *s, const char *dir, char *err, size_t err
             return db_fail(err, errlen, DB_EINPUT,
                            "%s: no " ST_SINGLE " or " ST_INDEX, dir);
         s->files = db_calloc(1, sizeof *s->files);
-        if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!s->files) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory opening it", dir);
         s->nfiles = 1;
         int cap = 0;
         rc = map_file(&s->files[0], p, NULL, 0, err, errlen);

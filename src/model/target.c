@@ -35,9 +35,9 @@ int db_target_load_ex(db_target *t, db_backend *be, const char *dir, const db_sy
                                     err, errlen))) {
         goto fail;
     }
-    t->layers = calloc((size_t)c->n_layers, sizeof *t->layers);
+    t->layers = db_calloc((size_t)c->n_layers, sizeof *t->layers);
     if (!t->layers) {
-        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the target's %d layers", c->n_layers);
         goto fail;
     }
     for (int i = 0; i < c->n_layers; i++) {
@@ -126,13 +126,15 @@ int db_target_alloc(db_target *t, const db_target_opts *o, char *err, size_t err
                                   &t->s.gate, &t->s.up, &t->s.taps, &t->s.hid, &t->s.logits};
     size_t total = db_target_state_bytes(c, R, t->n_taps) / sizeof(float);
     t->scratch = t->be->ops->alloc(t->be, total * sizeof(float));
-    t->attn_rows = calloc((size_t)R, sizeof *t->attn_rows);
-    t->pos = calloc((size_t)R, sizeof(int));
-    t->ids = calloc((size_t)R, sizeof(int));
-    t->kv_index = calloc((size_t)R, sizeof(int));
-    if (!t->scratch || !t->attn_rows || !t->pos || !t->ids || !t->kv_index)
+    if (!t->scratch)
         return db_fail(err, errlen, DB_ERUNTIME, "cannot allocate %.1f MiB of activations",
                        (double)total * 4 / 1048576.0);
+    t->attn_rows = db_calloc((size_t)R, sizeof *t->attn_rows);
+    t->pos = db_calloc((size_t)R, sizeof(int));
+    t->ids = db_calloc((size_t)R, sizeof(int));
+    t->kv_index = db_calloc((size_t)R, sizeof(int));
+    if (!t->attn_rows || !t->pos || !t->ids || !t->kv_index)
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the target's row index arrays (%d rows)", R);
     float *p = t->scratch;
     for (size_t i = 0; i < STATE_VIEWS; i++) {
         *views[i] = p;

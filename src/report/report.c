@@ -53,8 +53,8 @@ static double mean_throughput(const db_point_raw *p)
 static int shares(const db_point_raw *p, double **tok, double **tim)
 {
     size_t total = (size_t)p->repetitions * (size_t)p->n_prompts;
-    *tok = malloc(sizeof(double) * (total ? total : 1));
-    *tim = malloc(sizeof(double) * (total ? total : 1));
+    *tok = db_malloc(sizeof(double) * (total ? total : 1));
+    *tim = db_malloc(sizeof(double) * (total ? total : 1));
     if (!*tok || !*tim) return -1;
     int n = p->n_prompts;
     for (int r = 0; r < p->repetitions; r++) {
@@ -90,10 +90,10 @@ static int bootstrap_ci(const db_point_raw *p, const db_point_raw *ar, uint64_t 
                         double *hi)
 {
     int n = p->n_prompts, rc = -1;
-    double *tv = NULL, *sv = NULL, *ta = NULL, *sa = NULL, *boot = malloc(sizeof(double) * DB_BOOTSTRAP);
-    int *idx = malloc(sizeof(int) * (size_t)n);
+    double *tv = NULL, *sv = NULL, *ta = NULL, *sa = NULL, *boot = db_malloc(sizeof(double) * DB_BOOTSTRAP);
+    int *idx = db_malloc(sizeof(int) * (size_t)n);
     int R = p->repetitions, Ra = ar->repetitions, paired = R == Ra;
-    int *rp = malloc(sizeof(int) * (size_t)R), *ra = malloc(sizeof(int) * (size_t)Ra);
+    int *rp = db_malloc(sizeof(int) * (size_t)R), *ra = db_malloc(sizeof(int) * (size_t)Ra);
     if (!boot || !idx || !rp || !ra || shares(p, &tv, &sv) || shares(ar, &ta, &sa)) goto out;
     db_rng rng;
     db_rng_seed(&rng, seed);
@@ -145,8 +145,8 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     o->output_tokens = lround((double)t->output_tokens / reps);
     o->cycles = lround((double)t->cycles / reps);
 
-    double *v = malloc(sizeof(double) * (size_t)(R > 0 ? R : 1));
-    double *lat = malloc(sizeof(double) * (total ? total : 1));
+    double *v = db_malloc(sizeof(double) * (size_t)(R > 0 ? R : 1));
+    double *lat = db_malloc(sizeof(double) * (total ? total : 1));
     if (!v || !lat) {
         free(v);
         free(lat);

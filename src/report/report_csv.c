@@ -5,6 +5,7 @@
 #include "report/report_csv.h"
 #include "base/csv_io.h"
 #include "report/report.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -255,7 +256,7 @@ int db_table_header(db_table t, FILE *out)
     db_point_raw p = {.n_prompts = 1, .repetitions = 1, .wall_s = &wall, .reqs = &req};
     db_point_summary s;
     memset(&s, 0, sizeof s);
-    row *r = malloc(sizeof *r); /* put() fills what it uses: no need to clear 16 KB */
+    row *r = db_malloc(sizeof *r); /* put() fills what it uses: no need to clear 16 KB */
     if (!r) return -1;
     r->n = r->used = r->overflow = 0;
     builders[t](r, &m, &p, &s, t == DB_TABLE_ACCEPTANCE || t == DB_TABLE_HISTOGRAM);
@@ -268,7 +269,7 @@ int db_table_rows(db_table t, const db_run_meta *m, const db_point_raw *raw,
                   const db_point_summary *s, FILE *out)
 {
     int lo, hi, rc = 0;
-    row *r = malloc(sizeof *r);
+    row *r = db_malloc(sizeof *r);
     if (!r) return -1;
     row_range(t, raw, &lo, &hi);
     for (int i = lo; i < hi && rc == 0; i++) {
@@ -282,7 +283,7 @@ int db_table_rows(db_table t, const db_run_meta *m, const db_point_raw *raw,
 
 cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_point_summary *s)
 {
-    row *r = malloc(sizeof *r);
+    row *r = db_malloc(sizeof *r);
     if (!r) return NULL;
     r->n = r->used = r->overflow = 0;
     summary_row(r, m, raw, s, 0);
@@ -292,7 +293,11 @@ cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_p
         cJSON *x = !r->num[j] ? cJSON_CreateString(v)
                    : v[0]     ? cJSON_CreateNumber(strtod(v, NULL))
                               : cJSON_CreateNull();
-        cJSON_AddItemToObject(o, r->name[j], x);
+        if (!x || !cJSON_AddItemToObject(o, r->name[j], x)) { /* out of memory: no partial row */
+            cJSON_Delete(x);
+            cJSON_Delete(o);
+            o = NULL;
+        }
     }
     free(r);
     return o;

@@ -34,7 +34,8 @@ int db_table_header(db_table t, FILE *out);
 /* all rows of table t for one point; 0 or -1 on an I/O error or out of memory */
 int db_table_rows(db_table t, const db_run_meta *m, const db_point_raw *raw,
                   const db_point_summary *s, FILE *out);
-/* the summary row as one JSON object (numbers as numbers, absent values as null) */
+/* the summary row as one JSON object (numbers as numbers, absent values as null); NULL when out
+ * of memory */
 cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_point_summary *s);
 
 #endif

@@ -29,6 +29,8 @@ int db_out_begin(db_out *o, FILE *f, const char *format, int models, char *err, 
     else
         rc = fputs("[", f) == EOF;
     fflush(f);
+    if (rc && !ferror(f)) /* nothing failed to write: the header could not be formatted */
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the summary header");
     return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
 }
 
@@ -120,6 +122,9 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         o->llc_bytes = (double)(m->cpu.l3 ? m->cpu.l3 : m->cpu.l2);
     }
     fflush(o->f);
+    if (rc && !ferror(o->f)) /* nothing failed to write: the row could not be formatted */
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the summary of %s %s", raw->key.dataset,
+                       raw->key.variant);
     return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
 }
 

@@ -162,12 +162,12 @@ static int add_done(db_results *r, const char *id)
 {
     if (r->n_done == r->cap_done) {
         int cap = r->cap_done ? 2 * r->cap_done : 64;
-        char **nd = realloc(r->done, sizeof *nd * (size_t)cap);
+        char **nd = db_realloc(r->done, sizeof *nd * (size_t)cap);
         if (!nd) return -1;
         r->done = nd;
         r->cap_done = cap;
     }
-    if (!(r->done[r->n_done] = strdup(id))) return -1;
+    if (!(r->done[r->n_done] = db_strdup(id))) return -1;
     r->n_done++;
     return 0;
 }
@@ -204,7 +204,7 @@ static int read_done(db_results *r, int peek, char *err, size_t errlen)
         text[i] = 0;
         if (i > start && add_done(r, text + start) != 0) {
             free(text);
-            return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its points", path);
         }
         start = i + 1;
     }
@@ -222,7 +222,7 @@ static int clean_table(db_results *r, db_table t, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
     size_t hlen;
     char *hdr = header_text(t, &hlen);
-    if (!hdr) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!hdr) return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the header of %s", db_table_file[t]);
     struct stat st;
     if (stat(path, &st) != 0) {
         int rc = replace_file(r->dir, db_table_file[t], hdr, hlen, err, errlen);
@@ -271,7 +271,7 @@ static int clean_table(db_results *r, db_table t, char *err, size_t errlen)
             if (!bad) bad = fputc('\n', f) == EOF;
         }
         if (f && fclose(f) != 0) bad = 1;
-        rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory")
+        rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory rewriting it", path)
                  : replace_file(r->dir, db_table_file[t], buf, n, err, errlen);
         free(buf);
         r->dropped_rows += drop;
@@ -338,7 +338,7 @@ static int materialize(db_results *r, char *err, size_t errlen)
         size_t n;
         char *h = header_text((db_table)t, &n);
         rc = h ? replace_file(r->dir, db_table_file[t], h, n, err, errlen)
-               : db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+               : db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the header of %s", db_table_file[t]);
         free(h);
     }
     if (!rc && r->meta_text) rc = replace_file(r->dir, "meta.json", r->meta_text, strlen(r->meta_text), err, errlen);
@@ -385,7 +385,7 @@ int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *r
     id[len] = '\n';
     rc = append_file(r->dir, DONE_FILE, 1, id, len + 1, err, errlen);
     id[len] = 0;
-    if (!rc && add_done(r, id) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!rc && add_done(r, id) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory listing point %s as done", id);
     return rc;
 }
 
@@ -394,12 +394,12 @@ int db_results_write_meta(db_results *r, const db_run_meta *m, char *err, size_t
     cJSON *j = db_run_meta_json(m);
     char *t = j ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);
-    if (!t) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!t) return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting meta.json");
     size_t n = strlen(t);
-    char *s = realloc(t, n + 2);
+    char *s = db_realloc(t, n + 2);
     if (!s) {
         free(t);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting meta.json");
     }
     s[n] = '\n';
     s[n + 1] = 0;
@@ -460,12 +460,12 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
     }
     out->n_prompts = np;
     out->repetitions = nr;
-    out->wall_s = calloc((size_t)nr, sizeof *out->wall_s);
-    out->reqs = calloc((size_t)nr * (size_t)np, sizeof *out->reqs);
+    out->wall_s = db_calloc((size_t)nr, sizeof *out->wall_s);
+    out->reqs = db_calloc((size_t)nr * (size_t)np, sizeof *out->reqs);
     if (!out->wall_s || !out->reqs) {
         db_point_raw_free(out);
         db_csv_doc_free(&d);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory loading the %d request rows of point %s", path, rows, id);
     }
     for (int i = 1; i < d.n; i++) {
         const db_csv_record *q = &d.rec[i];
@@ -514,7 +514,7 @@ int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err,
     int bad = !f;
     for (int j = 0; f && j < r->n_done; j++) bad |= fprintf(f, "%s\n", r->done[j]) < 0;
     if (f && fclose(f) != 0) bad = 1;
-    int rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory") : replace_file(r->dir, DONE_FILE, buf, len, err, errlen);
+    int rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting " DONE_FILE " (%d points)", r->n_done) : replace_file(r->dir, DONE_FILE, buf, len, err, errlen);
     free(buf);
     for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
     if (!rc) fprintf(stderr, "resume: a group of %d points was partly written; it runs again\n", n);

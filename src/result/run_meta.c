@@ -126,7 +126,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
         else if (slash == path) snprintf(dir, sizeof dir, "/");
         else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
         mm->files = db_calloc(1, sizeof *mm->files);
-        if (!mm->files) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!mm->files) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its weight file", path);
         snprintf(mm->files[0].name, sizeof mm->files[0].name, "%s", slash ? slash + 1 : path);
         mm->n_files = 1;
     } else {
@@ -141,7 +141,7 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
                 db_weight_file *nf = db_realloc(mm->files, sizeof *nf * (size_t)cap);
                 if (!nf) {
                     closedir(d);
-                    return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                    return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its weight files", path);
                 }
                 mm->files = nf;
             }
@@ -217,97 +217,103 @@ void db_run_meta_free(db_run_meta *m)
 
 /* ---- meta.json ---- */
 
-static cJSON *model_json(const db_model_meta *mm)
+/* Every cJSON result of the builders below goes through J() or JADD() (util.h): the first NULL
+ * (out of memory) sets *oom, and db_run_meta_json returns NULL at the end rather than a
+ * meta.json without some of its fields. */
+#define J(x) db_json_ok(oom, (x))
+#define JADD(parent, key, item) db_json_add(oom, (parent), (key), (item))
+
+static cJSON *model_json(int *oom, const db_model_meta *mm)
 {
-    if (!mm->path[0]) return cJSON_CreateNull();
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", mm->name);
-    cJSON_AddStringToObject(o, "path", mm->path);
-    cJSON_AddStringToObject(o, "sha256", mm->sha256);
-    cJSON_AddStringToObject(o, "dtype", mm->dtype);
-    cJSON *fs = cJSON_AddArrayToObject(o, "files");
+    if (!mm->path[0]) return J(cJSON_CreateNull());
+    cJSON *o = J(cJSON_CreateObject());
+    J(cJSON_AddStringToObject(o, "name", mm->name));
+    J(cJSON_AddStringToObject(o, "path", mm->path));
+    J(cJSON_AddStringToObject(o, "sha256", mm->sha256));
+    J(cJSON_AddStringToObject(o, "dtype", mm->dtype));
+    cJSON *fs = J(cJSON_AddArrayToObject(o, "files"));
     for (int i = 0; i < mm->n_files; i++) {
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "name", mm->files[i].name);
-        cJSON_AddStringToObject(f, "sha256", mm->files[i].sha256);
-        cJSON_AddNumberToObject(f, "bytes", (double)mm->files[i].bytes);
-        cJSON_AddItemToArray(fs, f);
+        cJSON *f = J(cJSON_CreateObject());
+        J(cJSON_AddStringToObject(f, "name", mm->files[i].name));
+        J(cJSON_AddStringToObject(f, "sha256", mm->files[i].sha256));
+        J(cJSON_AddNumberToObject(f, "bytes", (double)mm->files[i].bytes));
+        JADD(fs, NULL, f);
     }
     return o;
 }
 
 /* what the compiler was told, as far as its predefined macros show it (meson does not put the
  * command line into config.h) */
-static cJSON *build_flags_json(void)
+static cJSON *build_flags_json(int *oom)
 {
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = J(cJSON_CreateObject());
 #ifdef __OPTIMIZE__
-    cJSON_AddBoolToObject(o, "optimize", 1);
+    J(cJSON_AddBoolToObject(o, "optimize", 1));
 #else
-    cJSON_AddBoolToObject(o, "optimize", 0);
+    J(cJSON_AddBoolToObject(o, "optimize", 0));
 #endif
 #ifdef NDEBUG
-    cJSON_AddBoolToObject(o, "ndebug", 1);
+    J(cJSON_AddBoolToObject(o, "ndebug", 1));
 #else
-    cJSON_AddBoolToObject(o, "ndebug", 0);
+    J(cJSON_AddBoolToObject(o, "ndebug", 0));
 #endif
 #if defined(__SANITIZE_ADDRESS__)
-    cJSON_AddBoolToObject(o, "address_sanitizer", 1);
+    J(cJSON_AddBoolToObject(o, "address_sanitizer", 1));
 #else
-    cJSON_AddBoolToObject(o, "address_sanitizer", 0);
+    J(cJSON_AddBoolToObject(o, "address_sanitizer", 0));
 #endif
-    cJSON *isa = cJSON_AddArrayToObject(o, "baseline_isa");
+    cJSON *isa = J(cJSON_AddArrayToObject(o, "baseline_isa"));
     (void)isa; /* empty on a baseline x86-64 / generic build */
 #ifdef __SSE4_2__
-    cJSON_AddItemToArray(isa, cJSON_CreateString("sse4.2"));
+    JADD(isa, NULL, cJSON_CreateString("sse4.2"));
 #endif
 #ifdef __AVX2__
-    cJSON_AddItemToArray(isa, cJSON_CreateString("avx2"));
+    JADD(isa, NULL, cJSON_CreateString("avx2"));
 #endif
 #ifdef __AVX512F__
-    cJSON_AddItemToArray(isa, cJSON_CreateString("avx512f"));
+    JADD(isa, NULL, cJSON_CreateString("avx512f"));
 #endif
 #ifdef __ARM_NEON
-    cJSON_AddItemToArray(isa, cJSON_CreateString("neon"));
+    JADD(isa, NULL, cJSON_CreateString("neon"));
 #endif
-    cJSON_AddStringToObject(o, "c_standard", __STDC_VERSION__ == 201112L ? "c11" : "other");
+    J(cJSON_AddStringToObject(o, "c_standard", __STDC_VERSION__ == 201112L ? "c11" : "other"));
     return o;
 }
 
-static cJSON *topology_json(const db_cpu_info *ci)
+static cJSON *topology_json(int *oom, const db_cpu_info *ci)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "model", ci->model);
-    cJSON_AddNumberToObject(o, "packages", ci->packages);
-    cJSON_AddNumberToObject(o, "cores", ci->cores);
-    cJSON_AddNumberToObject(o, "pus", ci->pus);
-    cJSON_AddNumberToObject(o, "numa_nodes", ci->numa_nodes);
-    cJSON_AddNumberToObject(o, "l1d_bytes", (double)ci->l1d);
-    cJSON_AddNumberToObject(o, "l2_bytes", (double)ci->l2);
-    cJSON_AddNumberToObject(o, "l3_bytes", (double)ci->l3);
-    cJSON_AddStringToObject(o, "source", ci->source);
+    cJSON *o = J(cJSON_CreateObject());
+    J(cJSON_AddStringToObject(o, "model", ci->model));
+    J(cJSON_AddNumberToObject(o, "packages", ci->packages));
+    J(cJSON_AddNumberToObject(o, "cores", ci->cores));
+    J(cJSON_AddNumberToObject(o, "pus", ci->pus));
+    J(cJSON_AddNumberToObject(o, "numa_nodes", ci->numa_nodes));
+    J(cJSON_AddNumberToObject(o, "l1d_bytes", (double)ci->l1d));
+    J(cJSON_AddNumberToObject(o, "l2_bytes", (double)ci->l2));
+    J(cJSON_AddNumberToObject(o, "l3_bytes", (double)ci->l3));
+    J(cJSON_AddStringToObject(o, "source", ci->source));
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && psz > 0) cJSON_AddNumberToObject(o, "memory_bytes", (double)pages * (double)psz);
+    if (pages > 0 && psz > 0) J(cJSON_AddNumberToObject(o, "memory_bytes", (double)pages * (double)psz));
     if (!strcmp(ci->source ? ci->source : "", "hwloc")) { /* the lists hwloc read */
-        cJSON *numa = cJSON_AddArrayToObject(o, "numa");
+        cJSON *numa = J(cJSON_AddArrayToObject(o, "numa"));
         for (int i = 0; i < ci->n_numa; i++) {
             const db_cpu_numa_node *n = &ci->numa[i];
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "os_index", n->os_index);
-            cJSON_AddNumberToObject(e, "memory_bytes", (double)n->memory_bytes);
-            cJSON_AddNumberToObject(e, "pus", n->pus);
-            cJSON_AddItemToArray(numa, e);
+            cJSON *e = J(cJSON_CreateObject());
+            J(cJSON_AddNumberToObject(e, "os_index", n->os_index));
+            J(cJSON_AddNumberToObject(e, "memory_bytes", (double)n->memory_bytes));
+            J(cJSON_AddNumberToObject(e, "pus", n->pus));
+            JADD(numa, NULL, e);
         }
-        cJSON *cs = cJSON_AddArrayToObject(o, "caches");
+        cJSON *cs = J(cJSON_AddArrayToObject(o, "caches"));
         for (int k = 0; k < ci->n_caches; k++) {
             const db_cpu_cache *c = &ci->caches[k];
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "level", c->level);
-            cJSON_AddNumberToObject(e, "count", c->count);
-            cJSON_AddNumberToObject(e, "bytes_each", (double)c->bytes_each);
-            cJSON_AddNumberToObject(e, "line_bytes", c->line_bytes);
-            cJSON_AddNumberToObject(e, "associativity", c->associativity);
-            cJSON_AddItemToArray(cs, e);
+            cJSON *e = J(cJSON_CreateObject());
+            J(cJSON_AddStringToObject(e, "level", c->level));
+            J(cJSON_AddNumberToObject(e, "count", c->count));
+            J(cJSON_AddNumberToObject(e, "bytes_each", (double)c->bytes_each));
+            J(cJSON_AddNumberToObject(e, "line_bytes", c->line_bytes));
+            J(cJSON_AddNumberToObject(e, "associativity", c->associativity));
+            JADD(cs, NULL, e);
         }
     }
     return o;
@@ -316,56 +322,61 @@ static cJSON *topology_json(const db_cpu_info *ci)
 cJSON *db_run_meta_json(const db_run_meta *m)
 {
     if (m->out_of_memory) return NULL;
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "schema_version", m->schema_version);
-    cJSON *tool = cJSON_AddObjectToObject(r, "tool");
-    cJSON_AddStringToObject(tool, "name", "dflash-bench");
-    cJSON_AddStringToObject(tool, "version", m->tool_version);
-    cJSON_AddStringToObject(tool, "git_commit", m->git_commit);
-    cJSON_AddStringToObject(r, "test_time", m->test_time);
-    cJSON_AddStringToObject(r, "label", m->label);
-    cJSON_AddStringToObject(r, "command_line", m->command_line ? m->command_line : "");
+    int oom_flag = 0, *oom = &oom_flag;
+    cJSON *r = J(cJSON_CreateObject());
+    J(cJSON_AddNumberToObject(r, "schema_version", m->schema_version));
+    cJSON *tool = J(cJSON_AddObjectToObject(r, "tool"));
+    J(cJSON_AddStringToObject(tool, "name", "dflash-bench"));
+    J(cJSON_AddStringToObject(tool, "version", m->tool_version));
+    J(cJSON_AddStringToObject(tool, "git_commit", m->git_commit));
+    J(cJSON_AddStringToObject(r, "test_time", m->test_time));
+    J(cJSON_AddStringToObject(r, "label", m->label));
+    J(cJSON_AddStringToObject(r, "command_line", m->command_line ? m->command_line : ""));
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
-    cJSON_AddStringToObject(r, "seed", seed); /* a string: JSON numbers lose 64-bit precision */
-    cJSON_AddStringToObject(r, "kv_dtype", m->kv_dtype);
+    J(cJSON_AddStringToObject(r, "seed", seed)); /* a string: JSON numbers lose 64-bit precision */
+    J(cJSON_AddStringToObject(r, "kv_dtype", m->kv_dtype));
 
-    cJSON *b = cJSON_AddObjectToObject(r, "build");
-    cJSON_AddStringToObject(b, "compiler", m->compiler);
-    cJSON_AddStringToObject(b, "build_type", m->build_type);
-    cJSON_AddItemToObject(b, "flags", build_flags_json());
-    cJSON *f = cJSON_AddObjectToObject(b, "features");
-    cJSON_AddBoolToObject(f, "openmp", HAVE_OPENMP);
-    cJSON_AddBoolToObject(f, "openblas", HAVE_OPENBLAS);
-    cJSON_AddBoolToObject(f, "hwloc", HAVE_HWLOC);
-    cJSON_AddBoolToObject(f, "cuda", HAVE_CUDA);
-    cJSON_AddBoolToObject(f, "hip", HAVE_HIP);
-    cJSON_AddBoolToObject(f, "x86_simd", HAVE_X86_SIMD);
-    cJSON_AddBoolToObject(f, "neon", HAVE_NEON);
+    cJSON *bld = J(cJSON_AddObjectToObject(r, "build"));
+    J(cJSON_AddStringToObject(bld, "compiler", m->compiler));
+    J(cJSON_AddStringToObject(bld, "build_type", m->build_type));
+    JADD(bld, "flags", build_flags_json(oom));
+    cJSON *f = J(cJSON_AddObjectToObject(bld, "features"));
+    J(cJSON_AddBoolToObject(f, "openmp", HAVE_OPENMP));
+    J(cJSON_AddBoolToObject(f, "openblas", HAVE_OPENBLAS));
+    J(cJSON_AddBoolToObject(f, "hwloc", HAVE_HWLOC));
+    J(cJSON_AddBoolToObject(f, "cuda", HAVE_CUDA));
+    J(cJSON_AddBoolToObject(f, "hip", HAVE_HIP));
+    J(cJSON_AddBoolToObject(f, "x86_simd", HAVE_X86_SIMD));
+    J(cJSON_AddBoolToObject(f, "neon", HAVE_NEON));
 
-    cJSON *mach = cJSON_AddObjectToObject(r, "machine");
+    cJSON *mach = J(cJSON_AddObjectToObject(r, "machine"));
     struct utsname u;
     if (uname(&u) == 0) {
-        cJSON_AddStringToObject(mach, "hostname", u.nodename);
-        cJSON_AddStringToObject(mach, "os", u.sysname);
-        cJSON_AddStringToObject(mach, "kernel", u.release);
-        cJSON_AddStringToObject(mach, "arch", u.machine);
+        J(cJSON_AddStringToObject(mach, "hostname", u.nodename));
+        J(cJSON_AddStringToObject(mach, "os", u.sysname));
+        J(cJSON_AddStringToObject(mach, "kernel", u.release));
+        J(cJSON_AddStringToObject(mach, "arch", u.machine));
     }
-    cJSON_AddItemToObject(mach, "cpu", topology_json(&m->cpu));
+    JADD(mach, "cpu", topology_json(oom, &m->cpu));
 
-    cJSON *bes = cJSON_AddArrayToObject(r, "backends");
+    cJSON *bes = J(cJSON_AddArrayToObject(r, "backends"));
     for (int i = 0; i < m->n_backends; i++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", m->backends[i].name);
-        cJSON_AddStringToObject(e, "device", m->backends[i].device);
-        cJSON_AddStringToObject(e, "simd", m->backends[i].simd);
-        cJSON_AddNumberToObject(e, "threads", m->backends[i].threads);
-        cJSON_AddItemToArray(bes, e);
+        cJSON *e = J(cJSON_CreateObject());
+        J(cJSON_AddStringToObject(e, "name", m->backends[i].name));
+        J(cJSON_AddStringToObject(e, "device", m->backends[i].device));
+        J(cJSON_AddStringToObject(e, "simd", m->backends[i].simd));
+        J(cJSON_AddNumberToObject(e, "threads", m->backends[i].threads));
+        JADD(bes, NULL, e);
     }
-    cJSON *models = cJSON_AddArrayToObject(r, "models");
-    for (int i = 0; i < m->n_models; i++) cJSON_AddItemToArray(models, model_json(&m->models[i]));
-    if (m->sweep) cJSON_AddItemToObject(r, "sweep", cJSON_Duplicate(m->sweep, 1));
-    if (m->points) cJSON_AddItemToObject(r, "points", cJSON_Duplicate(m->points, 1));
-    if (m->shard) cJSON_AddItemToObject(r, "shard", cJSON_Duplicate(m->shard, 1));
+    cJSON *models = J(cJSON_AddArrayToObject(r, "models"));
+    for (int i = 0; i < m->n_models; i++) JADD(models, NULL, model_json(oom, &m->models[i]));
+    if (m->sweep) JADD(r, "sweep", cJSON_Duplicate(m->sweep, 1));
+    if (m->points) JADD(r, "points", cJSON_Duplicate(m->points, 1));
+    if (m->shard) JADD(r, "shard", cJSON_Duplicate(m->shard, 1));
+    if (oom_flag) {
+        cJSON_Delete(r);
+        return NULL;
+    }
     return r;
 }

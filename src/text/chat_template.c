@@ -119,7 +119,7 @@ int db_chat_render(db_chat_template t, const db_chat_msg *msgs, int n, int add_g
     }
     if (b.oom) {
         free(b.s);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory rendering the chat template");
     }
     *out = b.s;
     if (len) *len = b.n;

@@ -135,7 +135,7 @@ static int record(const where *w, const cJSON *o, db_dataset_format f, db_sample
             if (!cJSON_IsString(t)) return bad(w, "needs a list of strings in", name);
             int rc = check_text(w, name, t->valuestring);
             if (rc) return rc;
-            if (add_turn(s, db_strdup(t->valuestring))) return db_fail(w->err, w->errlen, DB_ERUNTIME, "out of memory");
+            if (add_turn(s, db_strdup(t->valuestring))) return db_fail(w->err, w->errlen, DB_ERUNTIME, "%s:%d: out of memory copying the turns", w->file, w->line);
         }
         return DB_OK;
     }
@@ -145,7 +145,7 @@ static int record(const where *w, const cJSON *o, db_dataset_format f, db_sample
     char *t = f == DB_DS_GSM8K || f == DB_DS_MATH500 ? concat3("", v->valuestring, MATH_SUFFIX)
               : f == DB_DS_HUMANEVAL                 ? concat3(CODE_PREFIX, v->valuestring, CODE_SUFFIX)
                                                      : db_strdup(v->valuestring);
-    return add_turn(s, t) ? db_fail(w->err, w->errlen, DB_ERUNTIME, "out of memory") : DB_OK;
+    return add_turn(s, t) ? db_fail(w->err, w->errlen, DB_ERUNTIME, "%s:%d: out of memory copying the prompt", w->file, w->line) : DB_OK;
 }
 
 static int push_sample(db_dataset *ds, db_sample *s, int *cap)
@@ -183,10 +183,13 @@ static int parse_lines(db_dataset *ds, char *text, size_t len, int plain, char *
         s.line = w.line;
         if (plain) {
             rc = check_text(&w, "text", line);
-            if (!rc && add_turn(&s, db_strdup(line))) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            if (!rc && add_turn(&s, db_strdup(line))) rc = db_fail(err, errlen, DB_ERUNTIME, "%s:%d: out of memory copying the prompt", ds->path, w.line);
         } else {
-            cJSON *o = cJSON_ParseWithLength(line, n);
-            if (!cJSON_IsObject(o))
+            int oom;
+            cJSON *o = db_json_parse(line, n, &oom);
+            if (oom)
+                rc = db_fail(err, errlen, DB_ERUNTIME, "%s:%d: out of memory parsing the line", ds->path, w.line);
+            else if (!cJSON_IsObject(o))
                 rc = db_fail(err, errlen, DB_EINPUT, "%s:%d: not a JSON object", ds->path, w.line);
             else if (!detected && !(detected = detect(o, &ds->format)))
                 rc = db_fail(err, errlen, DB_EINPUT, "%s:%d: no prompt field (expected question, problem, prompt, "
@@ -195,7 +198,7 @@ static int parse_lines(db_dataset *ds, char *text, size_t len, int plain, char *
                 rc = record(&w, o, ds->format, &s);
             cJSON_Delete(o);
         }
-        if (!rc && push_sample(ds, &s, &cap)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!rc && push_sample(ds, &s, &cap)) rc = db_fail(err, errlen, DB_ERUNTIME, "%s:%d: out of memory adding the sample", ds->path, w.line);
         free_sample(&s);
     }
     if (!rc && ds->n == 0) rc = db_fail(err, errlen, DB_EINPUT, "%s: no samples", ds->path);

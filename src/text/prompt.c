@@ -15,7 +15,7 @@ int db_prompt_text(const db_tokenizer *tok, db_chat_template tmpl, int thinking,
         return db_fail(err, errlen, DB_EINPUT, "turn %d needs the answers to the earlier turns", turn);
     if (tmpl == DB_CHAT_AUTO) tmpl = db_chat_template_detect(tok, NULL);
     db_chat_msg *msgs = db_malloc(sizeof *msgs * (size_t)(2 * turn + 1));
-    if (!msgs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!msgs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the %d messages of turn %d", 2 * turn + 1, turn);
     int n = 0;
     for (int t = 0; t <= turn; t++) {
         msgs[n++] = (db_chat_msg){"user", s->turns[t]};

@@ -155,7 +155,7 @@ static int pretok(struct db_tok_state *s, int step, const char *str, size_t n, i
                   size_t errlen)
 {
     if (step == s->n_re)
-        return bpe_word(s, (const unsigned char *)str, n, out) ? db_fail(err, errlen, DB_ERUNTIME, "out of memory")
+        return bpe_word(s, (const unsigned char *)str, n, out) ? db_fail(err, errlen, DB_ERUNTIME, "out of memory merging a word of %zu bytes", n)
                                                                : DB_OK;
     pcre2_code *re = s->re[step];
     pcre2_match_data *md = s->md[step];
@@ -191,7 +191,7 @@ static int encode_segment(struct db_tok_state *s, const char *str, size_t n, ive
     char *norm = NULL, *pref = NULL;
     size_t nn;
     if (s->nfc && !db_nfc_is_stable(str, n)) {
-        if (db_nfc(str, n, &norm, &nn)) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (db_nfc(str, n, &norm, &nn)) return db_fail(err, errlen, DB_ERUNTIME, "out of memory normalizing %zu bytes of text", n);
         str = norm;
         n = nn;
     }
@@ -199,7 +199,7 @@ static int encode_segment(struct db_tok_state *s, const char *str, size_t n, ive
         pref = db_malloc(n + 1);
         if (!pref) {
             free(norm);
-            return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            return db_fail(err, errlen, DB_ERUNTIME, "out of memory prefixing %zu bytes of text", n);
         }
         pref[0] = ' ';
         memcpy(pref + 1, str, n);
@@ -227,7 +227,7 @@ int db_tokenizer_encode(const db_tokenizer *tok, const char *text, size_t len, i
                        (unsigned)(unsigned char)text[bad]);
     if (len > (size_t)1 << 31) return db_fail(err, errlen, DB_EINPUT, "text too long (%zu bytes)", len);
     ivec out = {0};
-    int rc = ivec_reserve(&out, len / 3 + 16) ? db_fail(err, errlen, DB_ERUNTIME, "out of memory") : DB_OK;
+    int rc = ivec_reserve(&out, len / 3 + 16) ? db_fail(err, errlen, DB_ERUNTIME, "out of memory tokenizing %zu bytes of text", len) : DB_OK;
     size_t seg = 0, i = 0;
     while (!rc && s->n_added && i < len) {
         unsigned char c = (unsigned char)text[i];
@@ -250,7 +250,7 @@ int db_tokenizer_encode(const db_tokenizer *tok, const char *text, size_t len, i
         if (hit->rstrip)
             while (me < len && is_space(text[me])) me++;
         if (ms > seg) rc = encode_segment(s, text + seg, ms - seg, &out, err, errlen);
-        if (!rc && ivec_append(&out, &hit->id, 1)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!rc && ivec_append(&out, &hit->id, 1)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory tokenizing %zu bytes of text", len);
         seg = i = me;
     }
     if (!rc && seg < len) rc = encode_segment(s, text + seg, len - seg, &out, err, errlen);
@@ -300,7 +300,7 @@ static int gather(const db_tokenizer *tok, const int *ids, int n, int skip_speci
             size_t c = *cap ? *cap : 256;
             while (c < *len + k + 1) c *= 2;
             char *nb = db_realloc(*raw, c);
-            if (!nb) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            if (!nb) return db_fail(err, errlen, DB_ERUNTIME, "out of memory decoding %d tokens", n);
             *raw = nb;
             *cap = c;
         }
@@ -320,7 +320,7 @@ int db_tokenizer_decode(const db_tokenizer *tok, const int *ids, int n, int skip
     size_t rlen = 0, rcap = 0, olen = 0, ocap = 0;
     int rc = gather(tok, ids, n, skip_special, &raw, &rlen, &rcap, err, errlen);
     if (!rc && db_utf8_repair(raw ? raw : "", rlen, 1, &out, &olen, &ocap, NULL))
-        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory decoding %d tokens", n);
     free(raw);
     if (rc) {
         free(out);
@@ -345,7 +345,7 @@ static int detok_run(db_detok *d, const int *ids, int n, int final, const char *
     if (d->n_pending) {
         if (d->in_cap < 8) {
             char *ni = db_realloc(d->in, 256);
-            if (!ni) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            if (!ni) return db_fail(err, errlen, DB_ERUNTIME, "out of memory decoding %d tokens", n);
             d->in = ni;
             d->in_cap = 256;
         }
@@ -356,7 +356,7 @@ static int detok_run(db_detok *d, const int *ids, int n, int final, const char *
     size_t rest = 0;
     d->len = 0;
     if (db_utf8_repair(d->in ? d->in : "", in_len, final, &d->buf, &d->len, &d->cap, &rest))
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory decoding %d tokens", n);
     if (rest) memcpy(d->pending, d->in + in_len - rest, rest); /* a cut-off sequence: <= 3 bytes */
     d->n_pending = rest;
     *text = d->buf;

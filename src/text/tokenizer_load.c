@@ -230,7 +230,7 @@ static int compile_steps(struct db_tok_state *s, const pretok_plan *p, const cha
 {
     s->jit_stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
     s->mctx = pcre2_match_context_create(NULL);
-    if (!s->mctx) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!s->mctx) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory compiling its pre-tokenizer", file);
     if (s->jit_stack) pcre2_jit_stack_assign(s->mctx, NULL, s->jit_stack);
     for (int i = 0; i < p->n; i++) {
         int code;
@@ -246,7 +246,7 @@ static int compile_steps(struct db_tok_state *s, const pretok_plan *p, const cha
         s->n_re = i + 1;
         pcre2_jit_compile(s->re[i], PCRE2_JIT_COMPLETE); /* optional: the interpreter is the fallback */
         s->md[i] = pcre2_match_data_create_from_pattern(s->re[i], NULL);
-        if (!s->md[i]) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!s->md[i]) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory compiling its pre-tokenizer", file);
     }
     return DB_OK;
 }
@@ -275,7 +275,7 @@ static int load_added(struct db_tok_state *s, const cJSON *list, const char *fil
 {
     int n = cJSON_GetArraySize(list);
     s->added = db_calloc((size_t)(n > 0 ? n : 1), sizeof *s->added);
-    if (!s->added) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!s->added) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing %d added tokens", file, n);
     const cJSON *e;
     int k = -1;
     cJSON_ArrayForEach(e, list)
@@ -291,7 +291,7 @@ static int load_added(struct db_tok_state *s, const cJSON *list, const char *fil
         if (len == 0) continue; /* an empty token can never match */
         tok_added *a = &s->added[s->n_added++];
         a->text = db_strdup(content->valuestring);
-        if (!a->text) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        if (!a->text) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory copying added token %d", file, k);
         a->len = len;
         a->id = id;
         a->special = flag_of(e, "special", 0);
@@ -315,7 +315,7 @@ static int load_merges(struct db_tok_state *s, const cJSON *merges, const char *
     s->mkey = db_malloc(cap * sizeof *s->mkey);
     s->mrank = db_malloc(cap * sizeof *s->mrank);
     s->mnew = db_malloc(cap * sizeof *s->mnew);
-    if (!s->mkey || !s->mrank || !s->mnew) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!s->mkey || !s->mrank || !s->mnew) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory allocating the table of %zu merges", file, n);
     memset(s->mkey, 0xFF, cap * sizeof *s->mkey);
     s->mmask = cap - 1;
     char *joined = NULL;
@@ -347,7 +347,7 @@ static int load_merges(struct db_tok_state *s, const cJSON *merges, const char *
             jcap = 2 * (la + lb + 1);
             char *nj = db_realloc(joined, jcap);
             if (!nj) {
-                rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+                rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory joining a merge", file);
                 break;
             }
             joined = nj;
@@ -429,7 +429,7 @@ static int load_json(db_tokenizer *tok, const cJSON *root, const char *file, cha
     s->bytes = db_calloc(nv, sizeof *s->bytes);
     s->nbytes = db_calloc(nv, sizeof *s->nbytes);
     s->flags = db_calloc(nv, 1);
-    if (!s->spell || !s->bytes || !s->nbytes || !s->flags) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!s->spell || !s->bytes || !s->nbytes || !s->flags) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory allocating the vocabulary (%zu tokens)", file, nv);
     cJSON_ArrayForEach(e, vocab)
     {
         int id = id_of(e);
@@ -438,7 +438,7 @@ static int load_json(db_tokenizer *tok, const cJSON *root, const char *file, cha
             return db_fail(err, errlen, DB_EINPUT, "%s: vocab entry %d is not valid UTF-8", file, id);
         if (set_token(s, id, e->string) || db_strmap_put(&s->by_spell, e->string, len, id, 0) ||
             db_strmap_put(&s->by_bytes, s->bytes[id], s->nbytes[id], id, 0))
-            return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory adding vocab entry %d", file, id);
     }
     for (int b = 0; b < 256; b++) {
         char sym[4];
@@ -454,7 +454,7 @@ static int load_json(db_tokenizer *tok, const cJSON *root, const char *file, cha
     for (int i = 0; i < s->n_added; i++) {
         tok_added *a = &s->added[i];
         if (set_token(s, a->id, a->text) || db_strmap_put(&s->by_spell, a->text, a->len, a->id, 0))
-            return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+            return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory adding added token %d", file, a->id);
         s->flags[a->id] = (unsigned char)(TOK_ADDED | (a->special ? TOK_SPECIAL : 0));
     }
     tok->n_added = s->n_added;
@@ -486,7 +486,9 @@ int db_tokenizer_parse(db_tokenizer *tok, const char *label, const char *text, s
 {
     memset(tok, 0, sizeof *tok);
     snprintf(tok->path, sizeof tok->path, "%s", label);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    int oom;
+    cJSON *root = db_json_parse(text, len, &oom);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", label);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
@@ -504,7 +506,7 @@ int db_tokenizer_from_json(db_tokenizer *tok, const cJSON *root, const char *lab
     memset(tok, 0, sizeof *tok);
     snprintf(tok->path, sizeof tok->path, "%s", label);
     tok->s = db_calloc(1, sizeof *tok->s);
-    if (!tok->s) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    if (!tok->s) rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory allocating the tokenizer", label);
     else if (!cJSON_IsObject(root))
         rc = db_fail(err, errlen, DB_EINPUT, "%s: not a JSON object", tok->path);
     else

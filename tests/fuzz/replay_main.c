@@ -3,6 +3,8 @@
  * (tests/data/fuzz-regress/<harness>/: every crash ever found, minimised) and the seed corpus
  * replay this way in every build, gcc and sanitizer builds included. Prints TAP: one line per
  * directory with the number of inputs; a crash or sanitizer report ends the program instead. */
+#include "base/util.h"
+
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +67,7 @@ static int run_path(const char *path)
 
 int main(int argc, char **argv)
 {
+    db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     int failed = 0;
     printf("1..%d\n", argc - 1);
     for (int i = 1; i < argc; i++) {
