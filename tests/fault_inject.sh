@@ -11,6 +11,8 @@
 #   under the sanitizers), and its other sites are the loaders' and the engine's, failed above.
 #   `merge` of two shards: every allocation site it reaches failed once: exit 1 (out of memory,
 #   not bad input), one line, no sanitizer report, nothing written (no OUT, no temporary beside it).
+#   `check-lossless` (prompts from a file, then random prompts): its own allocation sites
+#   (cli_check.c; the loaders' and the engine's are failed above) failed once: exit 1, one line.
 #   Writes: stdout on /dev/full; a results file reaching RLIMIT_FSIZE mid-sweep (exit 1, one
 #   line naming the file), then --resume without the limit completes every point exactly once.
 set -u
@@ -121,6 +123,30 @@ while read -r idx site; do
     [ "$good" = 0 ] || head -20 "$tmp/merge-f.stderr" | diag
     rm -rf "$tmp"/merged*
 done <"$tmp/merge.sites"
+
+# check-lossless: its own allocation sites, with a prompt file and with random prompts
+printf '1 2 3 4\n5 6 7\n' >"$tmp/prompts.txt"
+for src in file random; do
+    if [ "$src" = file ]; then from=(--prompt-ids-file "$tmp/prompts.txt"); else from=(--random-prompts 2); fi
+    check_args=(check-lossless --target "$TARGET" --drafter "$DRAFTER" "${from[@]}" -B 4 -n 4 -c 1 --threads 1)
+    DB_FAULT_ALLOC_LOG="$tmp/check-$src.sites" "$BIN" "${check_args[@]}" >/dev/null 2>"$tmp/check.stderr"
+    rc=$?
+    grep 'cli_check\.c' "$tmp/check-$src.sites" >"$tmp/check-$src.own" 2>/dev/null
+    sites=$(wc -l <"$tmp/check-$src.own")
+    ok "$([ "$rc" = 0 ] && [ "$sites" -gt 0 ]; echo $?)" "check-lossless ($src prompts) without faults: exit $rc, $sites own allocation sites"
+    [ "$rc" = 0 ] || diag <"$tmp/check.stderr"
+    while read -r idx site; do
+        DB_FAULT_ALLOC=$idx "$BIN" "${check_args[@]}" >/dev/null 2>"$tmp/check-f.stderr"
+        rc=$?
+        lines=$(wc -l <"$tmp/check-f.stderr")
+        msg=$(head -1 "$tmp/check-f.stderr")
+        good=1
+        [ "$rc" = 1 ] && [ "$lines" = 1 ] && [[ $msg == "dflash-bench check-lossless: "* ]] && good=0
+        grep -q -E 'Sanitizer|runtime error' "$tmp/check-f.stderr" && good=1
+        ok "$good" "check-lossless ($src prompts), allocation $idx ($site) fails: exit $rc, '${msg:0:100}'"
+        [ "$good" = 0 ] || head -20 "$tmp/check-f.stderr" | diag
+    done <"$tmp/check-$src.own"
+done
 
 # ---- write failures ----
 if [ -w /dev/full ]; then
