@@ -26,6 +26,7 @@
 #include "base/parse.h"
 #include "base/paths.h"
 #include "base/quantile.h"
+#include "base/json_build.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -404,45 +405,48 @@ static void print_csv(const bench_row *rows, int n, const bench_limits *lim, con
     }
 }
 
-static void print_json(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
-                       const char *mode, db_dtype dt)
+/* every cJSON result checked (base/util.h db_json_ok); -1 when out of memory, nothing printed */
+static int print_json(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
+                      const char *mode, db_dtype dt)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "backend", s->be->ops->name);
-    cJSON_AddStringToObject(root, "device", s->be->device_name);
-    cJSON_AddStringToObject(root, "kernel", s->be->simd);
-    cJSON_AddNumberToObject(root, "threads", s->be->threads);
-    cJSON_AddNumberToObject(root, "copy_gb_s", lim->copy_gbs);
-    cJSON_AddNumberToObject(root, "fma_peak_gflop_s", lim->peak_gflops);
-    cJSON_AddStringToObject(root, "fma_peak_unit", lim->peak_unit);
-    cJSON_AddStringToObject(root, "target", s->target.cfg.path);
-    cJSON_AddStringToObject(root, "drafter", s->has_drafter ? s->drafter.cfg.base.path : "");
-    cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt));
-    cJSON_AddStringToObject(root, "kv_dtype", db_dtype_name(s->target.kv.dtype));
-    cJSON_AddStringToObject(root, "mode", mode);
-    cJSON *arr = cJSON_AddArrayToObject(root, "rows");
+    int oom_flag = 0, *oom = &oom_flag;
+    cJSON *root = J(cJSON_CreateObject());
+    J(cJSON_AddStringToObject(root, "backend", s->be->ops->name));
+    J(cJSON_AddStringToObject(root, "device", s->be->device_name));
+    J(cJSON_AddStringToObject(root, "kernel", s->be->simd));
+    J(cJSON_AddNumberToObject(root, "threads", s->be->threads));
+    J(cJSON_AddNumberToObject(root, "copy_gb_s", lim->copy_gbs));
+    J(cJSON_AddNumberToObject(root, "fma_peak_gflop_s", lim->peak_gflops));
+    J(cJSON_AddStringToObject(root, "fma_peak_unit", lim->peak_unit));
+    J(cJSON_AddStringToObject(root, "target", s->target.cfg.path));
+    J(cJSON_AddStringToObject(root, "drafter", s->has_drafter ? s->drafter.cfg.base.path : ""));
+    J(cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt)));
+    J(cJSON_AddStringToObject(root, "kv_dtype", db_dtype_name(s->target.kv.dtype)));
+    J(cJSON_AddStringToObject(root, "mode", mode));
+    cJSON *arr = J(cJSON_AddArrayToObject(root, "rows"));
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         double sec = r->ms / 1e3;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "model", r->model);
-        cJSON_AddNumberToObject(o, "rows", r->rows);
-        cJSON_AddNumberToObject(o, "requests", r->reqs);
-        cJSON_AddNumberToObject(o, "ctx", r->ctx);
-        cJSON_AddNumberToObject(o, "ms_median", r->ms);
-        cJSON_AddNumberToObject(o, "ms_best", r->ms_min);
-        cJSON_AddNumberToObject(o, "bytes", r->bytes);
-        cJSON_AddNumberToObject(o, "flops", r->flops);
-        cJSON_AddNumberToObject(o, "gb_s", r->bytes / sec / 1e9);
-        cJSON_AddNumberToObject(o, "gflop_s", r->flops / sec / 1e9);
-        if (isfinite(r->x1)) cJSON_AddNumberToObject(o, "x_one_row", r->x1);
-        else cJSON_AddNullToObject(o, "x_one_row");
-        cJSON_AddItemToArray(arr, o);
+        cJSON *o = J(cJSON_CreateObject());
+        J(cJSON_AddStringToObject(o, "model", r->model));
+        J(cJSON_AddNumberToObject(o, "rows", r->rows));
+        J(cJSON_AddNumberToObject(o, "requests", r->reqs));
+        J(cJSON_AddNumberToObject(o, "ctx", r->ctx));
+        J(cJSON_AddNumberToObject(o, "ms_median", r->ms));
+        J(cJSON_AddNumberToObject(o, "ms_best", r->ms_min));
+        J(cJSON_AddNumberToObject(o, "bytes", r->bytes));
+        J(cJSON_AddNumberToObject(o, "flops", r->flops));
+        J(cJSON_AddNumberToObject(o, "gb_s", r->bytes / sec / 1e9));
+        J(cJSON_AddNumberToObject(o, "gflop_s", r->flops / sec / 1e9));
+        if (isfinite(r->x1)) J(cJSON_AddNumberToObject(o, "x_one_row", r->x1));
+        else J(cJSON_AddNullToObject(o, "x_one_row"));
+        JADD(arr, NULL, o);
     }
-    char *txt = cJSON_Print(root);
+    char *txt = oom_flag ? NULL : cJSON_Print(root);
     if (txt) printf("%s\n", txt);
     free(txt);
     cJSON_Delete(root);
+    return txt ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------- command */
@@ -561,7 +565,8 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     if (copy < 0) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the 2 x 128 MiB copy-bandwidth buffers");
     else if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating %zu bench rows", nrow);
     else rc = bench_all(&b, rows, nrows, ctxs, nctx, reps, dt, kvt, out, &nout, err, errlen);
-    if (!rc && !strcmp(output, "json")) print_json(out, nout, &lim, &s, mode, dt);
+    if (!rc && !strcmp(output, "json") && print_json(out, nout, &lim, &s, mode, dt))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the bench table as JSON");
     else if (!rc && !strcmp(output, "csv")) print_csv(out, nout, &lim, &s, mode);
     else if (!rc) print_md(out, nout, &lim, &s, mode, dt);
     free(out);

@@ -1,6 +1,7 @@
 /* cli_info.c — `dflash-bench info`: compiled backends, usable devices, CPU topology, as a
  * markdown list (default) or JSON (-o json). */
 #include "config.h"
+#include "base/json_build.h"
 #include "backend.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -12,8 +13,6 @@
 #include <string.h>
 
 /* every cJSON result checked (util.h): out of memory is an error, not a listing without fields */
-#define J(x) db_json_ok(oom, (x))
-#define JADD(parent, key, item) db_json_add(oom, (parent), (key), (item))
 
 int db_cmd_info(int argc, char **argv, char *err, size_t errlen)
 {

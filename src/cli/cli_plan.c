@@ -37,6 +37,7 @@
 #include "base/parse.h"
 #include "base/paths.h"
 #include "base/quantile.h"
+#include "base/json_build.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -97,6 +98,11 @@ static void fmt(char *b, size_t n, const char *f, double v)
     else snprintf(b, n, "-");
 }
 
+/* the JSON output, every cJSON result checked (base/util.h db_json_ok): json_oom is set when one
+ * failed, and the document is then not printed */
+static int json_oom;
+static int *const oom = &json_oom;
+
 /* a table of rates at 2^i rows, i < n: " 1: GFLOP/s, 2: ..." (md) or {"1": GFLOP/s, ...} (json) */
 static void print_by_rows(const double *rate, int n)
 {
@@ -105,11 +111,11 @@ static void print_by_rows(const double *rate, int n)
 
 static void add_by_rows(cJSON *root, const char *name, const double *rate, int n)
 {
-    cJSON *by = cJSON_AddObjectToObject(root, name);
+    cJSON *by = J(cJSON_AddObjectToObject(root, name));
     for (int i = 0; i < n; i++) {
         char k[12];
         snprintf(k, sizeof k, "%d", 1 << i);
-        cJSON_AddNumberToObject(by, k, rate[i] / 1e9);
+        J(cJSON_AddNumberToObject(by, k, rate[i] / 1e9));
     }
 }
 
@@ -186,89 +192,90 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
 
 static cJSON *cost_json(const db_cost *c)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "bytes", c->bytes);
-    cJSON_AddNumberToObject(o, "flops", c->flops);
-    cJSON_AddNumberToObject(o, "ms", 1e3 * c->t);
-    cJSON_AddStringToObject(o, "bound", bound(c));
+    cJSON *o = J(cJSON_CreateObject());
+    J(cJSON_AddNumberToObject(o, "bytes", c->bytes));
+    J(cJSON_AddNumberToObject(o, "flops", c->flops));
+    J(cJSON_AddNumberToObject(o, "ms", 1e3 * c->t));
+    J(cJSON_AddStringToObject(o, "bound", bound(c)));
     return o;
 }
 
 static void num_or_null(cJSON *o, const char *k, double v)
 {
-    if (isfinite(v) && v > 0) cJSON_AddNumberToObject(o, k, v);
-    else cJSON_AddNullToObject(o, k);
+    if (isfinite(v) && v > 0) J(cJSON_AddNumberToObject(o, k, v));
+    else J(cJSON_AddNullToObject(o, k));
 }
 
-static void print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
+static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                        const db_drafter_config *d, const char *variant, int B, const char *acc,
                        const char *device, size_t avail, db_dtype dt, cJSON *tp)
 {
-    cJSON *root = cJSON_CreateObject();
-    if (tp) cJSON_AddItemToObject(root, "tensor_parallel", tp);
-    cJSON_AddStringToObject(root, "device", device);
-    cJSON_AddNumberToObject(root, "mem_available_bytes", (double)avail);
-    cJSON_AddNumberToObject(root, "bandwidth_gbs", hw->bw / 1e9);
-    cJSON_AddStringToObject(root, "bandwidth_source", hw->bw_source);
-    cJSON_AddNumberToObject(root, "gflops", hw->flops / 1e9);
-    cJSON_AddStringToObject(root, "gflops_source", hw->flops_source);
+    cJSON *root = J(cJSON_CreateObject());
+    if (tp) JADD(root, "tensor_parallel", tp);
+    J(cJSON_AddStringToObject(root, "device", device));
+    J(cJSON_AddNumberToObject(root, "mem_available_bytes", (double)avail));
+    J(cJSON_AddNumberToObject(root, "bandwidth_gbs", hw->bw / 1e9));
+    J(cJSON_AddStringToObject(root, "bandwidth_source", hw->bw_source));
+    J(cJSON_AddNumberToObject(root, "gflops", hw->flops / 1e9));
+    J(cJSON_AddStringToObject(root, "gflops_source", hw->flops_source));
     if (hw->rate[0] > 0) add_by_rows(root, "gflops_by_rows", hw->rate, DB_HW_RATE_ROWS);
     if (hw->attn_rate[0] > 0) {
         add_by_rows(root, "attention_gflops_by_rows", hw->attn_rate, DB_HW_ATTN_ROWS);
-        cJSON_AddNumberToObject(root, "op_us", hw->op_s * 1e6);
+        J(cJSON_AddNumberToObject(root, "op_us", hw->op_s * 1e6));
     }
-    cJSON_AddStringToObject(root, "target", t->path);
-    cJSON_AddStringToObject(root, "drafter", d ? d->base.path : "");
-    cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt));
-    cJSON_AddStringToObject(root, "variant", variant);
-    cJSON_AddNumberToObject(root, "block_size", B);
-    cJSON_AddStringToObject(root, "acceptance", acc);
-    cJSON *arr = cJSON_AddArrayToObject(root, "rows");
+    J(cJSON_AddStringToObject(root, "target", t->path));
+    J(cJSON_AddStringToObject(root, "drafter", d ? d->base.path : ""));
+    J(cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt)));
+    J(cJSON_AddStringToObject(root, "variant", variant));
+    J(cJSON_AddNumberToObject(root, "block_size", B));
+    J(cJSON_AddStringToObject(root, "acceptance", acc));
+    cJSON *arr = J(cJSON_AddArrayToObject(root, "rows"));
     for (int i = 0; i < nrows; i++) {
         const plan_row *r = &rows[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "concurrency", r->conc);
-        cJSON_AddNumberToObject(o, "context", r->ctx);
-        cJSON_AddNumberToObject(o, "memory_bytes", r->mem.weights + r->mem.kv + r->mem.act);
-        cJSON_AddNumberToObject(o, "weights_bytes", r->mem.weights);
-        cJSON_AddNumberToObject(o, "kv_bytes", r->mem.kv);
-        cJSON_AddNumberToObject(o, "activation_bytes", r->mem.act);
-        cJSON *a = cJSON_AddObjectToObject(o, "ar");
-        cJSON_AddItemToObject(a, "predicted", cost_json(&r->ar.verify));
-        cJSON_AddNumberToObject(a, "predicted_tok_s", r->ar.tok_s);
+        cJSON *o = J(cJSON_CreateObject());
+        J(cJSON_AddNumberToObject(o, "concurrency", r->conc));
+        J(cJSON_AddNumberToObject(o, "context", r->ctx));
+        J(cJSON_AddNumberToObject(o, "memory_bytes", r->mem.weights + r->mem.kv + r->mem.act));
+        J(cJSON_AddNumberToObject(o, "weights_bytes", r->mem.weights));
+        J(cJSON_AddNumberToObject(o, "kv_bytes", r->mem.kv));
+        J(cJSON_AddNumberToObject(o, "activation_bytes", r->mem.act));
+        cJSON *a = J(cJSON_AddObjectToObject(o, "ar"));
+        JADD(a, "predicted", cost_json(&r->ar.verify));
+        J(cJSON_AddNumberToObject(a, "predicted_tok_s", r->ar.tok_s));
         num_or_null(a, "measured_ms", r->ar_ms);
         num_or_null(a, "measured_tok_s", r->ar_tok_s);
         num_or_null(a, "measured_over_predicted", ratio(r->ar_tok_s, r->ar.tok_s));
         if (d) {
-            cJSON *c = cJSON_AddObjectToObject(o, "cycle");
-            cJSON_AddNumberToObject(c, "tau", r->tau);
-            cJSON_AddItemToObject(c, "draft", cost_json(&r->cyc.draft));
-            cJSON_AddItemToObject(c, "select", cost_json(&r->cyc.select));
-            cJSON_AddItemToObject(c, "context", cost_json(&r->cyc.ctx));
-            cJSON_AddItemToObject(c, "verify", cost_json(&r->cyc.verify));
-            cJSON_AddNumberToObject(c, "predicted_ms", 1e3 * r->cyc.t);
-            cJSON_AddNumberToObject(c, "predicted_tok_s", r->cyc.tok_s);
+            cJSON *c = J(cJSON_AddObjectToObject(o, "cycle"));
+            J(cJSON_AddNumberToObject(c, "tau", r->tau));
+            JADD(c, "draft", cost_json(&r->cyc.draft));
+            JADD(c, "select", cost_json(&r->cyc.select));
+            JADD(c, "context", cost_json(&r->cyc.ctx));
+            JADD(c, "verify", cost_json(&r->cyc.verify));
+            J(cJSON_AddNumberToObject(c, "predicted_ms", 1e3 * r->cyc.t));
+            J(cJSON_AddNumberToObject(c, "predicted_tok_s", r->cyc.tok_s));
             num_or_null(c, "measured_tau", r->tau_meas);
             num_or_null(c, "measured_ms", r->cyc_ms);
             num_or_null(c, "measured_tok_s", r->cyc_tok_s);
             if (r->measured) { /* the prediction at the tau the replay drew */
-                cJSON_AddNumberToObject(c, "predicted_ms_at_measured_tau", 1e3 * r->cyc_mt.t);
-                cJSON_AddNumberToObject(c, "predicted_tok_s_at_measured_tau", r->cyc_mt.tok_s);
+                J(cJSON_AddNumberToObject(c, "predicted_ms_at_measured_tau", 1e3 * r->cyc_mt.t));
+                J(cJSON_AddNumberToObject(c, "predicted_tok_s_at_measured_tau", r->cyc_mt.tok_s));
             }
             num_or_null(c, "measured_over_predicted", ratio(r->cyc_tok_s, r->cyc_mt.tok_s));
             if (r->measured) {
-                cJSON_AddNumberToObject(c, "measured_draft_ms", r->draft_ms);
-                cJSON_AddNumberToObject(c, "measured_select_ms", r->select_ms);
-                cJSON_AddNumberToObject(c, "measured_verify_ms", r->verify_ms);
-                cJSON_AddNumberToObject(c, "measured_host_ms", r->host_ms);
+                J(cJSON_AddNumberToObject(c, "measured_draft_ms", r->draft_ms));
+                J(cJSON_AddNumberToObject(c, "measured_select_ms", r->select_ms));
+                J(cJSON_AddNumberToObject(c, "measured_verify_ms", r->verify_ms));
+                J(cJSON_AddNumberToObject(c, "measured_host_ms", r->host_ms));
             }
         }
-        cJSON_AddItemToArray(arr, o);
+        JADD(arr, NULL, o);
     }
-    char *txt = cJSON_Print(root);
+    char *txt = json_oom ? NULL : cJSON_Print(root);
     if (txt) printf("%s\n", txt);
     free(txt);
     cJSON_Delete(root);
+    return txt ? 0 : -1;
 }
 
 typedef struct {
@@ -393,12 +400,12 @@ static void tp_rows(const plan_ctx *p, FILE *f, cJSON *json)
                    "| ar tok/s | cycle ms | cycle all-reduce ms | cycle tok/s |\n"
                    "|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n");
     } else {
-        cJSON_AddStringToObject(json, "link", p->link.name);
-        cJSON_AddNumberToObject(json, "link_gbs", p->link.gbs);
-        cJSON_AddNumberToObject(json, "link_latency_us", p->link.latency_us);
-        cJSON_AddNumberToObject(json, "gpu_mem_bytes", mem);
+        J(cJSON_AddStringToObject(json, "link", p->link.name));
+        J(cJSON_AddNumberToObject(json, "link_gbs", p->link.gbs));
+        J(cJSON_AddNumberToObject(json, "link_latency_us", p->link.latency_us));
+        J(cJSON_AddNumberToObject(json, "gpu_mem_bytes", mem));
     }
-    cJSON *arr = json ? cJSON_AddArrayToObject(json, "rows") : NULL;
+    cJSON *arr = json ? J(cJSON_AddArrayToObject(json, "rows")) : NULL;
     for (int i = 0; i < p->ntp; i++)
         for (int j = 0; j < p->nconc; j++) {
             const plan_row *r = &p->rows[j];
@@ -416,22 +423,23 @@ static void tp_rows(const plan_ctx *p, FILE *f, cJSON *json)
                         1e3 * (t.ar_compute_s + t.ar_comm_s), 1e3 * t.ar_comm_s, t.ar_tok_s, c1, c2, c3);
                 continue;
             }
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddItemToArray(arr, o);
-            cJSON_AddStringToObject(o, "kind", "prediction");
-            cJSON_AddNumberToObject(o, "tp", t.tp);
-            cJSON_AddNumberToObject(o, "concurrency", t.concurrency);
-            cJSON_AddNumberToObject(o, "weights_bytes_per_gpu", t.weights);
-            cJSON_AddNumberToObject(o, "kv_bytes_per_gpu", t.kv);
-            cJSON_AddNumberToObject(o, "activation_bytes_per_gpu", t.act);
-            cJSON_AddBoolToObject(o, "fits", t.fits);
-            cJSON_AddNumberToObject(o, "ar_compute_ms", 1e3 * t.ar_compute_s);
-            cJSON_AddNumberToObject(o, "ar_allreduce_ms", 1e3 * t.ar_comm_s);
-            cJSON_AddNumberToObject(o, "ar_tok_s", t.ar_tok_s);
-            if (!p->d) continue;
-            cJSON_AddNumberToObject(o, "cycle_compute_ms", 1e3 * t.cyc_compute_s);
-            cJSON_AddNumberToObject(o, "cycle_allreduce_ms", 1e3 * t.cyc_comm_s);
-            cJSON_AddNumberToObject(o, "cycle_tok_s", t.cyc_tok_s);
+            cJSON *o = J(cJSON_CreateObject());
+            J(cJSON_AddStringToObject(o, "kind", "prediction"));
+            J(cJSON_AddNumberToObject(o, "tp", t.tp));
+            J(cJSON_AddNumberToObject(o, "concurrency", t.concurrency));
+            J(cJSON_AddNumberToObject(o, "weights_bytes_per_gpu", t.weights));
+            J(cJSON_AddNumberToObject(o, "kv_bytes_per_gpu", t.kv));
+            J(cJSON_AddNumberToObject(o, "activation_bytes_per_gpu", t.act));
+            J(cJSON_AddBoolToObject(o, "fits", t.fits));
+            J(cJSON_AddNumberToObject(o, "ar_compute_ms", 1e3 * t.ar_compute_s));
+            J(cJSON_AddNumberToObject(o, "ar_allreduce_ms", 1e3 * t.ar_comm_s));
+            J(cJSON_AddNumberToObject(o, "ar_tok_s", t.ar_tok_s));
+            if (p->d) {
+                J(cJSON_AddNumberToObject(o, "cycle_compute_ms", 1e3 * t.cyc_compute_s));
+                J(cJSON_AddNumberToObject(o, "cycle_allreduce_ms", 1e3 * t.cyc_comm_s));
+                J(cJSON_AddNumberToObject(o, "cycle_tok_s", t.cyc_tok_s));
+            }
+            JADD(arr, NULL, o);
         }
 }
 
@@ -665,9 +673,11 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         snprintf(device, sizeof device, "%s (%s)", p->backend, p->s.be ? p->s.be->device_name : "?");
         if (!strcmp(p->output, "json"))
         {
-            cJSON *tp = p->ntp ? cJSON_CreateObject() : NULL;
+            cJSON *tp = p->ntp ? J(cJSON_CreateObject()) : NULL;
             if (tp) tp_rows(p, NULL, tp);
-            print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt, tp);
+            if (print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail,
+                           p->dt, tp))
+                rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the plan as JSON");
         } else {
             print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt);
             if (p->ntp) tp_rows(p, stdout, NULL);

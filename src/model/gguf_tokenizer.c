@@ -10,6 +10,7 @@
  * 5 unused -> a gap, as the converter's [PADn] fillers), .merges ("left right").
  * No normalizer, like llama.cpp. */
 #include "model/gguf_model.h"
+#include "base/json_build.h"
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
@@ -23,10 +24,8 @@ static const char LLAMA3_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-/* Every cJSON result goes through J() / JADD() (util.h): the first NULL (out of memory) sets
- * *oom, and the tokenizer fails rather than missing tokens or merges. */
-#define J(x) db_json_ok(oom, (x))
-#define JADD(parent, key, item) db_json_add(oom, (parent), (key), (item))
+/* Every cJSON result goes through J() / JADD() (base/json_build.h): the first NULL (out of
+ * memory) sets *oom, and the tokenizer fails rather than missing tokens or merges. */
 
 /* the pre_tokenizer object for `pre`; NULL when unknown (or *oom set) */
 static cJSON *pre_tokenizer(const char *pre, size_t len, int *ignore_merges, int *oom)

@@ -1,5 +1,6 @@
 /* run_meta.c — build, machine, model and time facts of one invocation (see run_meta.h). */
 #include "config.h"
+#include "base/json_build.h"
 #include "result/run_meta.h"
 #include "base/sha256.h"
 #include "base/util.h"
@@ -220,8 +221,6 @@ void db_run_meta_free(db_run_meta *m)
 /* Every cJSON result of the builders below goes through J() or JADD() (util.h): the first NULL
  * (out of memory) sets *oom, and db_run_meta_json returns NULL at the end rather than a
  * meta.json without some of its fields. */
-#define J(x) db_json_ok(oom, (x))
-#define JADD(parent, key, item) db_json_add(oom, (parent), (key), (item))
 
 static cJSON *model_json(int *oom, const db_model_meta *mm)
 {
