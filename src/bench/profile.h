@@ -22,6 +22,7 @@
 #define DB_PROFILE_H
 
 #include "engine/stats.h"
+#include "result/point.h"
 
 #include <stddef.h>
 
@@ -29,7 +30,7 @@ typedef struct {
     char spec[512];            /* as given */
     float rate[DB_MAX_BLOCK];  /* conditional rate of position i at rate[i - 1] */
     int n;                     /* positions */
-    char point_id[512];        /* the acceptance.csv point used; "" for a two-column file */
+    char point_id[DB_POINT_ID_MAX]; /* the acceptance.csv point used; "" for a two-column file */
 } db_profile;
 
 int db_profile_load(db_profile *p, const char *spec, char *err, size_t errlen);
