@@ -565,9 +565,10 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     if (copy < 0) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the 2 x 128 MiB copy-bandwidth buffers");
     else if (!out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating %zu bench rows", nrow);
     else rc = bench_all(&b, rows, nrows, ctxs, nctx, reps, dt, kvt, out, &nout, err, errlen);
-    if (!rc && !strcmp(output, "json") && print_json(out, nout, &lim, &s, mode, dt))
-        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the bench table as JSON");
-    else if (!rc && !strcmp(output, "csv")) print_csv(out, nout, &lim, &s, mode);
+    if (!rc && !strcmp(output, "json")) {
+        if (print_json(out, nout, &lim, &s, mode, dt))
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the bench table as JSON");
+    } else if (!rc && !strcmp(output, "csv")) print_csv(out, nout, &lim, &s, mode);
     else if (!rc) print_md(out, nout, &lim, &s, mode, dt);
     free(out);
     db_session_close(&s);
