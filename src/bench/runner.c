@@ -33,7 +33,9 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, db_req_stats *
                       double *wall, char *err, size_t errlen)
 {
     const db_prompt_set *ps = pt->ps;
-    const db_gen_params *p = &pt->p;
+    db_gen_params pp = pt->p;
+    pp.stop = r->stop; /* a signal ends the pass at its next cycle */
+    const db_gen_params *p = &pp;
     int ns = ps->ds.n, max_turns = db_prompt_set_max_turns(ps), rc = DB_OK;
     char ***answers = db_calloc((size_t)ns, sizeof(char **));
     db_request *reqs = db_calloc((size_t)ns, sizeof *reqs);
@@ -98,6 +100,7 @@ static int point_begin(const db_runner *r, const db_run_point *pt, db_point_raw 
     raw->reqs = db_calloc((size_t)R * (size_t)per_pass, sizeof(db_req_stats));
     if (!raw->wall_s || !raw->rep_start_s || !raw->reqs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a point's samples");
     db_gen_params p = pt->p;
+    p.stop = r->stop;
     if (r->warmup_tokens > 0) p.max_new_tokens = r->warmup_tokens;
     for (int w = 0; w < r->warmup && !rc; w++) {
         int n = pt->ps->ds.n < pt->concurrency ? pt->ps->ds.n : pt->concurrency;

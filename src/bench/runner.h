@@ -45,8 +45,9 @@ typedef struct {
     int warmup;                /* W */
     int repetitions;           /* R */
     int warmup_tokens;         /* tokens of a warm-up request; 0: the point's max_new_tokens */
-    const volatile sig_atomic_t *stop; /* non-zero: the group ends before its next pass with
-                                        * DB_ESIGNAL(*stop); NULL: never */
+    const volatile sig_atomic_t *stop; /* non-zero: the group ends at its pass's next cycle
+                                        * (db_gen_params.stop) with DB_ESIGNAL(*stop), its
+                                        * points dropped; NULL: never */
     int (*after_pass)(void *user, char *err, size_t errlen); /* after every timed pass, or NULL */
     void *user;
     double t_origin;           /* db_now() at the first timed pass (requests' start_s); set < 0 */

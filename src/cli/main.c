@@ -49,16 +49,30 @@ static void print_help(void)
 
 int main(int argc, char **argv)
 {
-#if HAVE_OPENMP && defined(__linux__)
+#if defined(__linux__) && (HAVE_OPENMP || HAVE_OPENBLAS)
+    /* Both libraries read their environment before main(), hence set it and re-execute once
+     * (execv returns only on failure: carry on as we are). */
+    int reexec = 0;
+#if HAVE_OPENMP
     /* libgomp's default (spin ~300k iterations at every barrier) collapses throughput as soon as
      * a core is shared: a sweep point took 37 s on a loaded 2-core machine, 3.2 s with passive
      * waits, 7.3 s with a 10k spin. On a quiet machine passive waits cost 6x on the tiny model
      * (ar 539 vs 3291 tok/s) while a 10k spin matches the default (3207). So: a short spin.
-     * libgomp reads its environment before main(), hence set it and re-execute once; the user's
-     * own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. */
+     * The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. */
     if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT") &&
         setenv("GOMP_SPINCOUNT", "10000", 1) == 0)
-        execv("/proc/self/exe", argv); /* returns only on failure: carry on as we are */
+        reexec = 1;
+#endif
+#if HAVE_OPENBLAS
+    /* The tool never runs on OpenBLAS's own thread pool (the CPU backend calls it from its
+     * OpenMP threads, one thread each), yet the library starts the pool when it loads. Under
+     * `ulimit -v` a pool worker loops on its failing buffer allocation and OpenBLAS's exit
+     * handler waits for it forever; one thread means no pool at all. Always 1: a user's value
+     * would only start threads that nothing uses. */
+    const char *ob = getenv("OPENBLAS_NUM_THREADS");
+    if ((!ob || strcmp(ob, "1") != 0) && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) reexec = 1;
+#endif
+    if (reexec) execv("/proc/self/exe", argv);
 #endif
     /* a results file reaching RLIMIT_FSIZE: write() fails with EFBIG and the error names the
      * file, instead of SIGXFSZ ending the process without a word (--resume carries on) */

@@ -337,6 +337,13 @@ static int admit(db_engine *e, int slot, int req_index, double t0, char *err, si
     return DB_OK;
 }
 
+/* the stop flag of db_gen_params, checked between target calls */
+static int stopped(const db_engine *e, char *err, size_t errlen)
+{
+    int sig = e->p.stop ? *e->p.stop : 0;
+    return sig ? db_fail(err, errlen, DB_ESIGNAL(sig), "stopped by signal %d", sig) : DB_OK;
+}
+
 /* Prefill the prompts of the requests just admitted into slots[0..n), batched into target calls
  * of up to max_rows rows (a call may hold the tail of one prompt and the head of the next);
  * each request's first token comes from its last prompt row. */
@@ -344,7 +351,7 @@ static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, ch
 {
     db_target *t = e->t;
     int R = t->max_rows, si = 0, off = 0, rc = DB_OK;
-    while (si < n && rc == DB_OK) {
+    while (si < n && (rc = stopped(e, err, errlen)) == DB_OK) {
         int m = 0, nl = 0;
         while (si < n && m < R) {
             db_request *r = &e->reqs[e->slots[slots[si]].req];
@@ -670,7 +677,7 @@ int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_
         int na = 0;
         for (int s = 0; s < e->conc; s++)
             if (e->slots[s].req >= 0) e->active[na++] = s;
-        if (na == 0) break;
+        if (na == 0 || (rc = stopped(e, err, errlen))) break;
         for (int j = 0; j < na; j++) before[j] = e->slots[e->active[j]].req;
         rc = e->use_draft ? cycle(e, na, t0, err, errlen) : step_ar(e, na, t0, err, errlen);
         for (int j = 0; j < na && rc == DB_OK; j++)

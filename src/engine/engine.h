@@ -29,6 +29,7 @@
 #include "model/target.h"
 #include "engine/variant.h"
 
+#include <signal.h>
 #include <stdint.h>
 
 /* Prompts are prefilled in target calls of up to DB_PREFILL_CHUNK rows; the target's and the
@@ -58,6 +59,10 @@ typedef struct {
     void (*on_cycle)(void *user, int req, int pos, const int *block, int b, int accepted,
                      int bonus);
     void *on_cycle_user;
+    /* optional: a signal handler's flag, read at every cycle (and prefill call) boundary; once
+     * non-zero the run ends there with DB_ESIGNAL(*stop), its requests unfinished, so a SIGTERM
+     * takes one cycle, not the rest of a pass (the caller drops what the pass measured) */
+    const volatile sig_atomic_t *stop;
 } db_gen_params;
 
 typedef struct {
