@@ -4,6 +4,8 @@
 # and DB_SANITIZE (the build's b_sanitize).
 #   (ulimit -v 850000; dflash-bench info) exits 0 within a few seconds (OpenBLAS's thread pool
 #   once hung the exit);
+#   --threads above 4 x the CPUs the process may use: exit 2 in every command that takes it;
+#   threads the system cannot create: exit 1 with the tool's own line (not libgomp's);
 #   SIGTERM during a long point: exit 143 within 2 s (a cycle, not the rest of the pass), the
 #   resume command on stderr, the point dropped.
 set -u
@@ -32,6 +34,34 @@ if [ "${DB_SANITIZE:-none}" = none ]; then
     [ "$rc" = 0 ] || diag <"$errf"
 else
     ok 0 "ulimit -v under $DB_SANITIZE # SKIP"
+fi
+
+# ---- --threads beyond what can run ----
+cap=$((4 * $(nproc)))
+TINY="$ROOT/models/tiny-qwen3"
+for t in $((cap + 1)) 65536; do
+    expect_refused "generate --threads $t (cap $cap): exit 2, one line" "--threads $t" "at most $cap" -- \
+        generate --target "$TINY" --prompt-ids 1,2 -n 2 --threads "$t"
+done
+t=$((cap + 1))
+expect_refused "run --threads $t: exit 2 naming the key" "threads $t" "at most $cap" -- \
+    run --synthetic --target "$TINY" --variant ar --threads "$t" --out "$tmp/threads"
+ok "$([ ! -e "$tmp/threads" ]; echo $?)" "run --threads $t: no results directory"
+expect_refused "check-lossless --threads $t: exit 2" "--threads $t" -- \
+    check-lossless --target "$TINY" --drafter "$ROOT/models/tiny-qwen3-dflash2-b16" --threads "$t"
+expect_refused "plan --threads $t: exit 2" "--threads $t" -- \
+    plan --target-config "$TINY" --threads "$t" --no-measure --bandwidth-gbs 40 --gflops 100
+expect_refused "bench --threads $t: exit 2" "--threads $t" -- bench --target "$TINY" --threads "$t"
+# threads that cannot be made (1 GB stacks in 4 GB of address space): the tool's own line, exit 1
+if [ "${DB_SANITIZE:-none}" = none ]; then
+    (ulimit -s 1000000 && ulimit -v 4000000 && exec "$BIN" generate --target "$TINY" --prompt-ids 1,2 -n 2 \
+        --threads "$cap") >"$out" 2>"$errf"
+    rc=$?
+    ok "$([ "$rc" = 1 ] && grep -q "^dflash-bench generate: .*cannot start $cap CPU threads" "$errf"; echo $?)" \
+        "threads that cannot be created: exit 1 with the tool's one line (rc $rc)"
+    [ "$rc" = 1 ] || diag <"$errf"
+else
+    ok 0 "thread creation under ulimit -v with $DB_SANITIZE # SKIP"
 fi
 
 # ---- SIGTERM inside a point ----

@@ -17,6 +17,7 @@
 #include "cpu_topology.h"
 #include "vec_math.h"
 
+#include <errno.h>
 #include <math.h>
 #if HAVE_X86_SIMD
 #include <immintrin.h>
@@ -29,6 +30,7 @@
 #endif
 #if HAVE_OPENMP
 #include <omp.h>
+#include <pthread.h>
 #endif
 #if HAVE_OPENBLAS
 #include <cblas.h>
@@ -131,6 +133,40 @@ static void cpu_dfree(db_backend *be, void *p)
     free(h);
 }
 
+#if HAVE_OPENMP
+/* Can n threads exist at once? libgomp answers a failed pthread_create with its own message
+ * and exit (or, far enough, a crash), so the team is tried here first, the threads waiting
+ * until all were made; 0, or the errno of the first that could not be made. */
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t probe_cv = PTHREAD_COND_INITIALIZER;
+static int probe_go;
+
+static void *probe_wait(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&probe_mu);
+    while (!probe_go) pthread_cond_wait(&probe_cv, &probe_mu);
+    pthread_mutex_unlock(&probe_mu);
+    return NULL;
+}
+
+static int probe_threads(int n)
+{
+    pthread_t *t = n > 1 ? db_malloc(sizeof *t * (size_t)(n - 1)) : NULL;
+    if (n > 1 && !t) return ENOMEM;
+    int made = 0, rc = 0;
+    probe_go = 0;
+    while (made < n - 1 && !(rc = pthread_create(&t[made], NULL, probe_wait, NULL))) made++;
+    pthread_mutex_lock(&probe_mu);
+    probe_go = 1;
+    pthread_cond_broadcast(&probe_cv);
+    pthread_mutex_unlock(&probe_mu);
+    for (int i = 0; i < made; i++) pthread_join(t[i], NULL);
+    free(t);
+    return rc;
+}
+#endif
+
 static int cpu_init(db_backend *be, const db_backend_opts *opts)
 {
     cpu_ctx *c = db_calloc(1, sizeof *c);
@@ -162,6 +198,12 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
 #if HAVE_OPENMP
     if (threads > 0) omp_set_num_threads(threads);
     be->threads = omp_get_max_threads();
+    int perr = probe_threads(be->threads);
+    if (perr) {
+        snprintf(be->err, sizeof be->err, "cannot start %d CPU threads: %s", be->threads, strerror(perr));
+        free(c);
+        return -1;
+    }
 #else
     be->threads = 1;
 #endif

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,24 @@ void db_json_add(int *oom, cJSON *parent, const char *key, cJSON *item)
     if (item && (key ? cJSON_AddItemToObject(parent, key, item) : cJSON_AddItemToArray(parent, item))) return;
     cJSON_Delete(item);
     *oom = 1;
+}
+
+int db_cpus_available(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 0;
+}
+
+int db_threads_check(const char *what, int threads, char *err, size_t errlen)
+{
+    if (threads < 0) return db_fail(err, errlen, DB_EINPUT, "%s %d: must be >= 0 (0 = all cores)", what, threads);
+    int ncpu = db_cpus_available(), cap = DB_THREADS_PER_CPU * (ncpu > 0 ? ncpu : 1);
+    if (threads > cap)
+        return db_fail(err, errlen, DB_EINPUT, "%s %d: at most %d (%d x the %d CPUs this process may use)", what,
+                       threads, cap, DB_THREADS_PER_CPU, ncpu > 0 ? ncpu : 1);
+    return DB_OK;
 }
 
 double db_now(void)

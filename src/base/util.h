@@ -24,6 +24,14 @@ int db_fail(char *err, size_t errlen, int status, const char *fmt, ...)
 
 double db_now(void); /* monotonic seconds */
 
+/* hardware threads this process may run on (taskset, cpusets), 0 when unknown */
+int db_cpus_available(void);
+/* --threads N: 0 (all cores) or up to DB_THREADS_PER_CPU x the CPUs this process may use. More
+ * only take turns at every barrier (8192 threads: 7.6 s a token) and, further up, exhaust the
+ * threads' stacks (65536: a crash inside libgomp). DB_EINPUT "<what> N: ..." naming the cap. */
+#define DB_THREADS_PER_CPU 4
+int db_threads_check(const char *what, int threads, char *err, size_t errlen);
+
 /* Units, one convention everywhere: amounts of memory (sizes, free memory, bytes moved per
  * step) in binary units, GiB in prose and tables, MiB in CSV columns named for it
  * (peak_mem_mib), bytes in JSON keys named *_bytes; rates in decimal units as devices are

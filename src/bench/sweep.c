@@ -524,10 +524,12 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
     if (!(s->top_p > 0 && s->top_p <= 1))
         return db_fail(err, errlen, DB_EINPUT, "top_p %g is outside (0, 1]", (double)s->top_p);
     if (s->top_k < 0 || s->max_new_tokens < 1 || s->max_samples < 1 || s->repetitions < 1 ||
-        s->warmup < 0 || s->threads < 0)
+        s->warmup < 0)
         return db_fail(err, errlen, DB_EINPUT,
-                       "top_k >= 0, max_new_tokens >= 1, max_samples >= 1, repetitions >= 1, "
-                       "warmup >= 0 and threads >= 0 are required");
+                       "top_k >= 0, max_new_tokens >= 1, max_samples >= 1, repetitions >= 1 and "
+                       "warmup >= 0 are required");
+    int rc = db_threads_check("threads", s->threads, err, errlen);
+    if (rc) return rc;
     if (!s->n_target || !s->target[0][0]) return db_fail(err, errlen, DB_EINPUT, "target: no target model given");
     if (s->synthetic && (s->n_target > 1 || s->n_drafter > 1))
         return db_fail(err, errlen, DB_EINPUT, "%s: one checkpoint with --synthetic (its config gives the shapes)",

@@ -514,7 +514,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         {"deterministic", 0, NULL, "batch-invariant kernels (as check-lossless)", NULL, DB_OPT_FLAG, &deterministic},
         {"seed", 's', "N", "seed of synthetic weights (default 0)", NULL, DB_OPT_INT, &seed},
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
-        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &threads},
+        {"threads", 0, "N", "CPU threads (default: all cores; at most 4x them)", NULL, DB_OPT_INT, &threads},
         {"output", 'o', "FMT", "md (default), csv or json", NULL, DB_OPT_STR, &output},
     };
     const db_cmd_opts cmd = {"bench",
@@ -527,8 +527,10 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", output);
     if (strcmp(mode, "batch") && strcmp(mode, "prefill") && strcmp(mode, "verify"))
         return db_fail(err, errlen, DB_EINPUT, "--mode must be batch, prefill or verify, not '%s'", mode);
-    if (reps < 1 || reps > 64 || threads < 0 || seed < 0 || block < 2 || block > DB_MAX_BLOCK)
-        return db_fail(err, errlen, DB_EINPUT, "--repetitions 1..64, --threads >= 0, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
+    if (reps < 1 || reps > 64 || seed < 0 || block < 2 || block > DB_MAX_BLOCK)
+        return db_fail(err, errlen, DB_EINPUT, "--repetitions 1..64, --seed >= 0, --block-size 2..%d", DB_MAX_BLOCK);
+    int trc = db_threads_check("--threads", threads, err, errlen);
+    if (trc) return trc;
     db_dtype dt;
     if (db_dtype_parse(dtype_s, &dt) != 0) return db_fail(err, errlen, DB_EINPUT, "--dtype %s: one of " DB_SYNTH_DTYPE_NAMES, dtype_s);
     db_dtype kvt;

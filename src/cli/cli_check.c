@@ -72,7 +72,7 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
         {"concurrency", 'c', "N", "requests batched per cycle (default 4)", NULL, DB_OPT_INT, &c->conc},
         {"seed", 's', "N", "seed of the random prompts (default 0)", NULL, DB_OPT_INT, &c->seed},
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &c->backend},
-        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &c->threads},
+        {"threads", 0, "N", "CPU threads (default: all cores; at most 4x them)", NULL, DB_OPT_INT, &c->threads},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &c->kv_s},
         /* hidden (no help): corrupt the N-th token of prompt 0 in every speculative variant, for
          * tests/cli_run.sh to see the check fail (engine_test.h) */
@@ -86,6 +86,7 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
     if ((rc = db_opt_kv_dtype(c->kv_s, c->backend, &c->kv_dtype, err, errlen))) return rc;
     db_engine_set_test_hooks(&(struct db_engine_test_hooks){.plant_mismatch = c->plant});
     if (!c->target_dir || !c->drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
+    if ((rc = db_threads_check("--threads", c->threads, err, errlen))) return rc;
     if (c->conc < 1 || c->max_new < 1 || c->n_random < 1)
         return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");
     if (c->blocks_text)

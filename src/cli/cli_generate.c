@@ -78,7 +78,7 @@ static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *er
         {"top-k", 0, "N", "sample among the k most likely (default 0 = all)", NULL, DB_OPT_INT, &g->top_k},
         {"seed", 's', "N", "sampling seed (default 0)", NULL, DB_OPT_INT, &g->seed},
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &g->backend},
-        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &g->threads},
+        {"threads", 0, "N", "CPU threads (default: all cores; at most 4x them)", NULL, DB_OPT_INT, &g->threads},
         {"deterministic", 0, NULL, "batch-invariant reductions", NULL, DB_OPT_FLAG, &g->deterministic},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &g->kv_s},
         {"trace", 0, NULL, "print every cycle's draft and acceptance to stderr", NULL, DB_OPT_FLAG, &g->trace},
@@ -153,6 +153,7 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     if (!!g.ids_text + !!g.ids_file + !!g.prompt_text + !!g.dataset != 1)
         return db_fail(err, errlen, DB_EINPUT, "give exactly one of --prompt, --dataset, --prompt-ids, --prompt-ids-file");
     if (g.max_new < 1) return db_fail(err, errlen, DB_EINPUT, "--max-new-tokens must be >= 1");
+    if ((rc = db_threads_check("--threads", g.threads, err, errlen))) return rc;
     db_variant variant = g.drafter_dir ? DB_VAR_DFLASH2 : DB_VAR_AR;
     if (g.variant_name && db_variant_parse(g.variant_name, &variant) != 0)
         return db_fail(err, errlen, DB_EINPUT, "unknown variant '%s' (%s)", g.variant_name,

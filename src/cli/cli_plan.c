@@ -339,7 +339,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"repetitions", 'r', "N", "timed rounds, ar and the cycle run alternating; medians reported (default 3, <= 15)", NULL, DB_OPT_INT, &p->reps},
         {"seed", 's', "N", "seed of the synthetic weights, prompts and replay (default 0)", NULL, DB_OPT_INT, &p->seed},
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &p->backend},
-        {"threads", 0, "N", "CPU threads (default: all cores)", NULL, DB_OPT_INT, &p->threads},
+        {"threads", 0, "N", "CPU threads (default: all cores; at most 4x them)", NULL, DB_OPT_INT, &p->threads},
         {"output", 'o', "FMT", "md (default) or json", NULL, DB_OPT_STR, &p->output},
         {"tp", 0, "LIST", "tensor-parallel degrees, e.g. 1,2,4,8: per-GPU memory and predicted tok/s (predictions)", NULL, DB_OPT_STR, &p->tp_s},
         {"link", 0, "NAME", "GPU link for --tp: nvlink (default, 450 GB/s, 10 us) or pcie (64 GB/s, 25 us)", NULL, DB_OPT_STR, &p->link_s},
@@ -370,8 +370,10 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
                        db_variant_names(names, sizeof names, 1));
     if (p->block < 2 || p->block > DB_MAX_BLOCK)
         return db_fail(err, errlen, DB_EINPUT, "--block-size %d outside 2..%d", p->block, DB_MAX_BLOCK);
-    if (p->prompt_tokens < 1 || p->max_new < 2 || p->warmup < 0 || p->threads < 0 || p->context < 0 || p->seed < 0)
-        return db_fail(err, errlen, DB_EINPUT, "--prompt-tokens >= 1, --max-new-tokens >= 2, --warmup, --threads, --context, --seed >= 0");
+    if (p->prompt_tokens < 1 || p->max_new < 2 || p->warmup < 0 || p->context < 0 || p->seed < 0)
+        return db_fail(err, errlen, DB_EINPUT, "--prompt-tokens >= 1, --max-new-tokens >= 2, --warmup, --context, --seed >= 0");
+    int trc = db_threads_check("--threads", p->threads, err, errlen);
+    if (trc) return trc;
     if (p->reps < 1 || p->reps > MAX_REPS)
         return db_fail(err, errlen, DB_EINPUT, "--repetitions %d outside 1..%d", p->reps, MAX_REPS);
     if (p->tau_arg != 0 && p->profile_s)

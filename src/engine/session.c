@@ -4,32 +4,22 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* hardware threads this process may run on (taskset, cpusets), 0 when unknown */
-static int cpus_available(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 0;
-}
-
 int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    if (o->threads < 0) return db_fail(err, errlen, DB_EINPUT, "threads must be >= 0 (0 = all cores)");
-    int ncpu = cpus_available();
+    int rc = db_threads_check("--threads", o->threads, err, errlen), ncpu = db_cpus_available();
+    if (rc) return rc;
     /* more threads than CPUs: workers take turns at every barrier, and the timings measure that */
     if (ncpu > 0 && o->threads > ncpu && o->backend && !strcmp(o->backend, "cpu"))
         fprintf(stderr, "warning: --threads %d is above the %d cores (hardware threads) this process may "
                 "use; timings will include threads waiting for a core\n", o->threads, ncpu);
     db_backend_opts bo = {.threads = o->threads, .deterministic = o->deterministic};
-    int rc = db_backend_create(o->backend, &bo, &s->be, err, errlen);
+    rc = db_backend_create(o->backend, &bo, &s->be, err, errlen);
     if (rc) return rc == -2 ? DB_EINPUT : DB_ERUNTIME; /* an unknown name, or a device that failed */
     return DB_OK;
 }
