@@ -6,6 +6,9 @@
 #   once hung the exit);
 #   --threads above 4 x the CPUs the process may use: exit 2 in every command that takes it;
 #   threads the system cannot create: exit 1 with the tool's own line (not libgomp's);
+#   a FIFO, device or directory as config.json, model.safetensors, tokenizer.json,
+#   --prompt-ids-file, --config, --acceptance-profile or meta.json: exit 2 at once naming it;
+#   a config.json over its cap (docs/limits.md): exit 2;
 #   SIGTERM during a long point: exit 143 within 2 s (a cycle, not the rest of the pass), the
 #   resume command on stderr, the point dropped.
 set -u
@@ -63,6 +66,44 @@ if [ "${DB_SANITIZE:-none}" = none ]; then
 else
     ok 0 "thread creation under ulimit -v with $DB_SANITIZE # SKIP"
 fi
+
+# ---- inputs that are not regular files, or too large ----
+# every case under a timeout (a FIFO once blocked forever) and, outside the sanitizers, a 4 GB
+# address space (a /dev/zero once grew memory at 1 GB/s): a failure, not a hang or a full machine
+guard="$tmp/guarded"
+if [ "${DB_SANITIZE:-none}" = none ]; then lim='ulimit -v 4000000 &&'; else lim=; fi
+printf '#!/bin/sh\n%s exec timeout 30 "%s" "$@"\n' "$lim" "$BIN" >"$guard"
+chmod +x "$guard"
+BIN_REAL=$BIN
+BIN=$guard
+mkmodel() { # a copy of the embedded target in $tmp/$1, its file $2 (if any) replaced by a FIFO
+    mkdir -p "$tmp/$1"
+    cp "$TINY"/config.json "$TINY"/model.safetensors "$TINY"/tokenizer.json "$tmp/$1/"
+    if [ -n "${2:-}" ]; then rm -f "$tmp/$1/$2" && mkfifo "$tmp/$1/$2"; fi
+    echo "$tmp/$1"
+}
+for f in config.json model.safetensors tokenizer.json; do
+    d=$(mkmodel "fifo-${f%%.*}" "$f")
+    expect_refused "$f a FIFO: exit 2 at once naming it" "$d/$f" "not a regular file" -- \
+        generate --target "$d" --prompt hello -n 2
+done
+expect_refused "--prompt-ids-file /dev/zero: exit 2" "/dev/zero" "not a regular file" -- \
+    generate --target "$TINY" --prompt-ids-file /dev/zero -n 2
+expect_refused "--prompt-ids-file DIR: exit 2" "$tmp: is a directory" -- \
+    generate --target "$TINY" --prompt-ids-file "$tmp" -n 2
+expect_refused "--config /dev/zero: exit 2" "/dev/zero" "not a regular file" -- run --config /dev/zero
+expect_refused "--config DIR: exit 2 (was read as an empty config)" "$tmp: is a directory" -- run --config "$tmp"
+expect_refused "--acceptance-profile /dev/urandom: exit 2" "/dev/urandom" "not a regular file" -- \
+    plan --target-config "$TINY" --acceptance-profile /dev/urandom --no-measure --bandwidth-gbs 40 --gflops 100
+mkdir -p "$tmp/res"
+ln -s /dev/zero "$tmp/res/meta.json"
+expect_refused "run --resume, meta.json -> /dev/zero: exit 2" "meta.json" "not a regular file" -- \
+    run --resume "$tmp/res"
+d=$(mkmodel big-config)
+truncate -s 17M "$d/config.json"
+expect_refused "config.json of 17 MiB: exit 2, over its cap" "$d/config.json" "more than 16 MiB" -- \
+    generate --target "$d" --prompt-ids 1,2 -n 2
+BIN=$BIN_REAL
 
 # ---- SIGTERM inside a point ----
 # two groups (concurrency 4, then 1): the second runs 4 requests of 800 tokens one at a time,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
@@ -112,8 +113,15 @@ void db_sha256_hex(const unsigned char digest[32], char hex[65])
 
 int db_sha256_file(const char *path, char hex[65], char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    size_t size;
+    int rc = db_open_regular(path, &fd, &size, err, errlen); /* a FIFO or device: refused, no wait */
+    if (rc) return rc;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot read: %s", path, strerror(errno));
+    }
     static _Thread_local unsigned char buf[1 << 16];
     db_sha256 s;
     db_sha256_init(&s);

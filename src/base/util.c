@@ -89,10 +89,13 @@ double db_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err, size_t errlen)
+/* the stream's bytes until EOF, at most max of them, in a buffer of at first cap bytes */
+static int read_all(FILE *f, const char *name, size_t max, size_t cap, char **out, size_t *len, char *err,
+                    size_t errlen)
 {
     *out = NULL;
-    size_t cap = 4096, n = 0;
+    size_t n = 0;
+    if (cap < 4096) cap = 4096;
     char *buf = db_malloc(cap);
     for (;;) {
         if (buf && n + 1 >= cap) {
@@ -104,11 +107,16 @@ int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err
         if (!buf) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory reading it", name);
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
+        if (n > max) { /* a file that grew past its fstat size, or a stream */
+            free(buf);
+            return db_fail(err, errlen, DB_EINPUT, "%s: more than %zu MiB, the most this kind of input may have "
+                           "(docs/limits.md)", name, max >> 20);
+        }
         if (got == 0) break;
     }
     if (ferror(f)) {
         free(buf);
-        return db_fail(err, errlen, DB_EINPUT, "%s: read error", name);
+        return db_fail(err, errlen, DB_EINPUT, "%s: read error: %s", name, strerror(errno));
     }
     buf[n] = 0;
     *out = buf;
@@ -116,14 +124,58 @@ int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err
     return DB_OK;
 }
 
-int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+int db_read_stream(FILE *f, const char *name, size_t max, char **out, size_t *len, char *err, size_t errlen)
+{
+    return read_all(f, name, max, 4096, out, len, err, errlen);
+}
+
+int db_open_regular(const char *path, int *fd, size_t *size, char *err, size_t errlen)
+{
+    /* O_NONBLOCK: opening a FIFO does not wait for a writer, so it can be refused; on a regular
+     * file the flag changes nothing */
+    int d = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (d < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(d, &st) != 0) {
+        int e = errno;
+        close(d);
+        return db_fail(err, errlen, DB_EINPUT, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(d);
+        return S_ISDIR(st.st_mode) ? db_fail(err, errlen, DB_EINPUT, "%s: is a directory, not a file", path)
+                                   : db_fail(err, errlen, DB_EINPUT, "%s: not a regular file (a FIFO, socket or device)", path);
+    }
+    *fd = d;
+    *size = (size_t)st.st_size;
+    return DB_OK;
+}
+
+int db_read_file_max(const char *path, size_t max, char **out, size_t *len, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    int rc = db_read_stream(f, path, out, len, err, errlen);
+    int fd;
+    size_t size;
+    int rc = db_open_regular(path, &fd, &size, err, errlen);
+    if (rc) return rc;
+    if (size > max) {
+        close(fd);
+        return db_fail(err, errlen, DB_EINPUT, "%s: %zu bytes, more than %zu MiB, the most this kind of input may "
+                       "have (docs/limits.md)", path, size, max >> 20);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot read: %s", path, strerror(errno));
+    }
+    rc = read_all(f, path, max, size + 1, out, len, err, errlen);
     fclose(f);
     return rc;
+}
+
+int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    return db_read_file_max(path, DB_MAX_TABLE_BYTES, out, len, err, errlen);
 }
 
 int db_check_min_size(const char *path, size_t size, size_t min_size, const char *short_what,
@@ -137,15 +189,9 @@ int db_check_min_size(const char *path, size_t size, size_t min_size, const char
 int db_map_file(const char *path, size_t min_size, const char *short_what, int writable,
                 void **map, size_t *size, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return db_fail(err, errlen, DB_EINPUT, "%s: not a regular file", path);
-    }
-    *size = (size_t)st.st_size;
-    int rc = db_check_min_size(path, *size, min_size, short_what, err, errlen);
+    int fd, rc = db_open_regular(path, &fd, size, err, errlen);
+    if (rc) return rc;
+    rc = db_check_min_size(path, *size, min_size, short_what, err, errlen);
     if (rc) {
         close(fd);
         return rc;

@@ -39,15 +39,33 @@ int db_threads_check(const char *what, int threads, char *err, size_t errlen);
 #define DB_MIB 1048576.0
 #define DB_GIB 1073741824.0
 
-/* whole file into a NUL-terminated buffer (free()), size in *len; DB_EINPUT if unreadable */
+/* The most bytes read from one input, by kind (docs/limits.md). An input is read whole into
+ * memory: without a cap a /dev/zero (or a runaway file) grows it until the machine runs out. */
+#define DB_MAX_CONFIG_BYTES ((size_t)16 << 20)    /* config.json, --config ini, a safetensors index */
+#define DB_MAX_TOKENIZER_BYTES ((size_t)256 << 20) /* tokenizer.json */
+#define DB_MAX_PROFILE_BYTES ((size_t)16 << 20)   /* --acceptance-profile */
+#define DB_MAX_TEXT_BYTES ((size_t)1 << 30)       /* datasets, --prompt-ids-file, tokenize's stdin */
+#define DB_MAX_TABLE_BYTES ((size_t)4 << 30)      /* results tables, points.done, meta.json */
+
+/* The one reader of every input file: the whole file into a NUL-terminated buffer (free()),
+ * size in *len. Only a regular file is read: it is opened without blocking (a FIFO would wait
+ * for a writer forever) and a FIFO, device (/dev/zero) or directory is refused, as is a file of
+ * more than max bytes. DB_EINPUT, one line naming the file: "<path>: cannot open: <why>",
+ * "<path>: is a directory, not a file", "<path>: not a regular file (a FIFO, socket or
+ * device)", "<path>: more than N MiB ..."; DB_ERUNTIME when out of memory. */
+int db_read_file_max(const char *path, size_t max, char **out, size_t *len, char *err, size_t errlen);
+/* db_read_file_max with the results-table cap, DB_MAX_TABLE_BYTES */
 int db_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);
-/* the same from an open stream (stdin); `name` goes into the message */
-int db_read_stream(FILE *f, const char *name, char **out, size_t *len, char *err, size_t errlen);
+/* the same from an open stream (stdin), at most max bytes; `name` goes into the message */
+int db_read_stream(FILE *f, const char *name, size_t max, char **out, size_t *len, char *err, size_t errlen);
+/* open path for reading, refusing what db_read_file_max refuses before reading (no size cap):
+ * the descriptor (O_CLOEXEC) in *fd and its size in *size; the same messages */
+int db_open_regular(const char *path, int *fd, size_t *size, char *err, size_t errlen);
 
 /* a file's bytes as they come: `path` checked to be a regular file of at least min_size bytes
  * and mapped private (writable: copy-on-write pages the caller may change, the file never does).
  * *size is set once known, *map only on success. DB_EINPUT: "<path>: cannot open: <why>",
- * "<path>: not a regular file", "<path>: truncated: N bytes, <short_what>", "<path>: mmap
+ * "<path>: not a regular file ..." (db_open_regular's messages), "<path>: truncated: N bytes, <short_what>", "<path>: mmap
  * failed: <why>". The binary readers (safetensors, GGUF) open their files through it. */
 int db_map_file(const char *path, size_t min_size, const char *short_what, int writable,
                 void **map, size_t *size, char *err, size_t errlen);

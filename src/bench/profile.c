@@ -91,7 +91,7 @@ static int read_doc(const char *spec, db_csv_doc *doc, char *path, size_t pathle
     if (resolve_preset(name, path, pathlen) != 0)
         return db_fail(err, errlen, DB_EINPUT, "acceptance profile: path too long");
     char *raw;
-    int rc = db_read_file(path, &raw, NULL, err, errlen);
+    int rc = db_read_file_max(path, DB_MAX_PROFILE_BYTES, &raw, NULL, err, errlen);
     if (rc) return rc;
     size_t len;
     char *text = strip_comments(raw, &len);

@@ -87,7 +87,7 @@ int db_prompt_set_ids_file(db_prompt_set *ps, const char *path, char *err, size_
     memset(ps, 0, sizeof *ps);
     snprintf(ps->name, sizeof ps->name, "%s", path);
     char *txt;
-    int rc = db_read_file(path, &txt, NULL, err, errlen);
+    int rc = db_read_file_max(path, DB_MAX_TEXT_BYTES, &txt, NULL, err, errlen);
     if (rc) return rc;
     int lines = 1;
     for (const char *s = txt; *s; s++) lines += *s == '\n';

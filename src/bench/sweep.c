@@ -413,19 +413,27 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
 
 typedef struct {
     db_sweep *s;
-    FILE *f;
+    const char *text; /* the file, read whole (db_read_file_max: a regular file, capped) */
+    size_t pos, len;
     int line;      /* lines read so far (inih counts one per read too) */
     int msg_line;  /* the line of msg */
     char msg[512]; /* first key error; ini_parse gives the line of the first error of any kind */
 } ini_ctx;
 
-/* fgets, counting: a key error's line, to tell it from an earlier syntax error */
+/* fgets over the text, counting: a key error's line, to tell it from an earlier syntax error */
 static char *ini_read_line(char *str, int num, void *user)
 {
     ini_ctx *c = user;
-    char *r = fgets(str, num, c->f);
-    if (r) c->line++;
-    return r;
+    if (c->pos >= c->len || num < 2) return NULL;
+    int n = 0;
+    while (n < num - 1 && c->pos < c->len) {
+        char ch = c->text[c->pos++];
+        str[n++] = ch;
+        if (ch == '\n') break;
+    }
+    str[n] = 0;
+    c->line++;
+    return str;
 }
 
 static int sweep_ini_key(void *user, const char *section, const char *name, const char *value)
@@ -449,12 +457,18 @@ static int sweep_ini_key(void *user, const char *section, const char *name, cons
 
 int db_sweep_load_ini(db_sweep *s, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    ini_ctx c = {.s = s, .f = f};
+    char *text;
+    size_t len;
+    int rc = db_read_file_max(path, DB_MAX_CONFIG_BYTES, &text, &len, err, errlen);
+    if (rc) return rc;
+    if (memchr(text, 0, len)) { /* inih would stop at it and drop the rest unsaid */
+        free(text);
+        return db_fail(err, errlen, DB_EINPUT, "%s: a NUL byte (not a text file)", path);
+    }
+    ini_ctx c = {.s = s, .text = text, .len = len};
     int line = ini_parse_stream(ini_read_line, &c, sweep_ini_key, &c);
-    fclose(f);
-    if (line < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot read", path);
+    free(text);
+    if (line < 0) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
     if (line > 0) /* the first error: a key's (its message) or a syntax error before any */
         return db_fail(err, errlen, DB_EINPUT, "%s:%d: %s", path, line,
                        c.msg[0] && c.msg_line == line ? c.msg : "syntax error (expected key = value)");

@@ -116,7 +116,7 @@ static int text_prompt(const gen_opts *g, db_chat_template tmpl, db_tokenizer *t
 static int ids_prompt(const gen_opts *g, int **prompt, int *n, char *err, size_t errlen)
 {
     char *file_text = NULL;
-    int rc = g->ids_file ? db_read_file(g->ids_file, &file_text, NULL, err, errlen) : DB_OK;
+    int rc = g->ids_file ? db_read_file_max(g->ids_file, DB_MAX_TEXT_BYTES, &file_text, NULL, err, errlen) : DB_OK;
     if (!rc) rc = db_parse_ids(g->ids_text ? g->ids_text : file_text, prompt, n, err, errlen);
     free(file_text);
     return rc;

@@ -42,7 +42,7 @@ int db_cmd_tokenize(int argc, char **argv, char *err, size_t errlen)
     char *in = NULL, *text = NULL;
     size_t len = 0;
     int *ids = NULL, n = 0;
-    rc = db_read_stream(stdin, "stdin", &in, &len, err, errlen);
+    rc = db_read_stream(stdin, "stdin", DB_MAX_TEXT_BYTES, &in, &len, err, errlen);
     if (!rc && decode) {
         rc = db_parse_ids(in, &ids, &n, err, errlen);
         size_t tl = 0;

@@ -479,7 +479,7 @@ void db_gguf_next_str(const unsigned char **p, const char **s, size_t *len)
 static int has_magic(const char *path)
 {
     char m[4];
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO put there since the stat: no wait */
     if (fd < 0) return 0;
     ssize_t n = read(fd, m, 4);
     close(fd);

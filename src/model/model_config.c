@@ -179,7 +179,7 @@ static int load_json(const char *dir, char *path, size_t pathlen, cJSON **root, 
     }
     char *txt;
     size_t len;
-    int rc = db_read_file(path, &txt, &len, err, errlen);
+    int rc = db_read_file_max(path, DB_MAX_CONFIG_BYTES, &txt, &len, err, errlen);
     if (rc) return rc;
     rc = parse_json(path, txt, len, root, err, errlen);
     free(txt);

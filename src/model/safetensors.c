@@ -376,7 +376,7 @@ int db_tensors_open_dir(db_tensor_set *s, const char *dir, char *err, size_t err
     int rc;
     if (access(p, F_OK) == 0) {
         char *txt;
-        rc = db_read_file(p, &txt, NULL, err, errlen);
+        rc = db_read_file_max(p, DB_MAX_CONFIG_BYTES, &txt, NULL, err, errlen);
         if (rc == DB_OK) rc = open_index(s, dir, p, txt, NULL, 0, err, errlen);
         free(txt);
     } else {

@@ -245,7 +245,7 @@ int db_dataset_load(db_dataset *ds, const char *spec, int max_samples, uint64_t 
     if (rc) return rc;
     char *text = NULL;
     size_t len = 0;
-    if ((rc = db_read_file(path, &text, &len, err, errlen))) return rc;
+    if ((rc = db_read_file_max(path, DB_MAX_TEXT_BYTES, &text, &len, err, errlen))) return rc;
     rc = db_dataset_parse(ds, path, text, len, max_samples, seed, err, errlen);
     free(text);
     return rc;

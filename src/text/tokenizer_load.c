@@ -473,7 +473,7 @@ int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t err
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", path);
     char *text = NULL;
     size_t len = 0;
-    if ((rc = db_read_file(tok->path, &text, &len, err, errlen))) return rc;
+    if ((rc = db_read_file_max(tok->path, DB_MAX_TOKENIZER_BYTES, &text, &len, err, errlen))) return rc;
     char label[sizeof tok->path];
     memcpy(label, tok->path, sizeof label);
     rc = db_tokenizer_parse(tok, label, text, len, err, errlen);
