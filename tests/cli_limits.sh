@@ -9,6 +9,8 @@
 #   a FIFO, device or directory as config.json, model.safetensors, tokenizer.json,
 #   --prompt-ids-file, --config, --acceptance-profile or meta.json: exit 2 at once naming it;
 #   a config.json over its cap (docs/limits.md): exit 2;
+#   a config.json whose num_hidden_layers is below the checkpoint's layers: exit 2;
+#   a NUL in a prompt (a byte, or \u0000 in JSON): exit 2 with file:line;
 #   SIGTERM during a long point: exit 143 within 2 s (a cycle, not the rest of the pass), the
 #   resume command on stderr, the point dropped.
 set -u
@@ -104,6 +106,24 @@ truncate -s 17M "$d/config.json"
 expect_refused "config.json of 17 MiB: exit 2, over its cap" "$d/config.json" "more than 16 MiB" -- \
     generate --target "$d" --prompt-ids 1,2 -n 2
 BIN=$BIN_REAL
+
+# ---- model checks at load ----
+d=$(mkmodel layers3)
+sed 's/"num_hidden_layers": 4/"num_hidden_layers": 3/' "$TINY/config.json" >"$d/config.json"
+expect_refused "config of 3 layers over a checkpoint of 4: exit 2 naming the config and layer 3" \
+    "$d/config.json" "num_hidden_layers is 3" "layer 3" -- generate --target "$d" --prompt-ids 1,2 -n 2
+
+# a NUL inside a prompt: refused with file:line (it used to cut the prompt there, silently)
+printf '{"question": "one"}\n{"question": "two\\u0000three"}\n' >"$tmp/nul-escape.jsonl"
+printf '{"question": "one"}\n{"question": "two\0three"}\n' >"$tmp/nul-byte.jsonl"
+printf 'one\ntwo\0three\n' >"$tmp/nul-byte.txt"
+for f in nul-escape.jsonl nul-byte.jsonl nul-byte.txt; do
+    expect_refused "a NUL in a prompt ($f): exit 2 naming file:line" "$tmp/$f:2:" "NUL" -- \
+        generate --target "$TINY" --dataset "$tmp/$f" -n 2
+done
+printf '{"question": "two\\\\u0000three"}\n' >"$tmp/nul-not.jsonl" # an escaped backslash, then text
+run generate --target "$TINY" --dataset "$tmp/nul-not.jsonl" -n 2
+ok "$rc" "a backslash before u0000 is text, not a NUL: generate runs (rc $rc)"
 
 # ---- SIGTERM inside a point ----
 # two groups (concurrency 4, then 1): the second runs 4 requests of 800 tokens one at a time,

@@ -440,6 +440,23 @@ void db_tensors_open_synthetic(db_tensor_set *s, const char *label, uint64_t see
     s->any.file = -1;
 }
 
+int db_tensors_check_layers(const db_tensor_set *s, const char *prefix, int n_layers, const char *cfg_path,
+                            char *err, size_t errlen)
+{
+    size_t pl = strlen(prefix);
+    for (int i = 0; i < s->ntensors; i++) {
+        const char *n = s->tensors[i].name;
+        char *end;
+        if (strncmp(n, prefix, pl) != 0 || n[pl] < '0' || n[pl] > '9') continue;
+        long layer = strtol(n + pl, &end, 10);
+        if (*end == '.' && layer >= n_layers)
+            return db_fail(err, errlen, DB_EINPUT, "%s: num_hidden_layers is %d, but %s holds layer %ld (%s): "
+                           "the config of another model", cfg_path, n_layers, db_tensors_file_of(s, &s->tensors[i]),
+                           layer, n);
+    }
+    return DB_OK;
+}
+
 const db_tensor *db_tensors_find(const db_tensor_set *s, const char *name)
 {
     if (s->synthetic) return &s->any;

@@ -88,6 +88,12 @@ const db_tensor *db_tensors_find(const db_tensor_set *s, const char *name);
 db_dtype db_tensors_main_dtype(const db_tensor_set *s);
 const char *db_tensors_file_of(const db_tensor_set *s, const db_tensor *t);
 
+/* Every tensor named <prefix><N>.… has N < n_layers: a checkpoint with more layers than its
+ * config says would otherwise run as a truncated model, silently. DB_EINPUT naming the config,
+ * its layer count and the first tensor beyond it. */
+int db_tensors_check_layers(const db_tensor_set *s, const char *prefix, int n_layers, const char *cfg_path,
+                            char *err, size_t errlen);
+
 /* Find `name` and check its shape is exactly dims[0..ndim). The message names file, tensor,
  * expected and found shapes. */
 int db_tensors_expect(const db_tensor_set *s, const char *name, int ndim, const int64_t *dims,

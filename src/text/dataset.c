@@ -162,6 +162,19 @@ static int push_sample(db_dataset *ds, db_sample *s, int *cap)
     return DB_OK;
 }
 
+/* a JSON \u0000 escape in line[0..n) (an odd run of backslashes before "u0000"): cJSON would
+ * hand over the string cut there */
+static int has_nul_escape(const char *line, size_t n)
+{
+    for (size_t i = 0; i + 6 <= n; i++) {
+        if (line[i] != '\\' || memcmp(line + i + 1, "u0000", 5) != 0) continue;
+        size_t b = 0;
+        while (b < i && line[i - 1 - b] == '\\') b++;
+        if (b % 2 == 0) return 1;
+    }
+    return 0;
+}
+
 static int parse_lines(db_dataset *ds, char *text, size_t len, int plain, char *err, size_t errlen)
 {
     int cap = 0, rc = DB_OK, detected = 0;
@@ -178,6 +191,12 @@ static int parse_lines(db_dataset *ds, char *text, size_t len, int plain, char *
         size_t k = 0;
         while (k < n && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
         if (k == n) continue; /* blank lines separate nothing */
+        /* a NUL ends every C string: the prompt would silently lose the rest of its text */
+        if (memchr(line, 0, n) || (!plain && has_nul_escape(line, n))) {
+            rc = db_fail(err, errlen, DB_EINPUT, "%s:%d: a NUL character in the line (a prompt cannot hold one)",
+                         ds->path, w.line);
+            break;
+        }
         line[n] = 0;
         db_sample s = {0};
         s.line = w.line;
