@@ -10,6 +10,8 @@
 #   --prompt-ids-file, --config, --acceptance-profile or meta.json: exit 2 at once naming it;
 #   a config.json over its cap (docs/limits.md): exit 2;
 #   a config.json whose num_hidden_layers is below the checkpoint's layers: exit 2;
+#   prompt + max_new_tokens + block beyond max_position_embeddings: exit 2 (generate, run),
+#   unless --allow-long-context;
 #   a NUL in a prompt (a byte, or \u0000 in JSON): exit 2 with file:line;
 #   SIGTERM during a long point: exit 143 within 2 s (a cycle, not the rest of the pass), the
 #   resume command on stderr, the point dropped.
@@ -112,6 +114,17 @@ d=$(mkmodel layers3)
 sed 's/"num_hidden_layers": 4/"num_hidden_layers": 3/' "$TINY/config.json" >"$d/config.json"
 expect_refused "config of 3 layers over a checkpoint of 4: exit 2 naming the config and layer 3" \
     "$d/config.json" "num_hidden_layers is 3" "layer 3" -- generate --target "$d" --prompt-ids 1,2 -n 2
+
+# prompt + max_new_tokens + block past max_position_embeddings (1024 here): exit 2 unless allowed
+expect_refused "generate past max_position_embeddings: exit 2 naming it and the config" \
+    "max_position_embeddings 1024" "$TINY/config.json" "--allow-long-context" -- \
+    generate --target "$TINY" --prompt-ids 1,2 -n 1100
+run generate --target "$TINY" --prompt-ids 1,2 -n 1100 --allow-long-context
+ok "$rc" "generate --allow-long-context runs past it (rc $rc)"
+expect_refused "run past max_position_embeddings: exit 2 before any weight loads" \
+    "synthetic-128" "= 1129 positions" "max_position_embeddings 1024" -- \
+    run --synthetic --target "$TINY" --variant ar -c 1 --max-new-tokens 1000 --out "$tmp/long"
+ok "$([ ! -e "$tmp/long" ]; echo $?)" "run past max_position_embeddings: no results directory"
 
 # a NUL inside a prompt: refused with file:line (it used to cut the prompt there, silently)
 printf '{"question": "one"}\n{"question": "two\\u0000three"}\n' >"$tmp/nul-escape.jsonl"

@@ -257,6 +257,7 @@ int db_sweep_runner_configs(db_sweep_runner *sr, char *err, size_t errlen)
                          "are one model (at several weight types)", sr->tpath, sr->tcfg.vocab,
                          db_sweep_runner_target_path(sr, ti + 1), vocab);
         vocab = sr->tcfg.vocab;
+        if (!rc) sr->max_pos[ti] = sr->tcfg.max_pos;
     }
     for (int i = 0; i < sr->nkeys && !rc && sw->synthetic; i++) { /* the configs stand for the models */
         db_point_key *k = &sr->keys[i];
@@ -305,6 +306,20 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
         else
             rc = db_prompt_set_dataset(&sr->sets[i], sw->dataset[i], sw->max_samples, sw->seed, &sr->tok, sr->tmpl,
                                        sw->thinking, sr->tcfg.vocab, sr->tcfg.path, err, errlen);
+    }
+    /* the engine refuses a pass past the target's positions (db_engine_create); first turns are
+     * known now, so such a sweep stops before any weight loads (later turns: when they come) */
+    for (int i = 0; i < sr->nkeys && !rc && !sw->allow_long_context; i++) {
+        const db_point_key *k = &sr->keys[i];
+        const db_prompt_set *ps = find_set(sr, k->dataset);
+        int mp = sr->max_pos[k->target_i], B = key_drafts(k) ? k->block_size : 1;
+        int need = ps ? db_prompt_set_max_len(ps) + k->max_new_tokens + B : 0;
+        if (ps && mp > 0 && need > mp)
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "%s: a prompt of %d tokens + max_new_tokens %d + block %d = %d positions, beyond "
+                         "max_position_embeddings %d of %s (--allow-long-context runs it anyway)",
+                         k->dataset, db_prompt_set_max_len(ps), k->max_new_tokens, B, need, mp,
+                         db_sweep_runner_target_path(sr, k->target_i));
     }
     return rc;
 }
@@ -419,7 +434,8 @@ static int point_of(db_sweep_runner *sr, const db_point_key *k, db_run_point *pt
     pt->concurrency = k->concurrency;
     pt->p = (db_gen_params){.variant = v, .block_size = k->block_size, .temperature = k->temperature,
                             .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
-                            .seed = sr->sw->seed, .ignore_eos = sr->sw->synthetic, .kv_dtype = sr->kv_dtype};
+                            .seed = sr->sw->seed, .ignore_eos = sr->sw->synthetic, .kv_dtype = sr->kv_dtype,
+                            .allow_long_context = sr->sw->allow_long_context};
     for (int i = 0; i < sr->sw->n_profile; i++) /* replayed acceptance: "replay:<profile>" */
         if (!strncmp(k->acceptance_source, "replay:", 7) && !strcmp(k->acceptance_source + 7, sr->sw->profile[i])) {
             pt->p.replay_rates = sr->profiles[i].rate;

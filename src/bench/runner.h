@@ -75,6 +75,7 @@ typedef struct {
     int maxb;                  /* largest block size of a drafter point */
     int need_drafter;
     db_model_config tcfg;      /* the current target's config (target 0's before any runs) */
+    int max_pos[DB_SWEEP_MODELS]; /* each target's max_position_embeddings (configs) */
     const char *tpath;         /* its checkpoint, or (synthetic) the config that stands for it */
     int cur_target;            /* its index in the sweep's targets, -1 before the first */
     db_drafter_set ds;         /* the drafters of the current target's points */

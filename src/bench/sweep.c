@@ -358,6 +358,7 @@ static const sweep_key keys[] = {
     BOOL("thinking", thinking),
     BOOL("no_baseline", no_baseline),
     BOOL("deterministic", deterministic),
+    BOOL("allow_long_context", allow_long_context),
     INT("threads", threads, 0, 1 << 16),
     CHOICE("kv_dtype", kv_dtype, kv_dtypes),
     STR("out", out),

@@ -74,6 +74,7 @@ typedef struct {
     char label[64];
     char chat_template[16]; /* none, chatml, llama3 */
     int thinking, no_baseline, deterministic;
+    int allow_long_context; /* past max_position_embeddings (db_gen_params.allow_long_context) */
     char output[8];         /* stdout format: md, csv, json */
     int threads;            /* 0 = all cores */
     char kv_dtype[8];       /* K/V caches of target and drafter: auto (default), f32 or f16 */

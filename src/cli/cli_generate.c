@@ -49,7 +49,7 @@ typedef struct {
     const char *target_dir, *drafter_dir, *ids_text, *ids_file, *backend, *variant_name, *prompt_text,
         *dataset, *tok_path, *template_name, *kv_s;
     db_dtype kv_dtype;
-    int index, thinking, max_new, threads, deterministic, block, top_k, seed, trace;
+    int index, thinking, max_new, threads, deterministic, block, top_k, seed, trace, long_context;
     float temperature, top_p;
 } gen_opts;
 
@@ -80,6 +80,7 @@ static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *er
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &g->backend},
         {"threads", 0, "N", "CPU threads (default: all cores; at most 4x them)", NULL, DB_OPT_INT, &g->threads},
         {"deterministic", 0, NULL, "batch-invariant reductions", NULL, DB_OPT_FLAG, &g->deterministic},
+        {"allow-long-context", 0, NULL, "run prompt + max-new-tokens + block past the target's max_position_embeddings (its RoPE must hold there)", NULL, DB_OPT_FLAG, &g->long_context},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &g->kv_s},
         {"trace", 0, NULL, "print every cycle's draft and acceptance to stderr", NULL, DB_OPT_FLAG, &g->trace},
     };
@@ -175,6 +176,7 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     int B = !db_variant_uses_drafter(variant) ? 1 : g.block > 0 ? g.block : s.has_drafter ? s.drafter.cfg.block_size : 1;
     db_gen_params p = {.variant = variant, .block_size = B, .temperature = g.temperature, .top_p = g.top_p,
                        .top_k = g.top_k, .max_new_tokens = g.max_new, .seed = (uint64_t)g.seed,
+                       .allow_long_context = g.long_context,
                        .on_cycle = g.trace ? print_trace : NULL, .kv_dtype = g.kv_dtype};
     int *out = db_malloc(sizeof(int) * (size_t)g.max_new);
     db_request r = {.prompt = prompt, .n_prompt = n_prompt, .out = out};

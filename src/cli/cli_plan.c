@@ -551,8 +551,10 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
     int rc = db_prompt_set_random(&ps, "synthetic", r->conc, p->prompt_tokens, p->prompt_tokens, p->tc.vocab, seed,
                                   err, errlen);
     db_run_point pts[2];
+    /* allow_long_context: a plan times random weights at the sizes asked for; no token of it is
+     * read, so the config's trained positions do not bound it */
     pts[0] = (db_run_point){.p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = p->max_new,
-                                  .seed = seed, .ignore_eos = 1, .kv_dtype = p->kv_dtype},
+                                  .seed = seed, .ignore_eos = 1, .kv_dtype = p->kv_dtype, .allow_long_context = 1},
                             .ps = &ps, .concurrency = r->conc};
     pts[1] = pts[0];
     pts[1].p.variant = p->variant;

@@ -68,6 +68,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"thinking", 0, NULL, "Qwen3 thinking on (chatml: no empty think block)", "thinking", DB_OPT_SWEEP, NULL},
         {"no-baseline", 0, NULL, "no ar baseline (rows get no speedup)", "no_baseline", DB_OPT_SWEEP, NULL},
         {"deterministic", 0, NULL, "batch-invariant reductions", "deterministic", DB_OPT_SWEEP, NULL},
+        {"allow-long-context", 0, NULL, "run prompt + max-new-tokens + block past the target's max_position_embeddings (its RoPE must hold there)", "allow_long_context", DB_OPT_SWEEP, NULL},
         {"threads", 0, "N", "CPU threads (default: all cores; above the cores this process may use: a warning; at most 4x them)", "threads", DB_OPT_SWEEP, NULL},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, "kv_dtype", DB_OPT_SWEEP, NULL},
         {"out", 0, "DIR", "results directory (default results/<UTC time>[-label])", "out", DB_OPT_SWEEP, NULL},

@@ -123,6 +123,15 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     if (use_draft && (B < 2 || B > d->cfg.block_size || B > DB_MAX_BLOCK))
         return db_fail(err, errlen, DB_EINPUT, "block size %d outside 2..%d (the drafter's block_size, %s)",
                        B, d->cfg.block_size < DB_MAX_BLOCK ? d->cfg.block_size : DB_MAX_BLOCK, d->cfg.base.path);
+    /* RoPE past the trained positions gives plausible-looking tokens of no worth (a 20k-token
+     * prompt ran on the 1024-position model): refused unless the caller says the model's RoPE
+     * holds there */
+    int positions = max_prompt + p->max_new_tokens + B;
+    if (t->cfg.max_pos > 0 && positions > t->cfg.max_pos && !p->allow_long_context)
+        return db_fail(err, errlen, DB_EINPUT,
+                       "a prompt of %d tokens + max_new_tokens %d + block %d = %d positions, beyond "
+                       "max_position_embeddings %d of %s (--allow-long-context runs it anyway)",
+                       max_prompt, p->max_new_tokens, B, positions, t->cfg.max_pos, t->cfg.path);
     if (use_draft && p->replay_rates && B - 1 > p->replay_n)
         return db_fail(err, errlen, DB_EINPUT,
                        "the acceptance profile has %d positions; block size %d needs %d", p->replay_n,

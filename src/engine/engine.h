@@ -63,6 +63,9 @@ typedef struct {
      * non-zero the run ends there with DB_ESIGNAL(*stop), its requests unfinished, so a SIGTERM
      * takes one cycle, not the rest of a pass (the caller drops what the pass measured) */
     const volatile sig_atomic_t *stop;
+    /* run past the target's max_position_embeddings (prompt + max_new_tokens + B), for a model
+     * whose RoPE holds there; otherwise db_engine_create refuses it (DB_EINPUT) */
+    int allow_long_context;
 } db_gen_params;
 
 typedef struct {
