@@ -10,6 +10,7 @@
 #   --prompt-ids-file, --config, --acceptance-profile or meta.json: exit 2 at once naming it;
 #   a config.json over its cap (docs/limits.md): exit 2;
 #   a config.json whose num_hidden_layers is below the checkpoint's layers: exit 2;
+#   -t A,B: B's tokenizer must hash as A's (vocabulary + merges) and its shapes be A's: exit 2;
 #   prompt + max_new_tokens + block beyond max_position_embeddings: exit 2 (generate, run),
 #   unless --allow-long-context;
 #   a NUL in a prompt (a byte, or \u0000 in JSON): exit 2 with file:line;
@@ -114,6 +115,33 @@ d=$(mkmodel layers3)
 sed 's/"num_hidden_layers": 4/"num_hidden_layers": 3/' "$TINY/config.json" >"$d/config.json"
 expect_refused "config of 3 layers over a checkpoint of 4: exit 2 naming the config and layer 3" \
     "$d/config.json" "num_hidden_layers is 3" "layer 3" -- generate --target "$d" --prompt-ids 1,2 -n 2
+
+# several targets are one model: the same tokenizer (not only its size) and the same shapes
+d=$(mkmodel same-model)
+run run -t "$TINY,$d" --dataset math --variant ar -c 1 --max-new-tokens 4 --max-samples 1 --repetitions 1 \
+    --warmup 0 --out "$tmp/same"
+ok "$rc" "-t A,copy of A: the sweep runs (rc $rc)"
+[ "$rc" = 0 ] || diag <"$errf"
+if [ -x /usr/bin/python3 ]; then
+    d=$(mkmodel other-tokenizer)
+    /usr/bin/python3 - "$d/tokenizer.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+t = json.load(open(p, encoding='utf-8'))
+v = t['model']['vocab']
+a, b = sorted(v, key=v.get)[300:302]  # two ordinary tokens trade ids: same size, other ids
+v[a], v[b] = v[b], v[a]
+json.dump(t, open(p, 'w', encoding='utf-8'), ensure_ascii=False)
+PY
+    expect_refused "-t A,B with another tokenizer of the same size: exit 2 naming B" "$d" "tokenizer differs" -- \
+        run -t "$TINY,$d" --dataset math --variant ar -c 1 --out "$tmp/tok"
+else
+    ok 0 "a changed tokenizer.json needs python3 # SKIP"
+fi
+d=$(mkmodel other-shape)
+sed 's/"intermediate_size": 512/"intermediate_size": 384/' "$TINY/config.json" >"$d/config.json"
+expect_refused "-t A,B of another intermediate size: exit 2 naming both" "$TINY" "$d" "one model" -- \
+    run -t "$TINY,$d" --dataset math --variant ar -c 1 --out "$tmp/shape"
 
 # prompt + max_new_tokens + block past max_position_embeddings (1024 here): exit 2 unless allowed
 expect_refused "generate past max_position_embeddings: exit 2 naming it and the config" \

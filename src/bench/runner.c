@@ -250,8 +250,21 @@ int db_sweep_runner_configs(db_sweep_runner *sr, char *err, size_t errlen)
     sr->syn = (db_synth_opts){.seed = sw->seed, .dtype = DB_BF16};
     if (sw->synthetic) db_dtype_parse(sw->dtype, &sr->syn.dtype);
     int rc = DB_OK, vocab = 0;
+    db_model_config next = {0}; /* target ti + 1's, for the shapes */
     for (int ti = sw->n_target - 1; ti >= 0 && !rc; ti--) {
         rc = target_configs(sr, ti, err, errlen);
+        /* one model at several weight types: a drafter's taps and every ar baseline assume the
+         * same layers and widths */
+        if (!rc && ti < sw->n_target - 1 &&
+            (sr->tcfg.hidden != next.hidden || sr->tcfg.intermediate != next.intermediate ||
+             sr->tcfg.n_layers != next.n_layers || sr->tcfg.n_heads != next.n_heads ||
+             sr->tcfg.n_kv_heads != next.n_kv_heads || sr->tcfg.head_dim != next.head_dim))
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: hidden %d, intermediate %d, %d layers, %d/%d heads of %d; %s: %d, "
+                         "%d, %d, %d/%d of %d: the targets of one sweep are one model (at several weight types)",
+                         sr->tpath, sr->tcfg.hidden, sr->tcfg.intermediate, sr->tcfg.n_layers, sr->tcfg.n_heads,
+                         sr->tcfg.n_kv_heads, sr->tcfg.head_dim, db_sweep_runner_target_path(sr, ti + 1), next.hidden,
+                         next.intermediate, next.n_layers, next.n_heads, next.n_kv_heads, next.head_dim);
+        if (!rc) next = sr->tcfg;
         if (!rc && ti < sw->n_target - 1 && sr->tcfg.vocab != vocab)
             rc = db_fail(err, errlen, DB_EINPUT, "%s: vocabulary of %d tokens, %s has %d: the targets of one sweep "
                          "are one model (at several weight types)", sr->tpath, sr->tcfg.vocab,
@@ -288,6 +301,19 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
     if (need_tok) rc = db_prompt_tokenizer_load(&sr->tok, sw->target[0], err, errlen);
     if (!rc && need_tok) rc = db_chat_template_parse(sw->chat_template, &sr->tmpl, err, errlen);
     if (!rc && need_tok && sr->tmpl == DB_CHAT_AUTO) sr->tmpl = db_chat_template_detect(&sr->tok, sr->tcfg.model_type);
+    /* every target gets the prompts target 0's tokenizer made: the same vocabulary size is not
+     * enough (another model's ids of the same range run, and measure nonsense) */
+    char h0[65], hi[65];
+    if (!rc && need_tok && sw->n_target > 1) db_tokenizer_hash(&sr->tok, h0);
+    for (int ti = 1; ti < sw->n_target && !rc && need_tok; ti++) {
+        db_tokenizer other;
+        if ((rc = db_prompt_tokenizer_load(&other, sw->target[ti], err, errlen))) break;
+        db_tokenizer_hash(&other, hi);
+        db_tokenizer_free(&other);
+        if (strcmp(h0, hi) != 0)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: its tokenizer differs from %s's (vocabulary or merges): the "
+                         "targets of one sweep are one model (at several weight types)", sw->target[ti], sw->target[0]);
+    }
     for (int i = 0; i < sr->nkeys && !rc; i++) { /* synthetic prompts have no template */
         db_point_key *k = &sr->keys[i];
         snprintf(k->chat_template, sizeof k->chat_template, "%s",

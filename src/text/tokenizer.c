@@ -11,6 +11,7 @@
 #include "text/tokenizer_test.h"
 #include "text/unicode_nfc.h"
 #include "text/utf8.h"
+#include "base/sha256.h"
 #include "base/util.h"
 
 #include <stdlib.h>
@@ -379,4 +380,39 @@ void db_detok_free(db_detok *d)
     free(d->buf);
     free(d->in);
     memset(d, 0, sizeof *d);
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void db_tokenizer_hash(const db_tokenizer *tok, char hex[65])
+{
+    const struct db_tok_state *s = tok->s;
+    db_sha256 h;
+    db_sha256_init(&h);
+    uint32_t nv = (uint32_t)tok->n_vocab;
+    db_sha256_update(&h, &nv, sizeof nv);
+    for (int i = 0; i < tok->n_vocab; i++) {
+        uint32_t n = s->bytes[i] ? s->nbytes[i] : UINT32_MAX; /* a gap differs from an empty token */
+        unsigned char f = s->flags[i];
+        db_sha256_update(&h, &n, sizeof n);
+        db_sha256_update(&h, &f, 1);
+        if (s->bytes[i]) db_sha256_update(&h, s->bytes[i], s->nbytes[i]);
+    }
+    /* the merge table's slots depend on insertion order: a sum of one mix per merge does not */
+    uint64_t sum = 0, count = 0;
+    for (size_t j = 0; s->mkey && j <= s->mmask; j++)
+        if (s->mkey[j] != ~0ull) {
+            sum += mix64(s->mkey[j] ^ mix64(((uint64_t)(uint32_t)s->mrank[j] << 32) | (uint32_t)s->mnew[j]));
+            count++;
+        }
+    db_sha256_update(&h, &sum, sizeof sum);
+    db_sha256_update(&h, &count, sizeof count);
+    unsigned char d[32];
+    db_sha256_final(&h, d);
+    db_sha256_hex(d, hex);
 }

@@ -41,6 +41,10 @@ int db_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t err
 int db_tokenizer_parse(db_tokenizer *tok, const char *label, const char *text, size_t len, char *err,
                        size_t errlen);
 void db_tokenizer_free(db_tokenizer *tok);
+/* SHA-256 (hex) of what decides the ids: every token's bytes and kind (id order) and the
+ * merges (rank, pair, result; independent of the file's layout), so a GGUF's tokenizer and the
+ * tokenizer.json it came from hash the same and two different vocabularies of one size do not */
+void db_tokenizer_hash(const db_tokenizer *tok, char hex[65]);
 /* Load from a parsed tokenizer.json (a cJSON object; for tokenizers that come from elsewhere,
  * such as a GGUF file's metadata); `label` names the source in errors and in tok->path. */
 struct cJSON;
