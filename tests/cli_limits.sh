@@ -96,6 +96,10 @@ expect_refused "--prompt-ids-file /dev/zero: exit 2" "/dev/zero" "not a regular 
     generate --target "$TINY" --prompt-ids-file /dev/zero -n 2
 expect_refused "--prompt-ids-file DIR: exit 2" "$tmp: is a directory" -- \
     generate --target "$TINY" --prompt-ids-file "$tmp" -n 2
+mkfifo "$tmp/fifo.jsonl"
+expect_refused "--dataset FIFO: exit 2 naming it as not a regular file" "$tmp/fifo.jsonl" "not a regular file" -- \
+    generate --target "$TINY" --dataset "$tmp/fifo.jsonl" -n 2
+expect_refused "--dataset DIR: exit 2" "$tmp: is a directory" -- generate --target "$TINY" --dataset "$tmp" -n 2
 expect_refused "--config /dev/zero: exit 2" "/dev/zero" "not a regular file" -- run --config /dev/zero
 expect_refused "--config DIR: exit 2 (was read as an empty config)" "$tmp: is a directory" -- run --config "$tmp"
 expect_refused "--acceptance-profile /dev/urandom: exit 2" "/dev/urandom" "not a regular file" -- \

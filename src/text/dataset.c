@@ -39,6 +39,11 @@ int db_dataset_resolve(const char *spec, char *path, size_t n, char *err, size_t
     char rel[64], e[1024];
     if (!builtin && strchr(spec, '/') && db_data_path(spec, path, n, e, sizeof e) == DB_OK && is_file(path))
         return DB_OK; /* datasets/x.jsonl from another directory: the data root's */
+    struct stat st;
+    if (!builtin && stat(spec, &st) == 0) { /* a FIFO, device or directory: the reader says which */
+        if (snprintf(path, n, "%s", spec) >= (int)n) return db_fail(err, errlen, DB_EINPUT, "%s: path too long", spec);
+        return DB_OK;
+    }
     if (!builtin)
         return db_fail(err, errlen, DB_EINPUT, "dataset '%s': no such file, and not a built-in name (math, "
                        "math-hard, code, code-basic, chat)", spec);
