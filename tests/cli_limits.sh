@@ -10,6 +10,7 @@
 #   --prompt-ids-file, --config, --acceptance-profile or meta.json: exit 2 at once naming it;
 #   a config.json over its cap (docs/limits.md): exit 2;
 #   a config.json whose num_hidden_layers is below the checkpoint's layers: exit 2;
+#   NaN weights (greedy): exit 1 naming the target call and the model;
 #   -t A,B: B's tokenizer must hash as A's (vocabulary + merges) and its shapes be A's: exit 2;
 #   prompt + max_new_tokens + block beyond max_position_embeddings: exit 2 (generate, run),
 #   unless --allow-long-context;
@@ -119,6 +120,29 @@ d=$(mkmodel layers3)
 sed 's/"num_hidden_layers": 4/"num_hidden_layers": 3/' "$TINY/config.json" >"$d/config.json"
 expect_refused "config of 3 layers over a checkpoint of 4: exit 2 naming the config and layer 3" \
     "$d/config.json" "num_hidden_layers is 3" "layer 3" -- generate --target "$d" --prompt-ids 1,2 -n 2
+
+# NaN weights: the greedy point stops, exit 1 naming the target call and the model (it used to
+# decode token 0 at every step, and with a drafter report tau 11 and a speedup)
+if [ -x /usr/bin/python3 ]; then
+    d=$(mkmodel nan-weights)
+    /usr/bin/python3 - "$d/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+n = struct.unpack('<Q', b[:8])[0]
+s, e = json.loads(b[8:8 + n])['model.norm.weight']['data_offsets']
+b[8 + n + s:8 + n + e] = b'\xff' * (e - s)  # NaN in bf16 and f32 alike
+open(p, 'wb').write(b)
+PY
+    for v in ar dflash2; do
+        run generate --target "$d" --drafter "$ROOT/models/tiny-qwen3-dflash2-b16" --variant "$v" --prompt-ids 1,2 -n 8
+        ok "$([ "$rc" = 1 ] && [ "$(wc -l <"$errf")" = 1 ] && grep -q "target call 1: non-finite logits .* $d/config.json" "$errf"; echo $?)" \
+            "NaN weights, $v: exit 1 naming the target call and the model (rc $rc)"
+        [ "$rc" = 1 ] || diag <"$errf"
+    done
+else
+    ok 0 "NaN weights need python3 # SKIP"
+fi
 
 # several targets are one model: the same tokenizer (not only its size) and the same shapes
 d=$(mkmodel same-model)

@@ -59,6 +59,8 @@ struct db_engine {
     float *topk_vals;          /* [N*(B-1)*k] */
     db_selector sel;           /* when the drafter has a selector */
     int *draft, *targ;         /* [N*B] */
+    float *targv;              /* [N*B] greedy: the largest logit of each target row */
+    long target_calls;         /* greedy target calls checked so far (the step of a message) */
     float *p_host, *q_host;    /* [N*B*V] when sampling on the host path */
     float *q_sel;              /* [N*(B-1)*sk] the selector's q_t at its candidates (device path) */
     double *u;                 /* [N*B] uniforms handed to the sample / accept ops */
@@ -100,7 +102,7 @@ void db_engine_destroy(db_engine *e)
     if (e->slots)
         for (int i = 0; i < e->conc; i++) free(e->slots[i].ring);
     void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->draft,
-                    e->targ, e->p_host, e->q_host, e->q_sel, e->u, e->acc, e->bonus, e->residual,
+                    e->targ, e->targv, e->p_host, e->q_host, e->q_sel, e->u, e->acc, e->bonus, e->residual,
                     e->mk_prev, e->mk_rows, e->mk_ids, e->mk_q, e->rows, e->logit_rows,
                     e->ctx_slot, e->ctx_pos, e->ctx_src, e->ring_mem};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
@@ -181,6 +183,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->topk_vals = xcalloc((size_t)R1 * e->k, sizeof(float), &f);
     e->draft = xcalloc((size_t)NB, sizeof(int), &f);
     e->targ = xcalloc((size_t)NB, sizeof(int), &f);
+    e->targv = xcalloc((size_t)(NB > concurrency ? NB : concurrency), sizeof(float), &f);
     int host_rows = e->sampling && !e->dev;
     e->p_host = xcalloc(host_rows ? (size_t)NB * V : 1, sizeof(float), &f);
     e->q_host = xcalloc(host_rows ? (size_t)NB * V : 1, sizeof(float), &f);
@@ -286,15 +289,28 @@ static int commit_token(db_engine *e, db_request *r, int req_index, int tok)
     return r->n_out >= e->p.max_new_tokens;
 }
 
+/* Greedy: the n target rows' largest logits. NaN or Inf weights (or an overflow) give rows
+ * whose argmax is token 0 at every step, and with a drafter agreeing on it a perfect acceptance
+ * and a speedup: the point stops instead. */
+static int check_finite(db_engine *e, int n, char *err, size_t errlen)
+{
+    e->target_calls++;
+    for (int r = 0; r < n; r++)
+        if (!isfinite(e->targv[r]))
+            return db_fail(err, errlen, DB_ERUNTIME, "target call %ld: non-finite logits (largest %g) from %s",
+                           e->target_calls, (double)e->targv[r], e->t->cfg.path);
+    return DB_OK;
+}
+
 /* Greedy argmax or a sample (filtered, seeded per request) for each of n logits rows. */
 static int pick_tokens(db_engine *e, float *logits, int n, const int *slot_of_row, int *out,
                        char *err, size_t errlen)
 {
     db_backend *be = e->be;
     if (!e->sampling) {
-        if (be->ops->topk(be, out, NULL, logits, n, e->V, 1) != 0)
+        if (be->ops->topk(be, out, e->targv, logits, n, e->V, 1) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-        return DB_OK;
+        return check_finite(e, n, err, errlen);
     }
     be->ops->probs(be, logits, n, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
     if (e->dev) {
@@ -574,8 +590,9 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
     if (rc) return rc;
     float *logits = db_target_logits(t);
     if (!e->sampling) {
-        if (be->ops->topk(be, e->targ, NULL, logits, NB, e->V, 1) != 0)
+        if (be->ops->topk(be, e->targ, e->targv, logits, NB, e->V, 1) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        if ((rc = check_finite(e, NB, err, errlen))) return rc;
     } else {
         be->ops->probs(be, logits, NB, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
         if (e->dev && e->p.replay_rates) { /* only the argmax of each row is needed */
