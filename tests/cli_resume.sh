@@ -6,6 +6,8 @@
 #   every row at max_new_tokens 16;
 #   --resume DIR with a flag that changes the sweep: exit 2, the message names the key, nothing
 #   in DIR changes; with a flag that repeats the recorded value: accepted;
+#   --resume of a directory whose points.done lists points but has no meta.json: exit 2 (the
+#   default sweep is never run into it);
 #   --resume of a finished run: exit 0, "nothing to do", DIR byte for byte as before (no
 #   meta.N.json);
 #   SIGINT / SIGTERM mid-sweep: exit 130 / 143, stderr gives the resume command, and that
@@ -59,6 +61,17 @@ rc=$?
 ok "$([ "$rc" = 2 ] && grep -q "variant" "$tmp/c2.err" && grep -q "concurrency" "$tmp/c2.err"; echo $?)" \
     "two conflicting flags: exit 2 naming both (rc $rc)"
 ok "$([ "$(snapshot "$tmp/k")" = "$snap" ]; echo $?)" "a refused resume changes nothing in DIR"
+
+# points.done lists points but meta.json is gone (the sweep unknown): refused, never the
+# default sweep run into DIR
+cp -r "$tmp/k" "$tmp/nometa" && rm "$tmp/nometa/meta.json"
+snapm=$(snapshot "$tmp/nometa")
+"$BIN" run --resume "$tmp/nometa" >/dev/null 2>"$tmp/nm.err"
+rc=$?
+ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/nm.err")" = 1 ] && grep -q "points.done lists" "$tmp/nm.err" &&
+      [ "$(snapshot "$tmp/nometa")" = "$snapm" ]; echo $?)" \
+    "--resume of a directory with points but no meta.json: exit 2, one line, DIR unchanged (rc $rc)"
+[ "$rc" = 2 ] || diag <"$tmp/nm.err"
 
 # nothing left to do: exit 0, say so, write nothing (a repeated flag is no conflict)
 metas=$(ls "$tmp/k" | grep -c 'meta')

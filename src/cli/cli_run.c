@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     db_sweep sw;
@@ -35,6 +36,7 @@ typedef struct {
     db_run_meta meta;
     db_results res;
     int res_open;
+    int lock_fd;           /* --resume: DIR's lock, taken before DIR is read (-1: none) */
     db_out out;
 } run_ctx;
 
@@ -116,13 +118,23 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
         if (uses[i].opt->dst == &c->resume) c->resume = uses[i].value;
     db_sweep rec;
     int have_rec = 0;
+    /* a resume holds DIR's lock from before it reads DIR: a second resume (a requeued job)
+     * would otherwise run the same points into it */
+    if (!rc && !*help && c->resume) rc = db_results_lock(c->resume, &c->lock_fd, err, errlen);
     if (!rc && !*help && c->resume) {
         rc = db_sweep_recorded(c->resume, &rec, err, errlen);
         have_rec = rc == 0;
-        if (rc == 1) {
+        int listed = 0;
+        if (rc == 1 && (rc = db_results_listed(c->resume, &listed, err, errlen)) == DB_OK && listed > 0)
+            /* the sweep of those points is unknown: the flags given (or the defaults) would run
+             * other points into the same tables */
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "--resume %s: meta.json is missing or records no sweep, but points.done lists %d point%s: "
+                         "restore its meta.json (meta.N.json are earlier invocations'), or start a new --out",
+                         c->resume, listed, listed > 1 ? "s" : "");
+        else if (rc == DB_OK && !have_rec) {
             fprintf(stderr, "warning: %s/meta.json records no sweep (an older run): resuming with the flags given\n",
                     c->resume);
-            rc = DB_OK;
         }
         if (have_rec) c->sw = rec;
     }
@@ -205,7 +217,12 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
         rc = db_sweep_runner_main_dtype(sr, sr->ds.slot[s].path, &dt, err, errlen);
         if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), err, errlen);
     }
-    if (!rc) c->res_open = (rc = db_results_open(&c->res, c->out_dir, c->resume != NULL, err, errlen)) == DB_OK;
+    if (!rc) {
+        rc = c->resume ? db_results_open_locked(&c->res, c->out_dir, c->lock_fd, err, errlen)
+                       : db_results_open(&c->res, c->out_dir, 0, err, errlen);
+        c->lock_fd = -1; /* the results' now, even when the open failed */
+        c->res_open = rc == DB_OK;
+    }
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);
     return rc;
@@ -355,6 +372,7 @@ static void run_free(run_ctx *c)
     for (int i = 0; i < c->n_done; i++) db_point_raw_free(&c->done[i]);
     free(c->done);
     if (c->res_open) db_results_close(&c->res);
+    if (c->lock_fd >= 0) close(c->lock_fd);
     db_run_meta_free(&c->meta);
     db_sweep_runner_free(&c->sr);
 }
@@ -374,6 +392,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     run_ctx *c = db_calloc(1, sizeof *c);
     if (!c) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the run");
     c->argv0 = argv[0];
+    c->lock_fd = -1;
     int stop = 0, rc = parse_args(c, argc, argv, &stop, err, errlen);
     if (!rc && !stop) rc = check_sweep(c, argc, argv, err, errlen);
     if (!rc && !stop) rc = db_sweep_runner_configs(&c->sr, err, errlen);
