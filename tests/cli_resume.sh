@@ -8,6 +8,7 @@
 #   in DIR changes; with a flag that repeats the recorded value: accepted;
 #   --resume of a directory whose points.done lists points but has no meta.json: exit 2 (the
 #   default sweep is never run into it);
+#   --out into a non-empty directory that holds no results, --out ., --out /: exit 2;
 #   --resume of a finished run: exit 0, "nothing to do", DIR byte for byte as before (no
 #   meta.N.json);
 #   SIGINT / SIGTERM mid-sweep: exit 130 / 143, stderr gives the resume command, and that
@@ -72,6 +73,15 @@ ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/nm.err")" = 1 ] && grep -q "points.done
       [ "$(snapshot "$tmp/nometa")" = "$snapm" ]; echo $?)" \
     "--resume of a directory with points but no meta.json: exit 2, one line, DIR unchanged (rc $rc)"
 [ "$rc" = 2 ] || diag <"$tmp/nm.err"
+
+# --out into a directory of other files, the current or the root directory: exit 2, one line,
+# before any model loads
+out=$tmp/o.out errf=$tmp/o.err
+mkdir "$tmp/other" && echo keep >"$tmp/other/notes.txt"
+expect_refused "--out DIR holding other files: refused" "not empty" "notes.txt" -- run "${sweep[@]}" --out "$tmp/other"
+ok "$([ "$(cat "$tmp/other/notes.txt")" = keep ] && [ "$(ls -A "$tmp/other")" = notes.txt ]; echo $?)" "... and left as it was"
+expect_refused "--out . refused" "current directory" -- run "${sweep[@]}" --out .
+expect_refused "--out / refused" "root directory" -- run "${sweep[@]}" --out /
 
 # nothing left to do: exit 0, say so, write nothing (a repeated flag is no conflict)
 metas=$(ls "$tmp/k" | grep -c 'meta')

@@ -89,6 +89,19 @@ int main(void)
     tap_ok(rc == DB_EINPUT && strstr(err, sub), "under a plain file: DB_EINPUT naming it: %s", err);
     rc = db_results_check_writable("/proc/db-results-test", 0, err, sizeof err);
     tap_ok(rc == DB_EINPUT, "unwritable location: DB_EINPUT: %s", err);
+    /* --out: a directory with other files, the current and the root directory are refused */
+    rc = db_results_check_writable(base, 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "not empty") && strstr(err, "plain-file"),
+           "a non-empty directory without results: DB_EINPUT naming a file in it: %s", err);
+    rc = db_results_check_writable(".", 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "current directory"), "--out .: DB_EINPUT: %s", err);
+    rc = db_results_check_writable("/", 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "root directory"), "--out /: DB_EINPUT: %s", err);
+    snprintf(sub, sizeof sub, "%s/empty", base);
+    mkdir(sub, 0777);
+    rc = db_results_check_writable(sub, 0, err, sizeof err);
+    tap_ok(rc == 0, "an empty directory passes (%s)", err);
+    rmdir(sub);
     snprintf(sub, sizeof sub, "%s/never", base);
     rc = db_results_check_writable(sub, 1, err, sizeof err);
     tap_ok(rc == DB_EINPUT && strstr(err, "--resume"), "resume of a missing directory: %s", err);

@@ -115,6 +115,23 @@ int db_results_check_writable(const char *dir, int resume, char *err, size_t err
                            "%s already holds results: continue them with --resume %s, or choose "
                            "another --out",
                            dir, dir);
+        /* the current or the root directory would get the tables among unrelated files */
+        char real[PATH_MAX], cwd[PATH_MAX];
+        if (realpath(dir, real) && (!strcmp(real, "/") || (getcwd(cwd, sizeof cwd) && !strcmp(real, cwd))))
+            return db_fail(err, errlen, DB_EINPUT, "--out %s is the %s directory: name a directory for the results",
+                           dir, strcmp(real, "/") ? "current" : "root");
+        /* any other file there could be overwritten (a table's name) or mixed up with ours */
+        DIR *d = opendir(dir);
+        if (!d) return db_fail(err, errlen, DB_EINPUT, "%s: cannot read: %s", dir, strerror(errno));
+        const struct dirent *e;
+        char first[256] = "";
+        while (!first[0] && (e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) snprintf(first, sizeof first, "%s", e->d_name);
+        closedir(d);
+        if (first[0])
+            return db_fail(err, errlen, DB_EINPUT,
+                           "%s is not empty (%s) and holds no dflash-bench results: choose a new or empty --out",
+                           dir, first);
     }
     char probe[1200], name[64];
     snprintf(name, sizeof name, ".write-test.%ld", (long)getpid());

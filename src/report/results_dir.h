@@ -54,8 +54,8 @@ typedef struct {
 /* "<base>/YYYYmmdd-HHMMSS[-label]" in UTC, base from db_results_base ("results" when the current
  * directory is writable) */
 int db_results_default_dir(char *buf, size_t n, const char *label, time_t now);
-/* Before any model loads, creating nothing: a fresh run needs DIR absent or a directory without
- * results, and its nearest existing ancestor writable (a directory made there and removed at
+/* Before any model loads, creating nothing: a fresh run needs DIR absent or an empty directory
+ * (not the current or the root directory), and its nearest existing ancestor writable (a directory made there and removed at
  * once proves it); resume needs DIR to exist and be writable. DB_EINPUT naming DIR. */
 int db_results_check_writable(const char *dir, int resume, char *err, size_t errlen);
 /* fresh: check as above, DIR waits for the first append (a first append that fails removes
