@@ -8,6 +8,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +55,38 @@ static int mkdir_p(const char *dir, char *made, size_t madelen)
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
+/* Test hook: DB_FAULT_KILL=N kills the process (SIGKILL) just before the N-th write, sync or
+ * rename of the results directory (1-based, counted over the process; DB_FAULT_KILL_LOG=PATH
+ * appends "N what" for every boundary reached), so a test can stop a run at each of them
+ * (tests/cli_crash.sh). Unset: one getenv at the first boundary. */
+static void boundary(const char *what)
+{
+    static long long at = -1, seen;
+    static const char *log;
+    if (at < 0) {
+        const char *v = getenv("DB_FAULT_KILL");
+        at = v ? atoll(v) : 0;
+        log = getenv("DB_FAULT_KILL_LOG");
+    }
+    if (!at && !log) return;
+    seen++;
+    if (log) {
+        char line[128];
+        int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0666), n = snprintf(line, sizeof line, "%lld %s\n", seen, what);
+        if (fd >= 0) {
+            if (write(fd, line, (size_t)n) != n) { /* a log line lost only shortens the test */
+            }
+            close(fd);
+        }
+    }
+    if (seen == at) raise(SIGKILL);
+}
+
 /* a rename or a new file is durable only once its directory is synced (power loss); a file
  * system that cannot sync a directory (EINVAL) has nothing to sync */
 static int sync_dir(const char *dir)
 {
+    boundary("dir fsync");
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return -1;
     int bad = fsync(fd) != 0 && errno != EINVAL && errno != EROFS;
@@ -152,6 +181,7 @@ int db_results_check_writable(const char *dir, int resume, char *err, size_t err
  * a short write is completed, and the point stays uncommitted if anything fails) */
 static int write_all(int fd, const char *buf, size_t n)
 {
+    boundary("write");
     while (n) {
         ssize_t w = write(fd, buf, n);
         if (w < 0 && errno == EINTR) continue;
@@ -172,7 +202,7 @@ static int write_temp(const char *dir, const char *name, const char *text, size_
     snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", tmp, strerror(errno));
-    int bad = write_all(fd, text, n) || fsync(fd);
+    int bad = write_all(fd, text, n) || (boundary("fsync"), fsync(fd));
     int e = errno;
     if (close(fd) != 0 && !bad) bad = 1, e = errno;
     if (bad) {
@@ -187,6 +217,7 @@ static int commit_temp(const char *dir, const char *name, const char *tmp, char 
 {
     char path[1200];
     db_path_join(path, sizeof path, dir, name);
+    boundary("rename");
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
@@ -544,6 +575,7 @@ static int materialize(db_results *r, char *err, size_t errlen)
     char done[1200];
     if (db_path_join(done, sizeof done, r->dir, DONE_FILE) != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
+    boundary("create points.done");
     int fd = open(done, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (fd < 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", r->dir,
@@ -575,7 +607,7 @@ static int append_file(const char *dir, const char *name, int create, const char
         return db_fail(err, errlen, DB_EINPUT, "%s/%s: path too long", dir, name);
     int fd = open(path, O_WRONLY | O_APPEND | (create ? O_CREAT : 0), 0666);
     if (fd < 0) return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", path, strerror(errno));
-    int bad = write_all(fd, buf, n) || fdatasync(fd);
+    int bad = write_all(fd, buf, n) || (boundary("fdatasync"), fdatasync(fd));
     int e = errno;
     if (close(fd) != 0 && !bad) bad = 1, e = errno;
     return bad ? db_fail(err, errlen, DB_ERUNTIME, "%s: write failed: %s", path, strerror(e))
@@ -727,26 +759,24 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
 int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen)
 {
     char id[DB_POINT_ID_MAX];
-    for (int i = 0; i < n; i++) {
+    int rc = DB_OK;
+    /* one point at a time: its id out of the index (one rename), then its rows out of the
+     * tables. A crash in between leaves the rows of that one point unlisted, which the next
+     * resume drops; forgetting the whole group's ids first would leave rows of several
+     * unfinished points (the "at most one" of results_dir.h broken) */
+    for (int i = 0; i < n && !rc; i++) {
         db_point_id(&keys[i], id, sizeof id);
-        for (int j = 0; j < r->n_done; j++)
-            if (!strcmp(r->done[j], id)) {
-                free(r->done[j]);
-                r->done[j] = r->done[--r->n_done];
-                break;
-            }
+        int at = -1;
+        for (int j = 0; j < r->n_done && at < 0; j++)
+            if (!strcmp(r->done[j], id)) at = j;
+        if (at < 0) continue;
+        free(r->done[at]);
+        memmove(r->done + at, r->done + at + 1, sizeof *r->done * (size_t)(r->n_done - at - 1));
+        r->n_done--;
+        r->done_fix = 1;
+        rc = repair_done(r, err, errlen);
+        for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, 0, err, errlen);
     }
-    /* the index first (one rename), then the tables lose the rows it no longer lists; a crash
-     * in between leaves rows the next resume drops */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    int bad = !f;
-    for (int j = 0; f && j < r->n_done; j++) bad |= fprintf(f, "%s\n", r->done[j]) < 0;
-    if (f && fclose(f) != 0) bad = 1;
-    int rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting " DONE_FILE " (%d points)", r->n_done) : replace_file(r->dir, DONE_FILE, buf, len, err, errlen);
-    free(buf);
-    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, 0, err, errlen);
     if (!rc) fprintf(stderr, "resume: a group of %d points was partly written; it runs again\n", n);
     return rc;
 }

@@ -26,7 +26,8 @@
  * the index is read first (a last line without its newline does not count and is cut off), then
  * each table is parsed and, when it holds any row whose point_id is not in the index or a
  * record cut short, rewritten without them (temporary file + rename, so the cleanup itself is
- * crash safe). Points listed in the index are skipped; the others run again and append their
+ * crash safe). The test hook DB_FAULT_KILL=N (results_dir.c) kills the process before the N-th
+ * write, sync or rename, which tests/cli_crash.sh does at every one. Points listed in the index are skipped; the others run again and append their
  * rows, so every completed point appears exactly once. */
 #ifndef DB_RESULTS_DIR_H
 #define DB_RESULTS_DIR_H
@@ -90,7 +91,8 @@ const db_point_raw *db_results_baseline(const db_results *r, const db_point_raw 
                                         const db_point_key *k, db_point_raw *loaded, char *err,
                                         size_t errlen);
 /* resume: remove keys[n] from points.done and their rows from the tables (a group written only
- * in part runs again as a whole) */
+ * in part runs again as a whole), one point at a time, so that a crash leaves the rows of at most
+ * one unlisted point */
 int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen);
 /* how many of keys[n] DIR's points.done lists, reading and changing nothing else (a resume
  * with nothing left to do writes nothing) */
