@@ -8,6 +8,7 @@
 #   in DIR changes; with a flag that repeats the recorded value: accepted;
 #   --resume of a directory whose points.done lists points but has no meta.json: exit 2 (the
 #   default sweep is never run into it);
+#   a summary row deleted with points.done intact: the resume reruns that point;
 #   --out into a non-empty directory that holds no results, --out ., --out /: exit 2;
 #   --resume of a finished run: exit 0, "nothing to do", DIR byte for byte as before (no
 #   meta.N.json);
@@ -91,6 +92,17 @@ ok "$([ "$rc" = 0 ] && grep -q "nothing to do" "$tmp/n.err" && [ ! -s "$tmp/n.ou
     "--resume of a finished run exits 0 saying nothing to do (rc $rc)"
 ok "$([ "$(snapshot "$tmp/k")" = "$snap" ] && [ "$(ls "$tmp/k" | grep -c 'meta')" = "$metas" ]; echo $?)" \
     "... and writes nothing (no new meta.N.json)"
+
+# a summary row deleted, points.done intact: the resume runs that point again (not "nothing to do")
+cp -r "$tmp/k" "$tmp/lost"
+lost=$(sed -n 3p "$tmp/lost/summary.csv" | cut -d, -f2)
+sed -i 3d "$tmp/lost/summary.csv"
+"$BIN" run --resume "$tmp/lost" >/dev/null 2>"$tmp/lost.err"
+rc=$?
+ok "$([ "$rc" = 0 ] && [ "$(ids "$tmp/lost")" = "$(ids "$tmp/ref")" ] && grep -qF "$lost" "$tmp/lost.err" &&
+      [ "$("$PY" "$ROOT/tests/results_check.py" "$tmp/lost" "$(ids "$tmp/ref" | wc -l)")" = OK ]; echo $?)" \
+    "--resume after a summary row was deleted reruns its point: exit $rc, the reference points, each once"
+[ "$rc" = 0 ] || diag <"$tmp/lost.err"
 
 # md: a drafter row below speedup 1 gets the reading note under the table (verify cost, tau,
 # cache, the plan command); its verify cost is summary.csv's verify_cost_steps

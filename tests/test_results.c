@@ -315,6 +315,38 @@ int main(void)
     free(done);
     db_results_close(&r);
 
+    /* a summary row deleted while points.done still lists its point: the point runs again
+     * (count_done does not count it; resume takes it off points.done and drops its other rows) */
+    {
+        char sum_path[1200], *text = NULL;
+        size_t len;
+        db_path_join(sum_path, sizeof sum_path, dir, db_table_file[DB_TABLE_SUMMARY]);
+        if (db_read_file(sum_path, &text, &len, err, sizeof err) != 0 || !text) {
+            tap_diag("%s", err);
+            return 1;
+        }
+        FILE *sf = fopen(sum_path, "w");
+        for (char *l = text, *e; sf && (e = strchr(l, '\n')); l = e + 1) {
+            *e = 0;
+            int keep = !strstr(l, id[1]);
+            *e = '\n';
+            if (keep) fwrite(l, 1, (size_t)(e - l) + 1, sf);
+        }
+        if (sf) fclose(sf);
+        free(text);
+        db_point_key keys[3] = {p[0].key, p[1].key, p[2].key};
+        int cnt_done = -1;
+        rc = db_results_count_done(dir, keys, 3, &cnt_done, err, sizeof err);
+        tap_ok(rc == 0 && cnt_done == 2, "a listed point without its summary row is not counted done (%d)", cnt_done);
+        rc = db_results_open(&r, dir, 1, err, sizeof err);
+        tap_ok(rc == 0 && r.n_done == 2 && !db_results_is_done(&r, &p[1].key) && db_results_is_done(&r, &p[2].key) &&
+                   rows_of(dir, DB_TABLE_REQUESTS, id[1]) == 0 && rows_of(dir, DB_TABLE_REQUESTS, id[2]) == 8,
+               "resume takes it off points.done and drops its other rows: it runs again (%s)", err);
+        rc = db_results_append(&r, &m, &p[1], &s[1], err, sizeof err);
+        tap_ok(rc == 0 && rows_of(dir, DB_TABLE_SUMMARY, id[1]) == 1, "and is written once more (%s)", err);
+        db_results_close(&r);
+    }
+
     /* a fresh run whose first point cannot be written leaves nothing behind */
     {
         char fresh[400], top[400];

@@ -452,6 +452,59 @@ static int keep_old_meta(const char *dir, char *err, size_t errlen)
     return DB_OK;
 }
 
+/* 1 when table t of DIR has a row of point id (t read into *doc by the caller) */
+static int has_row(const db_csv_doc *doc, const char *id)
+{
+    int c = db_csv_col(doc, "point_id");
+    for (int i = 1; c >= 0 && i < doc->n; i++)
+        if (doc->rec[i].complete && c < doc->rec[i].n && !strcmp(doc->rec[i].field[c], id)) return 1;
+    return 0;
+}
+
+/* Points points.done lists whose summary.csv row or requests.csv rows are gone (a table edited or
+ * restored from a backup): taken off r->done, so that they run again (every point has both; the
+ * requests rows are the baselines of the points after it). With apply, points.done loses each
+ * and then the tables its other rows, one point at a time (as db_results_forget), and a line on
+ * stderr names them. */
+static int drop_rowless(db_results *r, int apply, char *err, size_t errlen)
+{
+    db_csv_doc doc[2];
+    const db_table t[2] = {DB_TABLE_SUMMARY, DB_TABLE_REQUESTS};
+    int have[2] = {0, 0}, rc = DB_OK, dropped = 0;
+    char first[DB_POINT_ID_MAX] = "";
+    for (int k = 0; k < 2 && !rc; k++) {
+        char path[1200];
+        db_path_join(path, sizeof path, r->dir, db_table_file[t[k]]);
+        struct stat st;
+        if (stat(path, &st) != 0) continue; /* no table at all: clean_table writes its header */
+        rc = db_csv_read(path, &doc[k], err, errlen);
+        have[k] = rc == DB_OK;
+    }
+    for (int j = 0; !rc && j < r->n_done;) {
+        int gone = 0;
+        for (int k = 0; k < 2; k++) gone |= !have[k] || !has_row(&doc[k], r->done[j]);
+        if (!gone) {
+            j++;
+            continue;
+        }
+        if (!dropped++) snprintf(first, sizeof first, "%s", r->done[j]);
+        free(r->done[j]);
+        memmove(r->done + j, r->done + j + 1, sizeof *r->done * (size_t)(r->n_done - j - 1));
+        r->n_done--;
+        if (!apply) continue;
+        r->done_fix = 1;
+        rc = repair_done(r, err, errlen);
+        for (int tt = 0; !rc && tt < DB_TABLE_COUNT; tt++) rc = clean_table(r, (db_table)tt, 0, err, errlen);
+    }
+    for (int k = 0; k < 2; k++)
+        if (have[k]) db_csv_doc_free(&doc[k]);
+    if (!rc && apply && dropped)
+        fprintf(stderr, "resume: %d point%s listed in " DONE_FILE " without %s rows (%s%s) run%s again\n", dropped,
+                dropped > 1 ? "s" : "", "their summary.csv or requests.csv", first, dropped > 1 ? ", ..." : "",
+                dropped > 1 ? "" : "s");
+    return rc;
+}
+
 /* "pid N on host H" of the lock's holder, as it wrote them into the lock file */
 static void lock_holder(int fd, char *who, size_t n)
 {
@@ -519,6 +572,7 @@ int db_results_open_locked(db_results *r, const char *dir, int lock_fd, char *er
     /* the repairs: each leaves a consistent directory if the next one fails */
     if (!rc) rc = repair_done(r, err, errlen);
     for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, 0, err, errlen);
+    if (!rc) rc = drop_rowless(r, 1, err, errlen);
     if (!rc) r->rotate_meta = 1;
     if (rc) db_results_close(r);
     return rc;
@@ -791,6 +845,7 @@ int db_results_count_done(const char *dir, const db_point_key *keys, int n, int 
     if (snprintf(r.dir, sizeof r.dir, "%s", dir) >= (int)sizeof r.dir)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     int rc = read_done(&r, err, errlen);
+    if (!rc) rc = drop_rowless(&r, 0, err, errlen); /* those run again: not done */
     for (int i = 0; i < n && !rc; i++) *done += db_results_is_done(&r, &keys[i]);
     db_results_close(&r);
     return rc;
