@@ -8,6 +8,7 @@
 #   in DIR changes; with a flag that repeats the recorded value: accepted;
 #   --resume of a directory whose points.done lists points but has no meta.json: exit 2 (the
 #   default sweep is never run into it);
+#   a dataset file edited before the resume: exit 2 naming it, unless --allow-changed-inputs;
 #   a summary row deleted with points.done intact: the resume reruns that point;
 #   --out into a non-empty directory that holds no results, --out ., --out /: exit 2;
 #   --resume of a finished run: exit 0, "nothing to do", DIR byte for byte as before (no
@@ -103,6 +104,28 @@ ok "$([ "$rc" = 0 ] && [ "$(ids "$tmp/lost")" = "$(ids "$tmp/ref")" ] && grep -q
       [ "$("$PY" "$ROOT/tests/results_check.py" "$tmp/lost" "$(ids "$tmp/ref" | wc -l)")" = OK ]; echo $?)" \
     "--resume after a summary row was deleted reruns its point: exit $rc, the reference points, each once"
 [ "$rc" = 0 ] || diag <"$tmp/lost.err"
+
+# a dataset file edited between the run and its resume: refused naming it (DIR unchanged);
+# --allow-changed-inputs resumes anyway
+cp "$ROOT/datasets/math.jsonl" "$tmp/ds.jsonl"
+dsweep=(--dataset "$tmp/ds.jsonl" --max-samples 1 -n 4 --warmup 0 -r 1 --threads 1 -v ar,dflash2 -c 1 -B 4)
+"$BIN" run "${dsweep[@]}" --out "$tmp/ds" >/dev/null 2>&1
+sed -i '$d' "$tmp/ds/points.done"
+rec=$("$PY" -c "import json,sys; print(sum(i['kind'] == 'dataset' and i['path'] == sys.argv[2] and len(i['sha256']) == 64
+                for i in json.load(open(sys.argv[1]))['inputs']))" "$tmp/ds/meta.json" "$(realpath "$tmp/ds.jsonl")")
+ok "$([ "$rec" = 1 ]; echo $?)" \
+    "meta.json records the dataset's absolute path and sha256"
+echo '{"question": "1 + 1?", "answer": "#### 2"}' >>"$tmp/ds.jsonl"
+snapd=$(snapshot "$tmp/ds")
+"$BIN" run --resume "$tmp/ds" >/dev/null 2>"$tmp/ds.err"
+rc=$?
+ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/ds.err")" = 1 ] && grep -qF "the dataset $tmp/ds.jsonl" "$tmp/ds.err" &&
+      [ "$(snapshot "$tmp/ds")" = "$snapd" ]; echo $?)" "--resume after the dataset changed: exit 2 naming it, DIR unchanged (rc $rc)"
+[ "$rc" = 2 ] || diag <"$tmp/ds.err"
+"$BIN" run --resume "$tmp/ds" --allow-changed-inputs >/dev/null 2>"$tmp/ds2.err"
+rc=$?
+ok "$([ "$rc" = 0 ] && grep -q "changed since the run began" "$tmp/ds2.err"; echo $?)" "... and with --allow-changed-inputs: exit $rc, a warning"
+[ "$rc" = 0 ] || diag <"$tmp/ds2.err"
 
 # md: a drafter row below speedup 1 gets the reading note under the table (verify cost, tau,
 # cache, the plan command); its verify cost is summary.csv's verify_cost_steps

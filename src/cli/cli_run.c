@@ -14,7 +14,12 @@
 #include "report/report.h"
 #include "report/report_out.h"
 #include "report/results_dir.h"
+#include "base/sha256.h"
 #include "base/util.h"
+#include "text/dataset.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -37,6 +42,7 @@ typedef struct {
     db_results res;
     int res_open;
     int lock_fd;           /* --resume: DIR's lock, taken before DIR is read (-1: none) */
+    int allow_changed;     /* --allow-changed-inputs */
     db_out out;
 } run_ctx;
 
@@ -77,6 +83,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"output", 'o', "FMT", "stdout format: md (default), csv, json", "output", DB_OPT_SWEEP, NULL},
         {"config", 0, "FILE", "sweep keys from an ini file (block_size = 8,16), applied before every flag", NULL, DB_OPT_STR, NULL},
         {"resume", 0, "DIR", "finish the sweep of an earlier run in DIR (completed points are kept)", NULL, DB_OPT_STR, NULL},
+        {"allow-changed-inputs", 0, NULL, "--resume even when a dataset, target or drafter file changed since the run began", NULL, DB_OPT_FLAG, NULL},
         {"shard", 0, "K/N", "run shard K of N (0-based): whole ar + variant groups, balanced by predicted cost; join the shards with `merge`", NULL, DB_OPT_STR, NULL},
         {NULL, 0, NULL, "capacity planning (rows say weights=synthetic / acceptance_source=replay:<file>)", NULL, DB_OPT_HEADING, NULL},
         {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", "synthetic", DB_OPT_SWEEP, NULL},
@@ -97,6 +104,7 @@ static db_cmd_opts run_options(run_ctx *c)
         else if (opts[i].name && !strcmp(opts[i].name, "config")) opts[i].dst = &config_file;
         else if (opts[i].name && !strcmp(opts[i].name, "resume")) opts[i].dst = &c->resume;
         else if (opts[i].name && !strcmp(opts[i].name, "shard")) opts[i].dst = &c->shard_arg;
+        else if (opts[i].name && !strcmp(opts[i].name, "allow-changed-inputs")) opts[i].dst = &c->allow_changed;
     }
     return (db_cmd_opts){"run",
                          "Benchmark sweep: every combination of the list-valued axes is one point; results go\n"
@@ -195,6 +203,85 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
     return rc;
 }
 
+/* one input of the sweep into meta.json's inputs: kind, as given, absolute path, sha256 */
+static int add_input(cJSON *in, const char *kind, const char *spec, const char *path, const char *sha)
+{
+    char abs[PATH_MAX];
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(in, o)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    return !cJSON_AddStringToObject(o, "kind", kind) || !cJSON_AddStringToObject(o, "given", spec) ||
+                   !cJSON_AddStringToObject(o, "path", realpath(path, abs) ? abs : path) ||
+                   !cJSON_AddStringToObject(o, "sha256", sha)
+               ? -1
+               : 0;
+}
+
+/* meta.json's inputs: the dataset files (hashed here) and the checkpoints (hashed as models) */
+static int record_inputs(run_ctx *c, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    cJSON *in = cJSON_CreateArray();
+    int rc = in ? DB_OK : db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
+    for (int i = 0; i < sw->n_dataset && !rc; i++) {
+        char path[1024], sha[65];
+        if (!strncmp(sw->dataset[i], "synthetic-", 10)) continue; /* made from the seed */
+        rc = db_dataset_resolve(sw->dataset[i], path, sizeof path, err, errlen);
+        if (!rc) rc = db_sha256_file(path, sha, err, errlen);
+        if (!rc && add_input(in, "dataset", sw->dataset[i], path, sha))
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
+    }
+    for (int i = 0; i < c->meta.n_models && !rc; i++) {
+        const db_model_meta *mm = &c->meta.models[i];
+        if (add_input(in, "checkpoint", mm->path, mm->path, mm->sha256))
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
+    }
+    if (rc) cJSON_Delete(in);
+    else c->meta.inputs = in;
+    return rc;
+}
+
+/* --resume: every input the previous invocation recorded (meta.json's inputs; an older run has
+ * none) must hash the same now, or the directory would mix results of different files */
+static int check_inputs(run_ctx *c, char *err, size_t errlen)
+{
+    char path[1200], *text = NULL;
+    size_t len;
+    if (db_path_join(path, sizeof path, c->out_dir, "meta.json") != 0 || access(path, F_OK) != 0) return DB_OK;
+    int rc = db_read_file(path, &text, &len, err, errlen), oom = 0;
+    if (rc) return rc;
+    cJSON *j = db_json_parse(text, strlen(text), &oom), *rec = cJSON_GetObjectItemCaseSensitive(j, "inputs"), *e, *f;
+    free(text);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
+    cJSON_ArrayForEach(e, rec)
+    {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind"), *given = cJSON_GetObjectItemCaseSensitive(e, "given"),
+                    *sha = cJSON_GetObjectItemCaseSensitive(e, "sha256");
+        if (!cJSON_IsString(kind) || !cJSON_IsString(given) || !cJSON_IsString(sha)) continue;
+        cJSON_ArrayForEach(f, c->meta.inputs)
+        {
+            const char *k2 = cJSON_GetObjectItemCaseSensitive(f, "kind")->valuestring,
+                       *g2 = cJSON_GetObjectItemCaseSensitive(f, "given")->valuestring,
+                       *s2 = cJSON_GetObjectItemCaseSensitive(f, "sha256")->valuestring;
+            if (strcmp(k2, kind->valuestring) || strcmp(g2, given->valuestring) || !strcmp(s2, sha->valuestring)) continue;
+            if (c->allow_changed) {
+                fprintf(stderr, "warning: the %s %s changed since the run began (--allow-changed-inputs)\n", k2, g2);
+                continue;
+            }
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "--resume %s: the %s %s (%s) changed since the run began (sha256 %.12s..., recorded %.12s...): "
+                         "restore it, resume with --allow-changed-inputs, or start a new --out",
+                         c->out_dir, k2, g2, cJSON_GetObjectItemCaseSensitive(f, "path")->valuestring, s2, sha->valuestring);
+            break;
+        }
+        if (rc) break;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
 /* 6. meta.json (every checkpoint of the sweep, hashed, with its main dtype), the results
  *    directory and the stdout table */
 static int open_results(run_ctx *c, char *err, size_t errlen)
@@ -217,6 +304,8 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
         rc = db_sweep_runner_main_dtype(sr, sr->ds.slot[s].path, &dt, err, errlen);
         if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), err, errlen);
     }
+    if (!rc) rc = record_inputs(c, err, errlen);
+    if (!rc && c->resume) rc = check_inputs(c, err, errlen);
     if (!rc) {
         rc = c->resume ? db_results_open_locked(&c->res, c->out_dir, c->lock_fd, err, errlen)
                        : db_results_open(&c->res, c->out_dir, 0, err, errlen);
