@@ -6,6 +6,11 @@
 #   every row at max_new_tokens 16;
 #   --resume DIR with a flag that changes the sweep: exit 2, the message names the key, nothing
 #   in DIR changes; with a flag that repeats the recorded value: accepted;
+#   --resume of a directory whose points.done lists points but has no meta.json: exit 2 (the
+#   default sweep is never run into it);
+#   a dataset file edited before the resume: exit 2 naming it, unless --allow-changed-inputs;
+#   a summary row deleted with points.done intact: the resume reruns that point;
+#   --out into a non-empty directory that holds no results, --out ., --out /: exit 2;
 #   --resume of a finished run: exit 0, "nothing to do", DIR byte for byte as before (no
 #   meta.N.json);
 #   SIGINT / SIGTERM mid-sweep: exit 130 / 143, stderr gives the resume command, and that
@@ -60,6 +65,26 @@ ok "$([ "$rc" = 2 ] && grep -q "variant" "$tmp/c2.err" && grep -q "concurrency" 
     "two conflicting flags: exit 2 naming both (rc $rc)"
 ok "$([ "$(snapshot "$tmp/k")" = "$snap" ]; echo $?)" "a refused resume changes nothing in DIR"
 
+# points.done lists points but meta.json is gone (the sweep unknown): refused, never the
+# default sweep run into DIR
+cp -r "$tmp/k" "$tmp/nometa" && rm "$tmp/nometa/meta.json"
+snapm=$(snapshot "$tmp/nometa")
+"$BIN" run --resume "$tmp/nometa" >/dev/null 2>"$tmp/nm.err"
+rc=$?
+ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/nm.err")" = 1 ] && grep -q "points.done lists" "$tmp/nm.err" &&
+      [ "$(snapshot "$tmp/nometa")" = "$snapm" ]; echo $?)" \
+    "--resume of a directory with points but no meta.json: exit 2, one line, DIR unchanged (rc $rc)"
+[ "$rc" = 2 ] || diag <"$tmp/nm.err"
+
+# --out into a directory of other files, the current or the root directory: exit 2, one line,
+# before any model loads
+out=$tmp/o.out errf=$tmp/o.err
+mkdir "$tmp/other" && echo keep >"$tmp/other/notes.txt"
+expect_refused "--out DIR holding other files: refused" "not empty" "notes.txt" -- run "${sweep[@]}" --out "$tmp/other"
+ok "$([ "$(cat "$tmp/other/notes.txt")" = keep ] && [ "$(ls -A "$tmp/other")" = notes.txt ]; echo $?)" "... and left as it was"
+expect_refused "--out . refused" "current directory" -- run "${sweep[@]}" --out .
+expect_refused "--out / refused" "root directory" -- run "${sweep[@]}" --out /
+
 # nothing left to do: exit 0, say so, write nothing (a repeated flag is no conflict)
 metas=$(ls "$tmp/k" | grep -c 'meta')
 "$BIN" run --resume "$tmp/k" -n 16 -o csv >"$tmp/n.out" 2>"$tmp/n.err"
@@ -68,6 +93,39 @@ ok "$([ "$rc" = 0 ] && grep -q "nothing to do" "$tmp/n.err" && [ ! -s "$tmp/n.ou
     "--resume of a finished run exits 0 saying nothing to do (rc $rc)"
 ok "$([ "$(snapshot "$tmp/k")" = "$snap" ] && [ "$(ls "$tmp/k" | grep -c 'meta')" = "$metas" ]; echo $?)" \
     "... and writes nothing (no new meta.N.json)"
+
+# a summary row deleted, points.done intact: the resume runs that point again (not "nothing to do")
+cp -r "$tmp/k" "$tmp/lost"
+lost=$(sed -n 3p "$tmp/lost/summary.csv" | cut -d, -f2)
+sed -i 3d "$tmp/lost/summary.csv"
+"$BIN" run --resume "$tmp/lost" >/dev/null 2>"$tmp/lost.err"
+rc=$?
+ok "$([ "$rc" = 0 ] && [ "$(ids "$tmp/lost")" = "$(ids "$tmp/ref")" ] && grep -qF "$lost" "$tmp/lost.err" &&
+      [ "$("$PY" "$ROOT/tests/results_check.py" "$tmp/lost" "$(ids "$tmp/ref" | wc -l)")" = OK ]; echo $?)" \
+    "--resume after a summary row was deleted reruns its point: exit $rc, the reference points, each once"
+[ "$rc" = 0 ] || diag <"$tmp/lost.err"
+
+# a dataset file edited between the run and its resume: refused naming it (DIR unchanged);
+# --allow-changed-inputs resumes anyway
+cp "$ROOT/datasets/math.jsonl" "$tmp/ds.jsonl"
+dsweep=(--dataset "$tmp/ds.jsonl" --max-samples 1 -n 4 --warmup 0 -r 1 --threads 1 -v ar,dflash2 -c 1 -B 4)
+"$BIN" run "${dsweep[@]}" --out "$tmp/ds" >/dev/null 2>&1
+sed -i '$d' "$tmp/ds/points.done"
+rec=$("$PY" -c "import json,sys; print(sum(i['kind'] == 'dataset' and i['path'] == sys.argv[2] and len(i['sha256']) == 64
+                for i in json.load(open(sys.argv[1]))['inputs']))" "$tmp/ds/meta.json" "$(realpath "$tmp/ds.jsonl")")
+ok "$([ "$rec" = 1 ]; echo $?)" \
+    "meta.json records the dataset's absolute path and sha256"
+echo '{"question": "1 + 1?", "answer": "#### 2"}' >>"$tmp/ds.jsonl"
+snapd=$(snapshot "$tmp/ds")
+"$BIN" run --resume "$tmp/ds" >/dev/null 2>"$tmp/ds.err"
+rc=$?
+ok "$([ "$rc" = 2 ] && [ "$(wc -l <"$tmp/ds.err")" = 1 ] && grep -qF "the dataset $tmp/ds.jsonl" "$tmp/ds.err" &&
+      [ "$(snapshot "$tmp/ds")" = "$snapd" ]; echo $?)" "--resume after the dataset changed: exit 2 naming it, DIR unchanged (rc $rc)"
+[ "$rc" = 2 ] || diag <"$tmp/ds.err"
+"$BIN" run --resume "$tmp/ds" --allow-changed-inputs >/dev/null 2>"$tmp/ds2.err"
+rc=$?
+ok "$([ "$rc" = 0 ] && grep -q "changed since the run began" "$tmp/ds2.err"; echo $?)" "... and with --allow-changed-inputs: exit $rc, a warning"
+[ "$rc" = 0 ] || diag <"$tmp/ds2.err"
 
 # md: a drafter row below speedup 1 gets the reading note under the table (verify cost, tau,
 # cache, the plan command); its verify cost is summary.csv's verify_cost_steps

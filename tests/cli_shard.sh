@@ -86,6 +86,16 @@ expect_refused "merge with points.done cut short: exit 2" "points.done: torn fil
 cp -r "$tmp/s1" "$tmp/schema"
 sed -i '1s/,tau,/,tau_renamed,/' "$tmp/schema/summary.csv"
 expect_refused "merge across schemas: exit 2" "header differs" -- merge "$tmp/m5" "$tmp/s0" "$tmp/schema" "$tmp/s2"
+cp -r "$tmp/s1" "$tmp/dup"
+sed -n 2p "$tmp/s1/requests.csv" >>"$tmp/dup/requests.csv"
+expect_refused "merge with a request row twice: exit 2 naming the table" "dup/requests.csv: torn file: a row of point" -- \
+    merge "$tmp/m8" "$tmp/s0" "$tmp/dup" "$tmp/s2"
+cp -r "$tmp/s1" "$tmp/dupa"
+sed -n 2p "$tmp/s1/acceptance.csv" >>"$tmp/dupa/acceptance.csv"
+expect_refused "merge with an acceptance row twice: exit 2" "dupa/acceptance.csv: torn file" -- \
+    merge "$tmp/m9" "$tmp/s0" "$tmp/dupa" "$tmp/s2"
+expect_refused "merge of a merged directory: exit 2" "a merged directory" -- merge "$tmp/m10" "$tmp/merged"
+ok "$(nothing_at "$tmp/m10"; echo $?)" "... and nothing written"
 expect_refused "merge into a used directory: exit 2" "not an empty directory" -- merge "$tmp/s0" "$tmp/s1" "$tmp/s2"
 
 # a missing shard: exit 1 naming its points; --allow-partial merges the rest

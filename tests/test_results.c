@@ -15,6 +15,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +34,20 @@ static int rows_of(const char *dir, db_table t, const char *id)
     for (int r = 1; r < d.n; r++) n += !id || (c >= 0 && !strcmp(d.rec[r].field[c], id));
     db_csv_doc_free(&d);
     return n;
+}
+
+/* every file of dir (names and contents, hidden ones but .lock aside), as one string */
+static char *snapshot(const char *dir)
+{
+    char cmd[1200], *buf = NULL;
+    size_t n = 0;
+    snprintf(cmd, sizeof cmd, "cd '%s' && ls && cat -- *", dir);
+    FILE *p = popen(cmd, "r"), *m = open_memstream(&buf, &n);
+    int c;
+    while (p && m && (c = fgetc(p)) != EOF) fputc(c, m);
+    if (p) pclose(p);
+    if (m) fclose(m);
+    return buf;
 }
 
 static void append_raw(const char *dir, const char *name, const char *text, size_t n)
@@ -72,6 +89,19 @@ int main(void)
     tap_ok(rc == DB_EINPUT && strstr(err, sub), "under a plain file: DB_EINPUT naming it: %s", err);
     rc = db_results_check_writable("/proc/db-results-test", 0, err, sizeof err);
     tap_ok(rc == DB_EINPUT, "unwritable location: DB_EINPUT: %s", err);
+    /* --out: a directory with other files, the current and the root directory are refused */
+    rc = db_results_check_writable(base, 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "not empty") && strstr(err, "plain-file"),
+           "a non-empty directory without results: DB_EINPUT naming a file in it: %s", err);
+    rc = db_results_check_writable(".", 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "current directory"), "--out .: DB_EINPUT: %s", err);
+    rc = db_results_check_writable("/", 0, err, sizeof err);
+    tap_ok(rc == DB_EINPUT && strstr(err, "root directory"), "--out /: DB_EINPUT: %s", err);
+    snprintf(sub, sizeof sub, "%s/empty", base);
+    mkdir(sub, 0777);
+    rc = db_results_check_writable(sub, 0, err, sizeof err);
+    tap_ok(rc == 0, "an empty directory passes (%s)", err);
+    rmdir(sub);
     snprintf(sub, sizeof sub, "%s/never", base);
     rc = db_results_check_writable(sub, 1, err, sizeof err);
     tap_ok(rc == DB_EINPUT && strstr(err, "--resume"), "resume of a missing directory: %s", err);
@@ -143,6 +173,22 @@ int main(void)
 
     rc = db_results_open(&r, dir, 1, err, sizeof err);
     tap_ok(rc == 0 && r.n_done == 2, "resume reads two completed points (%s)", err);
+    char meta1[1200], meta_now[1200];
+    db_path_join(meta1, sizeof meta1, dir, "meta.1.json");
+    db_path_join(meta_now, sizeof meta_now, dir, "meta.json");
+    tap_ok(stat(meta_now, &st) == 0 && stat(meta1, &st) != 0,
+           "resume keeps meta.json in place until it writes the new one");
+    {
+        int fd2;
+        char mine[64];
+        snprintf(mine, sizeof mine, "pid %ld on host ", (long)getpid());
+        db_results twice;
+        int lrc = db_results_lock(dir, &fd2, err, sizeof err);
+        tap_ok(lrc == DB_EINPUT && strstr(err, "in use") && strstr(err, mine),
+               "a second lock of a directory being resumed: DB_EINPUT naming the holder: %s", err);
+        lrc = db_results_open(&twice, dir, 1, err, sizeof err);
+        tap_ok(lrc == DB_EINPUT && strstr(err, mine), "a second resume of it is refused: %s", err);
+    }
     tap_ok(r.dropped_rows == 1 + 15 + 16 + 8, "resume dropped the unfinished rows (%d)",
            r.dropped_rows);
     int clean = 1;
@@ -182,6 +228,8 @@ int main(void)
     int want[DB_TABLE_COUNT] = {1, 15, 16, 8};
     for (int t = 0; t < DB_TABLE_COUNT; t++) once &= rows_of(dir, (db_table)t, id[2]) == want[t];
     tap_ok(once, "the rerun point appears exactly once in every table");
+    tap_ok(db_results_write_meta(&r, &m, err, sizeof err) == 0 && stat(meta_now, &st) == 0,
+           "the resume writes its meta.json (%s)", err);
     db_results_close(&r);
 
     /* meta.json, and its rotation on resume */
@@ -211,8 +259,112 @@ int main(void)
     FILE *hf = fopen(sp, "w");
     fputs("schema_version,something_else\n", hf);
     fclose(hf);
+    /* ... and refused before anything changes: the unfinished rows, the cut line in points.done
+     * and meta.json stay as they were */
+    append_raw(dir, "points.done", "cpu|math|dflash2|B16", 20);
+    {
+        char *buf;
+        size_t n;
+        FILE *f = open_memstream(&buf, &n);
+        db_table_rows(DB_TABLE_SUMMARY, &m, &p[2], &s[2], f);
+        fclose(f);
+        append_raw(dir, db_table_file[DB_TABLE_SUMMARY], buf, n);
+        free(buf);
+    }
+    char *before = snapshot(dir);
     rc = db_results_open(&r, dir, 1, err, sizeof err);
     tap_ok(rc == DB_EINPUT && strstr(err, "histogram.csv"), "foreign header refused: %s", err);
+    char *after = snapshot(dir);
+    tap_ok(before && after && !strcmp(before, after) && stat(meta_now, &st) == 0,
+           "a failing resume leaves the directory exactly as it was, meta.json in place");
+    free(before);
+    free(after);
+
+    /* two runs that wrote the directory at once (before the lock): points.done lists a point
+     * twice, in CRLF lines with trailing blanks, and the tables hold its rows twice */
+    unlink(sp); /* a missing table gets its header back */
+    int cnt[DB_TABLE_COUNT][3];
+    for (int t = 0; t < DB_TABLE_COUNT; t++)
+        for (int i = 0; i < 3; i++) cnt[t][i] = t == DB_TABLE_HISTOGRAM ? 0 : rows_of(dir, (db_table)t, id[i]);
+    {
+        FILE *df = fopen(done_path, "w");
+        fprintf(df, "%s\r\n%s  \n%s\r\n%s\n", id[0], id[1], id[0], id[2]);
+        fclose(df);
+        for (int t = 0; t < DB_TABLE_COUNT; t++) {
+            char *buf;
+            size_t n;
+            FILE *f = open_memstream(&buf, &n);
+            db_table_rows((db_table)t, &m, &p[0], &s[0], f);
+            fclose(f);
+            append_raw(dir, db_table_file[t], buf, n);
+            free(buf);
+        }
+    }
+    tap_ok(rows_of(dir, DB_TABLE_SUMMARY, id[0]) == 2 && rows_of(dir, DB_TABLE_REQUESTS, id[0]) == 16,
+           "a point's rows written twice");
+    rc = db_results_open(&r, dir, 1, err, sizeof err);
+    int fixed = rc == 0 && r.n_done == 3;
+    for (int t = 0; t < DB_TABLE_COUNT; t++)
+        for (int i = 0; i < 3; i++) fixed &= rows_of(dir, (db_table)t, id[i]) == cnt[t][i];
+    tap_ok(fixed, "resume keeps one copy of each point in every table (%s)", err);
+    db_read_file(done_path, &done, &dlen, err, sizeof err);
+    int lines = 0;
+    for (size_t i = 0; i < dlen; i++) lines += done[i] == '\n';
+    tap_ok(lines == 3 && !memchr(done, '\r', dlen) && !strstr(done, " \n"),
+           "points.done read through CRLF and blanks, each point once again");
+    free(done);
+    db_results_close(&r);
+
+    /* a summary row deleted while points.done still lists its point: the point runs again
+     * (count_done does not count it; resume takes it off points.done and drops its other rows) */
+    {
+        char sum_path[1200], *text = NULL;
+        size_t len;
+        db_path_join(sum_path, sizeof sum_path, dir, db_table_file[DB_TABLE_SUMMARY]);
+        if (db_read_file(sum_path, &text, &len, err, sizeof err) != 0 || !text) {
+            tap_diag("%s", err);
+            return 1;
+        }
+        FILE *sf = fopen(sum_path, "w");
+        for (char *l = text, *e; sf && (e = strchr(l, '\n')); l = e + 1) {
+            *e = 0;
+            int keep = !strstr(l, id[1]);
+            *e = '\n';
+            if (keep) fwrite(l, 1, (size_t)(e - l) + 1, sf);
+        }
+        if (sf) fclose(sf);
+        free(text);
+        db_point_key keys[3] = {p[0].key, p[1].key, p[2].key};
+        int cnt_done = -1;
+        rc = db_results_count_done(dir, keys, 3, &cnt_done, err, sizeof err);
+        tap_ok(rc == 0 && cnt_done == 2, "a listed point without its summary row is not counted done (%d)", cnt_done);
+        rc = db_results_open(&r, dir, 1, err, sizeof err);
+        tap_ok(rc == 0 && r.n_done == 2 && !db_results_is_done(&r, &p[1].key) && db_results_is_done(&r, &p[2].key) &&
+                   rows_of(dir, DB_TABLE_REQUESTS, id[1]) == 0 && rows_of(dir, DB_TABLE_REQUESTS, id[2]) == 8,
+               "resume takes it off points.done and drops its other rows: it runs again (%s)", err);
+        rc = db_results_append(&r, &m, &p[1], &s[1], err, sizeof err);
+        tap_ok(rc == 0 && rows_of(dir, DB_TABLE_SUMMARY, id[1]) == 1, "and is written once more (%s)", err);
+        db_results_close(&r);
+    }
+
+    /* a fresh run whose first point cannot be written leaves nothing behind */
+    {
+        char fresh[400], top[400];
+        snprintf(top, sizeof top, "%s/x", base);
+        snprintf(fresh, sizeof fresh, "%s/x/y/run", base);
+        rc = db_results_open(&r, fresh, 0, err, sizeof err);
+        db_results_write_meta(&r, &m, err, sizeof err);
+        struct rlimit old, tiny = {1, 1};
+        getrlimit(RLIMIT_FSIZE, &old);
+        tiny.rlim_max = old.rlim_max;
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &tiny);
+        rc = db_results_append(&r, &m, &p[0], &s[0], err, sizeof err);
+        setrlimit(RLIMIT_FSIZE, &old);
+        tap_ok(rc == DB_ERUNTIME && stat(top, &st) != 0,
+               "a first point that fails to write leaves no directory (%s)", err);
+        db_results_close(&r);
+    }
 
     for (int i = 0; i < 3; i++) db_point_raw_free(&p[i]);
     db_run_meta_free(&m);

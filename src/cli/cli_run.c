@@ -14,13 +14,19 @@
 #include "report/report.h"
 #include "report/report_out.h"
 #include "report/results_dir.h"
+#include "base/sha256.h"
 #include "base/util.h"
+#include "text/dataset.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     db_sweep sw;
@@ -35,6 +41,8 @@ typedef struct {
     db_run_meta meta;
     db_results res;
     int res_open;
+    int lock_fd;           /* --resume: DIR's lock, taken before DIR is read (-1: none) */
+    int allow_changed;     /* --allow-changed-inputs */
     db_out out;
 } run_ctx;
 
@@ -76,6 +84,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"output", 'o', "FMT", "stdout format: md (default), csv, json", "output", DB_OPT_SWEEP, NULL},
         {"config", 0, "FILE", "sweep keys from an ini file (block_size = 8,16), applied before every flag", NULL, DB_OPT_STR, NULL},
         {"resume", 0, "DIR", "finish the sweep of an earlier run in DIR (completed points are kept)", NULL, DB_OPT_STR, NULL},
+        {"allow-changed-inputs", 0, NULL, "--resume even when a dataset, target or drafter file changed since the run began", NULL, DB_OPT_FLAG, NULL},
         {"shard", 0, "K/N", "run shard K of N (0-based): whole ar + variant groups, balanced by predicted cost; join the shards with `merge`", NULL, DB_OPT_STR, NULL},
         {NULL, 0, NULL, "capacity planning (rows say weights=synthetic / acceptance_source=replay:<file>)", NULL, DB_OPT_HEADING, NULL},
         {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", "synthetic", DB_OPT_SWEEP, NULL},
@@ -96,6 +105,7 @@ static db_cmd_opts run_options(run_ctx *c)
         else if (opts[i].name && !strcmp(opts[i].name, "config")) opts[i].dst = &config_file;
         else if (opts[i].name && !strcmp(opts[i].name, "resume")) opts[i].dst = &c->resume;
         else if (opts[i].name && !strcmp(opts[i].name, "shard")) opts[i].dst = &c->shard_arg;
+        else if (opts[i].name && !strcmp(opts[i].name, "allow-changed-inputs")) opts[i].dst = &c->allow_changed;
     }
     return (db_cmd_opts){"run",
                          "Benchmark sweep: every combination of the list-valued axes is one point; results go\n"
@@ -117,13 +127,23 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
         if (uses[i].opt->dst == &c->resume) c->resume = uses[i].value;
     db_sweep rec;
     int have_rec = 0;
+    /* a resume holds DIR's lock from before it reads DIR: a second resume (a requeued job)
+     * would otherwise run the same points into it */
+    if (!rc && !*help && c->resume) rc = db_results_lock(c->resume, &c->lock_fd, err, errlen);
     if (!rc && !*help && c->resume) {
         rc = db_sweep_recorded(c->resume, &rec, err, errlen);
         have_rec = rc == 0;
-        if (rc == 1) {
+        int listed = 0;
+        if (rc == 1 && (rc = db_results_listed(c->resume, &listed, err, errlen)) == DB_OK && listed > 0)
+            /* the sweep of those points is unknown: the flags given (or the defaults) would run
+             * other points into the same tables */
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "--resume %s: meta.json is missing or records no sweep, but points.done lists %d point%s: "
+                         "restore its meta.json (meta.N.json are earlier invocations'), or start a new --out",
+                         c->resume, listed, listed > 1 ? "s" : "");
+        else if (rc == DB_OK && !have_rec) {
             fprintf(stderr, "warning: %s/meta.json records no sweep (an older run): resuming with the flags given\n",
                     c->resume);
-            rc = DB_OK;
         }
         if (have_rec) c->sw = rec;
     }
@@ -184,6 +204,85 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
     return rc;
 }
 
+/* one input of the sweep into meta.json's inputs: kind, as given, absolute path, sha256 */
+static int add_input(cJSON *in, const char *kind, const char *spec, const char *path, const char *sha)
+{
+    char abs[PATH_MAX];
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(in, o)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    return !cJSON_AddStringToObject(o, "kind", kind) || !cJSON_AddStringToObject(o, "given", spec) ||
+                   !cJSON_AddStringToObject(o, "path", realpath(path, abs) ? abs : path) ||
+                   !cJSON_AddStringToObject(o, "sha256", sha)
+               ? -1
+               : 0;
+}
+
+/* meta.json's inputs: the dataset files (hashed here) and the checkpoints (hashed as models) */
+static int record_inputs(run_ctx *c, char *err, size_t errlen)
+{
+    const db_sweep *sw = &c->sw;
+    cJSON *in = cJSON_CreateArray();
+    int rc = in ? DB_OK : db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
+    for (int i = 0; i < sw->n_dataset && !rc; i++) {
+        char path[1024], sha[65];
+        if (!strncmp(sw->dataset[i], "synthetic-", 10)) continue; /* made from the seed */
+        rc = db_dataset_resolve(sw->dataset[i], path, sizeof path, err, errlen);
+        if (!rc) rc = db_sha256_file(path, sha, err, errlen);
+        if (!rc && add_input(in, "dataset", sw->dataset[i], path, sha))
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
+    }
+    for (int i = 0; i < c->meta.n_models && !rc; i++) {
+        const db_model_meta *mm = &c->meta.models[i];
+        if (add_input(in, "checkpoint", mm->path, mm->path, mm->sha256))
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
+    }
+    if (rc) cJSON_Delete(in);
+    else c->meta.inputs = in;
+    return rc;
+}
+
+/* --resume: every input the previous invocation recorded (meta.json's inputs; an older run has
+ * none) must hash the same now, or the directory would mix results of different files */
+static int check_inputs(run_ctx *c, char *err, size_t errlen)
+{
+    char path[1200], *text = NULL;
+    size_t len;
+    if (db_path_join(path, sizeof path, c->out_dir, "meta.json") != 0 || access(path, F_OK) != 0) return DB_OK;
+    int rc = db_read_file(path, &text, &len, err, errlen), oom = 0;
+    if (rc) return rc;
+    cJSON *j = db_json_parse(text, strlen(text), &oom), *rec = cJSON_GetObjectItemCaseSensitive(j, "inputs"), *e, *f;
+    free(text);
+    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
+    cJSON_ArrayForEach(e, rec)
+    {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind"), *given = cJSON_GetObjectItemCaseSensitive(e, "given"),
+                    *sha = cJSON_GetObjectItemCaseSensitive(e, "sha256");
+        if (!cJSON_IsString(kind) || !cJSON_IsString(given) || !cJSON_IsString(sha)) continue;
+        cJSON_ArrayForEach(f, c->meta.inputs)
+        {
+            const char *k2 = cJSON_GetObjectItemCaseSensitive(f, "kind")->valuestring,
+                       *g2 = cJSON_GetObjectItemCaseSensitive(f, "given")->valuestring,
+                       *s2 = cJSON_GetObjectItemCaseSensitive(f, "sha256")->valuestring;
+            if (strcmp(k2, kind->valuestring) || strcmp(g2, given->valuestring) || !strcmp(s2, sha->valuestring)) continue;
+            if (c->allow_changed) {
+                fprintf(stderr, "warning: the %s %s changed since the run began (--allow-changed-inputs)\n", k2, g2);
+                continue;
+            }
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "--resume %s: the %s %s (%s) changed since the run began (sha256 %.12s..., recorded %.12s...): "
+                         "restore it, resume with --allow-changed-inputs, or start a new --out",
+                         c->out_dir, k2, g2, cJSON_GetObjectItemCaseSensitive(f, "path")->valuestring, s2, sha->valuestring);
+            break;
+        }
+        if (rc) break;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
 /* 6. meta.json (every checkpoint of the sweep, hashed, with its main dtype), the results
  *    directory and the stdout table */
 static int open_results(run_ctx *c, char *err, size_t errlen)
@@ -206,7 +305,14 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
         rc = db_sweep_runner_main_dtype(sr, sr->ds.slot[s].path, &dt, err, errlen);
         if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), err, errlen);
     }
-    if (!rc) c->res_open = (rc = db_results_open(&c->res, c->out_dir, c->resume != NULL, err, errlen)) == DB_OK;
+    if (!rc) rc = record_inputs(c, err, errlen);
+    if (!rc && c->resume) rc = check_inputs(c, err, errlen);
+    if (!rc) {
+        rc = c->resume ? db_results_open_locked(&c->res, c->out_dir, c->lock_fd, err, errlen)
+                       : db_results_open(&c->res, c->out_dir, 0, err, errlen);
+        c->lock_fd = -1; /* the results' now, even when the open failed */
+        c->res_open = rc == DB_OK;
+    }
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);
     return rc;
@@ -356,6 +462,7 @@ static void run_free(run_ctx *c)
     for (int i = 0; i < c->n_done; i++) db_point_raw_free(&c->done[i]);
     free(c->done);
     if (c->res_open) db_results_close(&c->res);
+    if (c->lock_fd >= 0) close(c->lock_fd);
     db_run_meta_free(&c->meta);
     db_sweep_runner_free(&c->sr);
 }
@@ -375,6 +482,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     run_ctx *c = db_calloc(1, sizeof *c);
     if (!c) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the run");
     c->argv0 = argv[0];
+    c->lock_fd = -1;
     int stop = 0, rc = parse_args(c, argc, argv, &stop, err, errlen);
     if (!rc && !stop) rc = check_sweep(c, argc, argv, err, errlen);
     if (!rc && !stop) rc = db_sweep_runner_configs(&c->sr, err, errlen);

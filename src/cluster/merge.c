@@ -69,6 +69,11 @@ static int read_meta(source *s, char *err, size_t errlen)
     s->meta = db_json_parse(text, strlen(text), &oom);
     free(text);
     if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
+    /* a merged directory's rows carry a host column already, and its meta.json no machine:
+     * merging it again would add a second host column and lose where its rows came from */
+    if (cJSON_GetObjectItemCaseSensitive(s->meta, "merged_sweep_hash"))
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s: a merged directory (its meta.json lists its sources): merge those directories instead", s->dir);
     s->sweep = cJSON_GetObjectItemCaseSensitive(s->meta, "sweep");
     if (!cJSON_IsObject(s->sweep)) return db_fail(err, errlen, DB_EINPUT, "%s: not valid JSON or no recorded sweep", path);
     char why[600];
@@ -120,7 +125,52 @@ static int read_done(source *s, char *err, size_t errlen)
     return DB_OK;
 }
 
-/* one table of s: whole records of completed points under one header; summary.csv one row per point */
+/* the columns that, with point_id, name one row of each table (summary.csv: point_id alone) */
+static const char *const row_key[NT][3] = {{NULL}, {"position", NULL}, {"accept_length", NULL},
+                                            {"prompt_index", "repetition", NULL}};
+
+/* "point_id\x1f<key>\x1f<key>" of a record, for the duplicate check */
+static char *row_name(const db_csv_record *rec, int pc, const int *kc, int nk)
+{
+    size_t len = strlen(rec->field[pc]) + 1;
+    for (int k = 0; k < nk; k++) len += strlen(rec->field[kc[k]]) + 1;
+    char *n = db_malloc(len);
+    if (!n) return NULL;
+    char *p = n + sprintf(n, "%s", rec->field[pc]);
+    for (int k = 0; k < nk; k++) p += sprintf(p, "\x1f%s", rec->field[kc[k]]);
+    return n;
+}
+
+/* every row of table t (t > 0) once: a point's rows appended twice (two runs writing the
+ * directory at once) would pass into the output doubled */
+static int check_rows_once(const source *s, int t, const char *path, char *err, size_t errlen)
+{
+    const db_csv_doc *d = &s->tab[t];
+    int pc = db_csv_col(d, "point_id"), kc[3], nk = 0, rc = DB_OK;
+    for (; row_key[t][nk]; nk++)
+        if ((kc[nk] = db_csv_col(d, row_key[t][nk])) < 0)
+            return db_fail(err, errlen, DB_EINPUT, "%s: no %s column", path, row_key[t][nk]);
+    int n = d->n - 1;
+    char **names = db_calloc((size_t)n + 1, sizeof *names);
+    if (!names) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory checking its %d rows", path, n);
+    for (int r = 0; r < n && !rc; r++)
+        if (!(names[r] = row_name(&d->rec[r + 1], pc, kc, nk)))
+            rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory checking its %d rows", path, n);
+    if (!rc) qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int r = 1; r < n && !rc; r++)
+        if (!strcmp(names[r], names[r - 1])) {
+            char *sep = strchr(names[r], '\x1f');
+            if (sep) *sep = 0;
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: torn file: a row of point %s twice (its rows written twice: run --resume %s repairs it)",
+                         path, names[r], s->dir);
+        }
+    for (int r = 0; r < n; r++) free(names[r]);
+    free(names);
+    return rc;
+}
+
+/* one table of s: whole records of completed points under one header; summary.csv one row per
+ * point, the other tables each row once */
 static int read_table(source *s, int t, const source *first, const char **schema, char *err, size_t errlen)
 {
     char path[1200];
@@ -167,6 +217,7 @@ static int read_table(source *s, int t, const source *first, const char **schema
         if (!same) rc = db_fail(err, errlen, DB_EINPUT, "%s: torn file: %d rows for the %d points of points.done", path, nid, s->n_done);
     }
     free(ids);
+    if (!rc && t > 0) rc = check_rows_once(s, t, path, err, errlen);
     return rc;
 }
 

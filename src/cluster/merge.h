@@ -9,7 +9,9 @@
  *   - torn files: points.done or a table whose last record is cut short, a record whose field
  *     count differs from the header, a row of a point points.done does not list (a run killed
  *     or still going: `run --resume DIR` cleans it up), a completed point without its summary
- *     row;
+ *     row, a row of acceptance.csv (point, position), histogram.csv (point, accept_length) or
+ *     requests.csv (point, prompt_index, repetition) twice;
+ *   - a merged directory as input (its rows have their host column already);
  *   - no point completed in two directories, no point outside the sweep's partition.
  * Missing points: the shard partition recorded in meta.json lists every point of the sweep;
  * points no DIR completed are named and the merge fails with DB_ERUNTIME (exit 1) unless

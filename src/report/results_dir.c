@@ -8,14 +8,20 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <dirent.h>
+#include <limits.h>
 #include <unistd.h>
 
 #define DONE_FILE "points.done"
+#define LOCK_FILE ".lock"
 
 int db_results_default_dir(char *buf, size_t n, const char *label, time_t now)
 {
@@ -28,20 +34,66 @@ int db_results_default_dir(char *buf, size_t n, const char *label, time_t now)
     return w < 0 || (size_t)w >= n ? DB_EINPUT : DB_OK;
 }
 
-static int mkdir_p(const char *dir)
+/* DIR with its parents; *made gets the topmost directory this call created ("" when none) */
+static int mkdir_p(const char *dir, char *made, size_t madelen)
 {
     char p[1024];
+    made[0] = 0;
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return ENAMETOOLONG;
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/') continue;
+    for (char *c = p + 1;; c++) {
+        if (*c && *c != '/') continue;
+        char was = *c;
         *c = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) return errno;
+        if (mkdir(p, 0777) == 0) {
+            if (!made[0]) snprintf(made, madelen, "%s", p);
+        } else if (errno != EEXIST) return errno;
+        if (!was) break;
         *c = '/';
     }
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) return errno;
     struct stat st;
     if (stat(p, &st) != 0) return errno;
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+/* Test hook: DB_FAULT_KILL=N kills the process (SIGKILL) just before the N-th write, sync or
+ * rename of the results directory (1-based, counted over the process; DB_FAULT_KILL_LOG=PATH
+ * appends "N what" for every boundary reached), so a test can stop a run at each of them
+ * (tests/cli_crash.sh). Unset: one getenv at the first boundary. */
+static void boundary(const char *what)
+{
+    static long long at = -1, seen;
+    static const char *log;
+    if (at < 0) {
+        const char *v = getenv("DB_FAULT_KILL");
+        at = v ? atoll(v) : 0;
+        log = getenv("DB_FAULT_KILL_LOG");
+    }
+    if (!at && !log) return;
+    seen++;
+    if (log) {
+        char line[128];
+        int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0666), n = snprintf(line, sizeof line, "%lld %s\n", seen, what);
+        if (fd >= 0) {
+            if (write(fd, line, (size_t)n) != n) { /* a log line lost only shortens the test */
+            }
+            close(fd);
+        }
+    }
+    if (seen == at) raise(SIGKILL);
+}
+
+/* a rename or a new file is durable only once its directory is synced (power loss); a file
+ * system that cannot sync a directory (EINVAL) has nothing to sync */
+static int sync_dir(const char *dir)
+{
+    boundary("dir fsync");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return -1;
+    int bad = fsync(fd) != 0 && errno != EINVAL && errno != EROFS;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return bad ? -1 : 0;
 }
 
 static int exists_in(const char *dir, const char *name)
@@ -92,6 +144,23 @@ int db_results_check_writable(const char *dir, int resume, char *err, size_t err
                            "%s already holds results: continue them with --resume %s, or choose "
                            "another --out",
                            dir, dir);
+        /* the current or the root directory would get the tables among unrelated files */
+        char real[PATH_MAX], cwd[PATH_MAX];
+        if (realpath(dir, real) && (!strcmp(real, "/") || (getcwd(cwd, sizeof cwd) && !strcmp(real, cwd))))
+            return db_fail(err, errlen, DB_EINPUT, "--out %s is the %s directory: name a directory for the results",
+                           dir, strcmp(real, "/") ? "current" : "root");
+        /* any other file there could be overwritten (a table's name) or mixed up with ours */
+        DIR *d = opendir(dir);
+        if (!d) return db_fail(err, errlen, DB_EINPUT, "%s: cannot read: %s", dir, strerror(errno));
+        const struct dirent *e;
+        char first[256] = "";
+        while (!first[0] && (e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) snprintf(first, sizeof first, "%s", e->d_name);
+        closedir(d);
+        if (first[0])
+            return db_fail(err, errlen, DB_EINPUT,
+                           "%s is not empty (%s) and holds no dflash-bench results: choose a new or empty --out",
+                           dir, first);
     }
     char probe[1200], name[64];
     snprintf(name, sizeof name, ".write-test.%ld", (long)getpid());
@@ -112,6 +181,7 @@ int db_results_check_writable(const char *dir, int resume, char *err, size_t err
  * a short write is completed, and the point stays uncommitted if anything fails) */
 static int write_all(int fd, const char *buf, size_t n)
 {
+    boundary("write");
     while (n) {
         ssize_t w = write(fd, buf, n);
         if (w < 0 && errno == EINTR) continue;
@@ -122,25 +192,49 @@ static int write_all(int fd, const char *buf, size_t n)
     return 0;
 }
 
-/* path = dir/name, replaced atomically by `n` bytes of text */
-static int replace_file(const char *dir, const char *name, const char *text, size_t n, char *err,
-                        size_t errlen)
+/* dir/name's temporary sibling (tmp) written with `n` bytes of text and synced, not yet in place */
+static int write_temp(const char *dir, const char *name, const char *text, size_t n, char *tmp,
+                      size_t tmplen, char *err, size_t errlen)
 {
-    char path[1200], tmp[1300];
+    char path[1200];
     if (db_path_join(path, sizeof path, dir, name) != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s/%s: path too long", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) return db_fail(err, errlen, DB_EINPUT, "%s: %s", tmp, strerror(errno));
-    int bad = write_all(fd, text, n) || fsync(fd);
+    if (fd < 0) return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", tmp, strerror(errno));
+    int bad = write_all(fd, text, n) || (boundary("fsync"), fsync(fd));
     int e = errno;
-    if (close(fd) != 0) bad = 1;
-    if (bad || rename(tmp, path) != 0) {
-        if (!bad) e = errno;
+    if (close(fd) != 0 && !bad) bad = 1, e = errno;
+    if (bad) {
         unlink(tmp);
         return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", path, strerror(e));
     }
     return DB_OK;
+}
+
+/* the synced temporary file renamed over dir/name, and the rename made durable */
+static int commit_temp(const char *dir, const char *name, const char *tmp, char *err, size_t errlen)
+{
+    char path[1200];
+    db_path_join(path, sizeof path, dir, name);
+    boundary("rename");
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", path, strerror(e));
+    }
+    if (sync_dir(dir) != 0) return db_fail(err, errlen, DB_ERUNTIME, "%s: syncing the directory: %s", dir, strerror(errno));
+    return DB_OK;
+}
+
+/* path = dir/name, replaced atomically by `n` bytes of text (temporary file, fsync, rename,
+ * directory fsync) */
+static int replace_file(const char *dir, const char *name, const char *text, size_t n, char *err,
+                        size_t errlen)
+{
+    char tmp[1300];
+    int rc = write_temp(dir, name, text, n, tmp, sizeof tmp, err, errlen);
+    return rc ? rc : commit_temp(dir, name, tmp, err, errlen);
 }
 
 /* header of table t as text (malloc'd) */
@@ -186,8 +280,11 @@ int db_results_is_done(const db_results *r, const db_point_key *k)
     return id_done(r, id);
 }
 
-/* points.done into r->done; a last line without newline is cut off the file (unless peek) */
-static int read_done(db_results *r, int peek, char *err, size_t errlen)
+/* points.done into r->done, read only. A last line without its newline does not count; ids
+ * are taken without a trailing CR or blanks (a file edited on another system), and an id listed
+ * twice (two runs that wrote the directory at once) once. r->done_fix says the file is not in
+ * its normal form, which repair_done() then writes. */
+static int read_done(db_results *r, char *err, size_t errlen)
 {
     char path[1200];
     if (db_path_join(path, sizeof path, r->dir, DONE_FILE) != 0)
@@ -201,21 +298,75 @@ static int read_done(db_results *r, int peek, char *err, size_t errlen)
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
         if (text[i] != '\n') continue;
-        text[i] = 0;
-        if (i > start && add_done(r, text + start) != 0) {
-            free(text);
-            return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its points", path);
+        size_t end = i;
+        while (end > start && (text[end - 1] == '\r' || text[end - 1] == ' ' || text[end - 1] == '\t')) end--;
+        text[end] = 0;
+        if (end != i || (i == start)) r->done_fix = 1; /* CR, blanks or an empty line */
+        if (end > start) {
+            if (id_done(r, text + start)) r->done_fix = 1;
+            else if (add_done(r, text + start) != 0) {
+                free(text);
+                return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory listing its points", path);
+            }
         }
         start = i + 1;
     }
+    if (start < len) r->done_fix = 1;
     free(text);
-    if (!peek && start < len && truncate(path, (off_t)start) != 0)
-        return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot truncate: %s", path, strerror(errno));
     return DB_OK;
 }
 
-/* resume: drop rows of points not in points.done and records cut short */
-static int clean_table(db_results *r, db_table t, char *err, size_t errlen)
+/* points.done rewritten as read (one id a line, each once), when read_done found it otherwise */
+static int repair_done(db_results *r, char *err, size_t errlen)
+{
+    if (!r->done_fix) return DB_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int bad = !f;
+    for (int j = 0; f && j < r->n_done; j++) bad |= fprintf(f, "%s\n", r->done[j]) < 0;
+    if (f && fclose(f) != 0) bad = 1;
+    int rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting " DONE_FILE " (%d points)", r->n_done)
+                 : replace_file(r->dir, DONE_FILE, buf, len, err, errlen);
+    free(buf);
+    if (!rc) r->done_fix = 0;
+    return rc;
+}
+
+/* the rows of table t to drop on resume: a record cut short, a row of a point points.done does
+ * not list, or a duplicate: a point's rows are appended with one write() and so lie together;
+ * rows of a point seen again after another point's rows were written twice (two runs at once),
+ * and the first block is the one kept. keep[i] says whether record i stays. */
+static int rows_to_keep(const db_results *r, const db_csv_doc *doc, char *keep)
+{
+    int col = db_csv_col(doc, "point_id"), drop = 0;
+    const char *prev = NULL;
+    char **closed = NULL; /* ids whose block ended */
+    int nclosed = 0;
+    for (int i = 1; i < doc->n; i++) {
+        const db_csv_record *rec = &doc->rec[i];
+        keep[i] = rec->complete && col >= 0 && col < rec->n && id_done(r, rec->field[col]);
+        if (keep[i] && (!prev || strcmp(prev, rec->field[col]))) {
+            for (int k = 0; k < nclosed && keep[i]; k++) keep[i] = strcmp(closed[k], rec->field[col]) != 0;
+            if (keep[i] && prev) {
+                char **nc = db_realloc(closed, sizeof *nc * (size_t)(nclosed + 1));
+                if (!nc) {
+                    free(closed);
+                    return -1;
+                }
+                (closed = nc)[nclosed++] = (char *)prev;
+            }
+            if (keep[i]) prev = rec->field[col];
+        }
+        drop += !keep[i];
+    }
+    free(closed);
+    return drop;
+}
+
+/* resume: drop the rows rows_to_keep() rejects. With check_only the table is read and its header
+ * checked, nothing written: open checks every table before it changes any. */
+static int clean_table(db_results *r, db_table t, int check_only, char *err, size_t errlen)
 {
     char path[1200];
     if (db_path_join(path, sizeof path, r->dir, db_table_file[t]) != 0)
@@ -225,7 +376,7 @@ static int clean_table(db_results *r, db_table t, char *err, size_t errlen)
     if (!hdr) return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the header of %s", db_table_file[t]);
     struct stat st;
     if (stat(path, &st) != 0) {
-        int rc = replace_file(r->dir, db_table_file[t], hdr, hlen, err, errlen);
+        int rc = check_only ? DB_OK : replace_file(r->dir, db_table_file[t], hdr, hlen, err, errlen);
         free(hdr);
         return rc;
     }
@@ -253,20 +404,17 @@ static int clean_table(db_results *r, db_table t, char *err, size_t errlen)
                        "the dflash-bench that wrote it, or start a new --out",
                        path, DB_SCHEMA_VERSION);
     }
-    int col = db_csv_col(&doc, "point_id"), drop = 0;
-    for (int i = 1; i < doc.n; i++) {
-        const db_csv_record *rec = &doc.rec[i];
-        if (!rec->complete || col < 0 || col >= rec->n || !id_done(r, rec->field[col])) drop++;
-    }
-    if (drop || !same) {
+    char *keep = db_calloc((size_t)doc.n + 1, 1);
+    int drop = keep ? rows_to_keep(r, &doc, keep) : -1;
+    if (drop < 0) rc = db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory checking its rows", path);
+    if (!rc && !check_only && (drop || !same)) {
         char *buf = NULL;
         size_t n = 0;
         FILE *f = open_memstream(&buf, &n);
         int bad = !f || fwrite(hdr, 1, hlen, f) != hlen;
         for (int i = 1; f && !bad && same && i < doc.n; i++) {
             const db_csv_record *rec = &doc.rec[i];
-            if (!rec->complete || col < 0 || col >= rec->n || !id_done(r, rec->field[col]))
-                continue;
+            if (!keep[i]) continue;
             for (int j = 0; j < rec->n && !bad; j++) bad = db_csv_field(f, rec->field[j], j == 0);
             if (!bad) bad = fputc('\n', f) == EOF;
         }
@@ -276,57 +424,212 @@ static int clean_table(db_results *r, db_table t, char *err, size_t errlen)
         free(buf);
         r->dropped_rows += drop;
     }
+    free(keep);
     free(hdr);
     db_csv_doc_free(&doc);
     return rc;
 }
 
-/* a resumed run keeps the previous meta.json as meta.<k>.json */
-static int rotate_meta(const char *dir, char *err, size_t errlen)
+/* meta.json of the previous invocation copied to meta.<k>.json (temporary file + rename): the
+ * caller has the new meta.json written and synced, and renames it into place after this, so
+ * there is a meta.json at every moment */
+static int keep_old_meta(const char *dir, char *err, size_t errlen)
 {
-    char from[1200], to[1200], name[32];
+    char from[1200], name[32];
     if (db_path_join(from, sizeof from, dir, "meta.json") != 0 || !exists_in(dir, "meta.json"))
         return DB_OK;
     for (int k = 1; k < 100000; k++) {
         snprintf(name, sizeof name, "meta.%d.json", k);
         if (exists_in(dir, name)) continue;
-        db_path_join(to, sizeof to, dir, name);
-        if (rename(from, to) != 0)
-            return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", from, strerror(errno));
-        return DB_OK;
+        char *text;
+        size_t len;
+        int rc = db_read_file(from, &text, &len, err, errlen);
+        if (rc) return rc;
+        rc = replace_file(dir, name, text, len, err, errlen);
+        free(text);
+        return rc;
     }
     return DB_OK;
 }
 
-int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen)
+/* 1 when table t of DIR has a row of point id (t read into *doc by the caller) */
+static int has_row(const db_csv_doc *doc, const char *id)
+{
+    int c = db_csv_col(doc, "point_id");
+    for (int i = 1; c >= 0 && i < doc->n; i++)
+        if (doc->rec[i].complete && c < doc->rec[i].n && !strcmp(doc->rec[i].field[c], id)) return 1;
+    return 0;
+}
+
+/* Points points.done lists whose summary.csv row or requests.csv rows are gone (a table edited or
+ * restored from a backup): taken off r->done, so that they run again (every point has both; the
+ * requests rows are the baselines of the points after it). With apply, points.done loses each
+ * and then the tables its other rows, one point at a time (as db_results_forget), and a line on
+ * stderr names them. */
+static int drop_rowless(db_results *r, int apply, char *err, size_t errlen)
+{
+    db_csv_doc doc[2];
+    const db_table t[2] = {DB_TABLE_SUMMARY, DB_TABLE_REQUESTS};
+    int have[2] = {0, 0}, rc = DB_OK, dropped = 0;
+    char first[DB_POINT_ID_MAX] = "";
+    for (int k = 0; k < 2 && !rc; k++) {
+        char path[1200];
+        db_path_join(path, sizeof path, r->dir, db_table_file[t[k]]);
+        struct stat st;
+        if (stat(path, &st) != 0) continue; /* no table at all: clean_table writes its header */
+        rc = db_csv_read(path, &doc[k], err, errlen);
+        have[k] = rc == DB_OK;
+    }
+    for (int j = 0; !rc && j < r->n_done;) {
+        int gone = 0;
+        for (int k = 0; k < 2; k++) gone |= !have[k] || !has_row(&doc[k], r->done[j]);
+        if (!gone) {
+            j++;
+            continue;
+        }
+        if (!dropped++) snprintf(first, sizeof first, "%s", r->done[j]);
+        free(r->done[j]);
+        memmove(r->done + j, r->done + j + 1, sizeof *r->done * (size_t)(r->n_done - j - 1));
+        r->n_done--;
+        if (!apply) continue;
+        r->done_fix = 1;
+        rc = repair_done(r, err, errlen);
+        for (int tt = 0; !rc && tt < DB_TABLE_COUNT; tt++) rc = clean_table(r, (db_table)tt, 0, err, errlen);
+    }
+    for (int k = 0; k < 2; k++)
+        if (have[k]) db_csv_doc_free(&doc[k]);
+    if (!rc && apply && dropped)
+        fprintf(stderr, "resume: %d point%s listed in " DONE_FILE " without %s rows (%s%s) run%s again\n", dropped,
+                dropped > 1 ? "s" : "", "their summary.csv or requests.csv", first, dropped > 1 ? ", ..." : "",
+                dropped > 1 ? "" : "s");
+    return rc;
+}
+
+/* "pid N on host H" of the lock's holder, as it wrote them into the lock file */
+static void lock_holder(int fd, char *who, size_t n)
+{
+    char buf[300];
+    ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+    buf[k > 0 ? k : 0] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    snprintf(who, n, "%s", buf[0] ? buf : "a process that has not written its pid yet");
+}
+
+int db_results_lock(const char *dir, int *fd, char *err, size_t errlen)
+{
+    char path[1200];
+    *fd = -1;
+    if (db_path_join(path, sizeof path, dir, LOCK_FILE) != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (f < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return db_fail(err, errlen, DB_EINPUT, "--resume %s: no such results directory", dir);
+    if (f < 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot lock: %s", dir, strerror(errno));
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char who[300];
+        if (e == EWOULDBLOCK) {
+            /* the holder writes its pid right after locking: give it a moment */
+            for (int i = 0; i < 20; i++) {
+                lock_holder(f, who, sizeof who);
+                if (strncmp(who, "a process", 9)) break;
+                usleep(10000);
+            }
+        }
+        close(f);
+        if (e != EWOULDBLOCK) return db_fail(err, errlen, DB_EINPUT, "%s: cannot lock: %s", dir, strerror(e));
+        return db_fail(err, errlen, DB_EINPUT,
+                       "%s is in use by another dflash-bench run (%s): wait for it to end, or choose another --out",
+                       dir, who);
+    }
+    struct utsname u;
+    char me[300];
+    int n = snprintf(me, sizeof me, "pid %ld on host %s\n", (long)getpid(), uname(&u) == 0 ? u.nodename : "?");
+    ssize_t w = 0;
+    if (ftruncate(f, 0) != 0 || (w = pwrite(f, me, (size_t)n, 0)) != n) {
+        int e = w >= 0 ? EIO : errno; /* a short write sets no errno */
+        close(f);
+        return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", path, strerror(e));
+    }
+    *fd = f;
+    return DB_OK;
+}
+
+int db_results_open_locked(db_results *r, const char *dir, int lock_fd, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir)
+    r->lock_fd = lock_fd;
+    if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir) {
+        db_results_close(r);
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
-    int rc = db_results_check_writable(dir, resume, err, errlen);
-    if (rc) return rc;
-    if (!resume) {
-        r->pending = 1;
-        return DB_OK;
     }
-    rc = read_done(r, 0, err, errlen);
-    if (!rc) rc = rotate_meta(dir, err, errlen);
-    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
+    int rc = db_results_check_writable(dir, 1, err, errlen);
+    if (!rc && r->lock_fd < 0) rc = db_results_lock(dir, &r->lock_fd, err, errlen);
+    /* everything read and checked before anything changes: a failing open leaves DIR as it
+     * was; meta.json is rotated only when the new one is written (db_results_write_meta) */
+    if (!rc) rc = read_done(r, err, errlen);
+    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, 1, err, errlen);
+    /* the repairs: each leaves a consistent directory if the next one fails */
+    if (!rc) rc = repair_done(r, err, errlen);
+    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, 0, err, errlen);
+    if (!rc) rc = drop_rowless(r, 1, err, errlen);
+    if (!rc) r->rotate_meta = 1;
     if (rc) db_results_close(r);
     return rc;
+}
+
+int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen)
+{
+    if (resume) return db_results_open_locked(r, dir, -1, err, errlen);
+    memset(r, 0, sizeof *r);
+    r->lock_fd = -1;
+    if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int rc = db_results_check_writable(dir, 0, err, errlen);
+    if (rc) return rc;
+    r->pending = 1;
+    return DB_OK;
+}
+
+/* a fresh run whose first point failed: what materialize() made goes again (files, then the
+ * directories it created), so no directory without a meta.json or a point is left to resume */
+static void unmaterialize(db_results *r)
+{
+    const char *names[] = {DONE_FILE, "meta.json", LOCK_FILE};
+    char p[1200];
+    for (int t = 0; t < DB_TABLE_COUNT; t++)
+        if (db_path_join(p, sizeof p, r->dir, db_table_file[t]) == 0) unlink(p);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (db_path_join(p, sizeof p, r->dir, names[i]) == 0) unlink(p);
+    if (r->lock_fd >= 0) close(r->lock_fd);
+    r->lock_fd = -1;
+    if (r->made[0]) {
+        /* from DIR up to the topmost directory made (rmdir refuses one that is not empty) */
+        char d[1024];
+        snprintf(d, sizeof d, "%s", r->dir);
+        for (;;) {
+            if (rmdir(d) != 0 || !strcmp(d, r->made)) break;
+            char *slash = strrchr(d, '/');
+            if (!slash || slash == d) break;
+            *slash = 0;
+        }
+    }
+    r->claimed = 0;
+    r->pending = 1;
 }
 
 /* a fresh run's first point: DIR with its parents, the table headers and the meta.json held so
  * far. Failing here is a runtime error: DIR passed the checks before the models loaded. */
 static int materialize(db_results *r, char *err, size_t errlen)
 {
-    int e = mkdir_p(r->dir), rc = DB_OK;
+    int e = mkdir_p(r->dir, r->made, sizeof r->made), rc = DB_OK;
     if (e) return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot create: %s", r->dir, strerror(e));
     /* claim DIR: another run started with the same --out (or in the same second) would mix
      * its rows with ours */
     char done[1200];
     if (db_path_join(done, sizeof done, r->dir, DONE_FILE) != 0)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", r->dir);
+    boundary("create points.done");
     int fd = open(done, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (fd < 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", r->dir,
@@ -334,6 +637,10 @@ static int materialize(db_results *r, char *err, size_t errlen)
                                          "choose another --out"
                                        : strerror(errno));
     close(fd);
+    r->claimed = 1;
+    /* held until the run ends: a --resume of DIR meanwhile would run our points again */
+    rc = db_results_lock(r->dir, &r->lock_fd, err, errlen);
+    if (rc == DB_EINPUT) rc = DB_ERUNTIME;
     for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) {
         size_t n;
         char *h = header_text((db_table)t, &n);
@@ -354,7 +661,7 @@ static int append_file(const char *dir, const char *name, int create, const char
         return db_fail(err, errlen, DB_EINPUT, "%s/%s: path too long", dir, name);
     int fd = open(path, O_WRONLY | O_APPEND | (create ? O_CREAT : 0), 0666);
     if (fd < 0) return db_fail(err, errlen, DB_ERUNTIME, "%s: %s", path, strerror(errno));
-    int bad = write_all(fd, buf, n) || fdatasync(fd);
+    int bad = write_all(fd, buf, n) || (boundary("fdatasync"), fdatasync(fd));
     int e = errno;
     if (close(fd) != 0 && !bad) bad = 1, e = errno;
     return bad ? db_fail(err, errlen, DB_ERUNTIME, "%s: write failed: %s", path, strerror(e))
@@ -368,7 +675,7 @@ int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *r
     db_point_id(&raw->key, id, sizeof id);
     if (id_done(r, id))
         return db_fail(err, errlen, DB_EINPUT, "point %s is already in %s/" DONE_FILE, id, r->dir);
-    int rc = r->pending ? materialize(r, err, errlen) : DB_OK;
+    int first = r->pending, rc = first ? materialize(r, err, errlen) : DB_OK;
     for (int t = 0; t < DB_TABLE_COUNT && !rc; t++) {
         char *buf = NULL;
         size_t n = 0;
@@ -380,11 +687,14 @@ int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *r
                  : DB_OK;
         free(buf);
     }
+    if (!rc) {
+        size_t len = strlen(id);
+        id[len] = '\n';
+        rc = append_file(r->dir, DONE_FILE, 1, id, len + 1, err, errlen);
+        id[len] = 0;
+    }
+    if (rc && first && r->claimed) unmaterialize(r);
     if (rc) return rc;
-    size_t len = strlen(id);
-    id[len] = '\n';
-    rc = append_file(r->dir, DONE_FILE, 1, id, len + 1, err, errlen);
-    id[len] = 0;
     if (!rc && add_done(r, id) != 0) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory listing point %s as done", id);
     return rc;
 }
@@ -408,8 +718,14 @@ int db_results_write_meta(db_results *r, const db_run_meta *m, char *err, size_t
         r->meta_text = s;
         return DB_OK;
     }
-    int rc = replace_file(r->dir, "meta.json", s, n + 1, err, errlen);
+    /* the new meta.json written and synced, then the previous one kept as meta.<k>.json, then
+     * the new one renamed into place: a failure or a crash at any step leaves a meta.json */
+    char tmp[1300];
+    int rc = write_temp(r->dir, "meta.json", s, n + 1, tmp, sizeof tmp, err, errlen);
     free(s);
+    if (!rc && r->rotate_meta && (rc = keep_old_meta(r->dir, err, errlen)) != 0) unlink(tmp);
+    if (!rc) rc = commit_temp(r->dir, "meta.json", tmp, err, errlen);
+    if (!rc) r->rotate_meta = 0;
     return rc;
 }
 
@@ -497,26 +813,24 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
 int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen)
 {
     char id[DB_POINT_ID_MAX];
-    for (int i = 0; i < n; i++) {
+    int rc = DB_OK;
+    /* one point at a time: its id out of the index (one rename), then its rows out of the
+     * tables. A crash in between leaves the rows of that one point unlisted, which the next
+     * resume drops; forgetting the whole group's ids first would leave rows of several
+     * unfinished points (the "at most one" of results_dir.h broken) */
+    for (int i = 0; i < n && !rc; i++) {
         db_point_id(&keys[i], id, sizeof id);
-        for (int j = 0; j < r->n_done; j++)
-            if (!strcmp(r->done[j], id)) {
-                free(r->done[j]);
-                r->done[j] = r->done[--r->n_done];
-                break;
-            }
+        int at = -1;
+        for (int j = 0; j < r->n_done && at < 0; j++)
+            if (!strcmp(r->done[j], id)) at = j;
+        if (at < 0) continue;
+        free(r->done[at]);
+        memmove(r->done + at, r->done + at + 1, sizeof *r->done * (size_t)(r->n_done - at - 1));
+        r->n_done--;
+        r->done_fix = 1;
+        rc = repair_done(r, err, errlen);
+        for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, 0, err, errlen);
     }
-    /* the index first (one rename), then the tables lose the rows it no longer lists; a crash
-     * in between leaves rows the next resume drops */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    int bad = !f;
-    for (int j = 0; f && j < r->n_done; j++) bad |= fprintf(f, "%s\n", r->done[j]) < 0;
-    if (f && fclose(f) != 0) bad = 1;
-    int rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting " DONE_FILE " (%d points)", r->n_done) : replace_file(r->dir, DONE_FILE, buf, len, err, errlen);
-    free(buf);
-    for (int t = 0; !rc && t < DB_TABLE_COUNT; t++) rc = clean_table(r, (db_table)t, err, errlen);
     if (!rc) fprintf(stderr, "resume: a group of %d points was partly written; it runs again\n", n);
     return rc;
 }
@@ -526,11 +840,27 @@ int db_results_count_done(const char *dir, const db_point_key *keys, int n, int 
 {
     db_results r;
     memset(&r, 0, sizeof r);
+    r.lock_fd = -1;
     *done = 0;
     if (snprintf(r.dir, sizeof r.dir, "%s", dir) >= (int)sizeof r.dir)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
-    int rc = read_done(&r, 1, err, errlen);
+    int rc = read_done(&r, err, errlen);
+    if (!rc) rc = drop_rowless(&r, 0, err, errlen); /* those run again: not done */
     for (int i = 0; i < n && !rc; i++) *done += db_results_is_done(&r, &keys[i]);
+    db_results_close(&r);
+    return rc;
+}
+
+int db_results_listed(const char *dir, int *n, char *err, size_t errlen)
+{
+    db_results r;
+    memset(&r, 0, sizeof r);
+    r.lock_fd = -1;
+    *n = 0;
+    if (snprintf(r.dir, sizeof r.dir, "%s", dir) >= (int)sizeof r.dir)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int rc = read_done(&r, err, errlen);
+    *n = r.n_done;
     db_results_close(&r);
     return rc;
 }
@@ -543,6 +873,8 @@ void db_results_close(db_results *r)
     r->n_done = r->cap_done = 0;
     free(r->meta_text);
     r->meta_text = NULL;
+    if (r->lock_fd >= 0) close(r->lock_fd); /* the lock goes with its descriptor */
+    r->lock_fd = -1;
 }
 
 const db_point_raw *db_results_baseline(const db_results *r, const db_point_raw *done, int n,

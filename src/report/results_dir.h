@@ -6,7 +6,9 @@
  *   summary.csv acceptance.csv histogram.csv requests.csv   the tables (report_csv.h)
  *   points.done   the ids (report.h db_point_id) of the completed points, one per line
  *   meta.json     machine, build, models, command line of the latest invocation; a resumed run
- *                 first renames the previous one to meta.1.json, meta.2.json, ...
+ *                 keeps the previous one as meta.1.json, meta.2.json, ... when it writes its own
+ *                 (the new one synced first: there is a meta.json at every moment)
+ *   .lock         flock()ed by the run writing DIR, "pid N on host H" of the last one inside
  *
  * A fresh run makes DIR (with its parents) at its first completed point, not before: a run that
  * fails on bad input, while loading or during its first point leaves no directory behind; one
@@ -24,7 +26,8 @@
  * the index is read first (a last line without its newline does not count and is cut off), then
  * each table is parsed and, when it holds any row whose point_id is not in the index or a
  * record cut short, rewritten without them (temporary file + rename, so the cleanup itself is
- * crash safe). Points listed in the index are skipped; the others run again and append their
+ * crash safe). The test hook DB_FAULT_KILL=N (results_dir.c) kills the process before the N-th
+ * write, sync or rename, which tests/cli_crash.sh does at every one. Points listed in the index are skipped; the others run again and append their
  * rows, so every completed point appears exactly once. */
 #ifndef DB_RESULTS_DIR_H
 #define DB_RESULTS_DIR_H
@@ -42,18 +45,32 @@ typedef struct {
     int dropped_rows; /* rows of unfinished points removed by resume (for a log line) */
     int pending;      /* fresh run: DIR is made at the first append */
     char *meta_text;  /* meta.json waiting for DIR (pending) */
+    int lock_fd;      /* DIR/.lock, flock()ed while this run may write DIR; -1 when none */
+    int claimed;      /* fresh run: this run created DIR/points.done */
+    char made[1024];  /* fresh run: the topmost directory it created ("" when none) */
+    int rotate_meta;  /* resume: the previous meta.json not yet kept as meta.<k>.json */
+    int done_fix;     /* points.done read with CRs, blanks, duplicates or a cut line */
 } db_results;
 
 /* "<base>/YYYYmmdd-HHMMSS[-label]" in UTC, base from db_results_base ("results" when the current
  * directory is writable) */
 int db_results_default_dir(char *buf, size_t n, const char *label, time_t now);
-/* Before any model loads, creating nothing: a fresh run needs DIR absent or a directory without
- * results, and its nearest existing ancestor writable (a directory made there and removed at
+/* Before any model loads, creating nothing: a fresh run needs DIR absent or an empty directory
+ * (not the current or the root directory), and its nearest existing ancestor writable (a directory made there and removed at
  * once proves it); resume needs DIR to exist and be writable. DB_EINPUT naming DIR. */
 int db_results_check_writable(const char *dir, int resume, char *err, size_t errlen);
-/* fresh: check as above, DIR waits for the first append; resume: read points.done and clean
- * the tables */
+/* fresh: check as above, DIR waits for the first append (a first append that fails removes
+ * what it made); resume: the lock, then points.done and every table read and checked before
+ * anything changes, then points.done repaired (CRs, blanks, ids listed twice) and the tables
+ * cleaned (rows of unfinished points, records cut short, a point's rows written twice) */
 int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen);
+/* DIR/.lock taken (flock, exclusive, not waiting) into *fd, with "pid N on host H" written in
+ * it; DB_EINPUT naming the holder's pid and host when another process holds it. Every run that
+ * writes DIR holds it: a fresh run from its first point, a resume from before it reads DIR. */
+int db_results_lock(const char *dir, int *fd, char *err, size_t errlen);
+/* resume with the lock already taken by db_results_lock (-1: take it here); the descriptor is
+ * the db_results' from then on, closed by db_results_close (also when this fails) */
+int db_results_open_locked(db_results *r, const char *dir, int lock_fd, char *err, size_t errlen);
 /* 1 when points.done lists the point */
 int db_results_is_done(const db_results *r, const db_point_key *k);
 /* append the point's rows to the four tables, then record it in points.done */
@@ -74,12 +91,15 @@ const db_point_raw *db_results_baseline(const db_results *r, const db_point_raw 
                                         const db_point_key *k, db_point_raw *loaded, char *err,
                                         size_t errlen);
 /* resume: remove keys[n] from points.done and their rows from the tables (a group written only
- * in part runs again as a whole) */
+ * in part runs again as a whole), one point at a time, so that a crash leaves the rows of at most
+ * one unlisted point */
 int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err, size_t errlen);
 /* how many of keys[n] DIR's points.done lists, reading and changing nothing else (a resume
  * with nothing left to do writes nothing) */
 int db_results_count_done(const char *dir, const db_point_key *keys, int n, int *done, char *err,
                           size_t errlen);
+/* how many distinct points DIR's points.done lists (0 without one), changing nothing */
+int db_results_listed(const char *dir, int *n, char *err, size_t errlen);
 void db_results_close(db_results *r);
 
 #endif

@@ -212,8 +212,9 @@ void db_run_meta_free(db_run_meta *m)
     cJSON_Delete(m->sweep);
     cJSON_Delete(m->points);
     cJSON_Delete(m->shard);
+    cJSON_Delete(m->inputs);
     m->command_line = NULL;
-    m->sweep = m->points = m->shard = NULL;
+    m->sweep = m->points = m->shard = m->inputs = NULL;
 }
 
 /* ---- meta.json ---- */
@@ -373,6 +374,7 @@ cJSON *db_run_meta_json(const db_run_meta *m)
     if (m->sweep) JADD(r, "sweep", cJSON_Duplicate(m->sweep, 1));
     if (m->points) JADD(r, "points", cJSON_Duplicate(m->points, 1));
     if (m->shard) JADD(r, "shard", cJSON_Duplicate(m->shard, 1));
+    if (m->inputs) JADD(r, "inputs", cJSON_Duplicate(m->inputs, 1));
     if (oom_flag) {
         cJSON_Delete(r);
         return NULL;

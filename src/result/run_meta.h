@@ -65,6 +65,8 @@ typedef struct {
                              * re-reads; owned, NULL for none */
     cJSON *points;          /* per point: machine load and page faults (run's own), owned */
     cJSON *shard;           /* run --shard: the partition (cluster/shard.h), owned, NULL for none */
+    cJSON *inputs;          /* run: every dataset file, target and drafter as given, with its
+                             * absolute path and sha256 (what --resume checks), owned, NULL for none */
 } db_run_meta;
 
 /* build, CPU and time facts; argv may be NULL */
