@@ -2,25 +2,22 @@
  * --config ini), checks everything checkable before a model loads, then measures every group of
  * points (bench/runner.h: warm-up, rotated timed rounds, the models target by target) and
  * appends its rows to the results directory (results_dir.h) as it finishes. */
+#include "base/util.h"
 #include "bench/machine_load.h"
 #include "bench/progress.h"
-#include "result/run_meta.h"
 #include "bench/runner.h"
 #include "bench/sweep.h"
 #include "bench/sweep_record.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_run_resume.h"
 #include "cluster/shard.h"
 #include "report/report.h"
 #include "report/report_out.h"
 #include "report/results_dir.h"
-#include "base/sha256.h"
-#include "base/util.h"
-#include "text/dataset.h"
+#include "result/run_meta.h"
 
 #include <cjson/cJSON.h>
-#include <limits.h>
-
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,26 +124,8 @@ static int parse_args(run_ctx *c, int argc, char **argv, int *help, char *err, s
         if (uses[i].opt->dst == &c->resume) c->resume = uses[i].value;
     db_sweep rec;
     int have_rec = 0;
-    /* a resume holds DIR's lock from before it reads DIR: a second resume (a requeued job)
-     * would otherwise run the same points into it */
-    if (!rc && !*help && c->resume) rc = db_results_lock(c->resume, &c->lock_fd, err, errlen);
-    if (!rc && !*help && c->resume) {
-        rc = db_sweep_recorded(c->resume, &rec, err, errlen);
-        have_rec = rc == 0;
-        int listed = 0;
-        if (rc == 1 && (rc = db_results_listed(c->resume, &listed, err, errlen)) == DB_OK && listed > 0)
-            /* the sweep of those points is unknown: the flags given (or the defaults) would run
-             * other points into the same tables */
-            rc = db_fail(err, errlen, DB_EINPUT,
-                         "--resume %s: meta.json is missing or records no sweep, but points.done lists %d point%s: "
-                         "restore its meta.json (meta.N.json are earlier invocations'), or start a new --out",
-                         c->resume, listed, listed > 1 ? "s" : "");
-        else if (rc == DB_OK && !have_rec) {
-            fprintf(stderr, "warning: %s/meta.json records no sweep (an older run): resuming with the flags given\n",
-                    c->resume);
-        }
-        if (have_rec) c->sw = rec;
-    }
+    if (!rc && !*help && c->resume) rc = db_run_resume_begin(c->resume, &c->lock_fd, &rec, &have_rec, err, errlen);
+    if (have_rec) c->sw = rec;
     for (int i = 0; i < n && !rc && !*help; i++)
         if (uses[i].opt->dst == &config_file) rc = db_sweep_load_ini(&c->sw, uses[i].value, err, errlen);
     for (int i = 0; i < n && !rc && !*help; i++)
@@ -183,13 +162,7 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
  *     (cluster/shard.h); meta.json records the whole partition */
 static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
 {
-    db_shard rec = {0, 0};
-    int rc = c->shard_arg ? db_shard_parse(c->shard_arg, &c->shard, err, errlen) : DB_OK;
-    if (!rc && c->resume) rc = db_shard_recorded(c->resume, &rec, err, errlen);
-    if (!rc && c->shard_arg && c->resume && (rec.index != c->shard.index || rec.count != c->shard.count))
-        return db_fail(err, errlen, DB_EINPUT, "--resume %s: --shard %s differs from the recorded shard %d/%d",
-                       c->resume, c->shard_arg, rec.index, rec.count);
-    if (!c->shard_arg) c->shard = rec;
+    int rc = db_run_resume_shard(c->shard_arg, c->resume, &c->shard, err, errlen);
     if (rc || !c->shard.count) return rc;
     double *cost = db_malloc(sizeof *cost * (size_t)c->sr.nkeys);
     char hash[65];
@@ -201,85 +174,6 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
     if (!rc && (*none = c->sr.nkeys == 0))
         fprintf(stderr, "shard %d/%d: no points (the sweep has fewer groups than shards); nothing to do\n",
                 c->shard.index, c->shard.count);
-    return rc;
-}
-
-/* one input of the sweep into meta.json's inputs: kind, as given, absolute path, sha256 */
-static int add_input(cJSON *in, const char *kind, const char *spec, const char *path, const char *sha)
-{
-    char abs[PATH_MAX];
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(in, o)) {
-        cJSON_Delete(o);
-        return -1;
-    }
-    return !cJSON_AddStringToObject(o, "kind", kind) || !cJSON_AddStringToObject(o, "given", spec) ||
-                   !cJSON_AddStringToObject(o, "path", realpath(path, abs) ? abs : path) ||
-                   !cJSON_AddStringToObject(o, "sha256", sha)
-               ? -1
-               : 0;
-}
-
-/* meta.json's inputs: the dataset files (hashed here) and the checkpoints (hashed as models) */
-static int record_inputs(run_ctx *c, char *err, size_t errlen)
-{
-    const db_sweep *sw = &c->sw;
-    cJSON *in = cJSON_CreateArray();
-    int rc = in ? DB_OK : db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
-    for (int i = 0; i < sw->n_dataset && !rc; i++) {
-        char path[1024], sha[65];
-        if (!strncmp(sw->dataset[i], "synthetic-", 10)) continue; /* made from the seed */
-        rc = db_dataset_resolve(sw->dataset[i], path, sizeof path, err, errlen);
-        if (!rc) rc = db_sha256_file(path, sha, err, errlen);
-        if (!rc && add_input(in, "dataset", sw->dataset[i], path, sha))
-            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
-    }
-    for (int i = 0; i < c->meta.n_models && !rc; i++) {
-        const db_model_meta *mm = &c->meta.models[i];
-        if (add_input(in, "checkpoint", mm->path, mm->path, mm->sha256))
-            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's inputs");
-    }
-    if (rc) cJSON_Delete(in);
-    else c->meta.inputs = in;
-    return rc;
-}
-
-/* --resume: every input the previous invocation recorded (meta.json's inputs; an older run has
- * none) must hash the same now, or the directory would mix results of different files */
-static int check_inputs(run_ctx *c, char *err, size_t errlen)
-{
-    char path[1200], *text = NULL;
-    size_t len;
-    if (db_path_join(path, sizeof path, c->out_dir, "meta.json") != 0 || access(path, F_OK) != 0) return DB_OK;
-    int rc = db_read_file(path, &text, &len, err, errlen), oom = 0;
-    if (rc) return rc;
-    cJSON *j = db_json_parse(text, strlen(text), &oom), *rec = cJSON_GetObjectItemCaseSensitive(j, "inputs"), *e, *f;
-    free(text);
-    if (oom) return db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory parsing it", path);
-    cJSON_ArrayForEach(e, rec)
-    {
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind"), *given = cJSON_GetObjectItemCaseSensitive(e, "given"),
-                    *sha = cJSON_GetObjectItemCaseSensitive(e, "sha256");
-        if (!cJSON_IsString(kind) || !cJSON_IsString(given) || !cJSON_IsString(sha)) continue;
-        cJSON_ArrayForEach(f, c->meta.inputs)
-        {
-            const char *k2 = cJSON_GetObjectItemCaseSensitive(f, "kind")->valuestring,
-                       *g2 = cJSON_GetObjectItemCaseSensitive(f, "given")->valuestring,
-                       *s2 = cJSON_GetObjectItemCaseSensitive(f, "sha256")->valuestring;
-            if (strcmp(k2, kind->valuestring) || strcmp(g2, given->valuestring) || !strcmp(s2, sha->valuestring)) continue;
-            if (c->allow_changed) {
-                fprintf(stderr, "warning: the %s %s changed since the run began (--allow-changed-inputs)\n", k2, g2);
-                continue;
-            }
-            rc = db_fail(err, errlen, DB_EINPUT,
-                         "--resume %s: the %s %s (%s) changed since the run began (sha256 %.12s..., recorded %.12s...): "
-                         "restore it, resume with --allow-changed-inputs, or start a new --out",
-                         c->out_dir, k2, g2, cJSON_GetObjectItemCaseSensitive(f, "path")->valuestring, s2, sha->valuestring);
-            break;
-        }
-        if (rc) break;
-    }
-    cJSON_Delete(j);
     return rc;
 }
 
@@ -305,8 +199,8 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
         rc = db_sweep_runner_main_dtype(sr, sr->ds.slot[s].path, &dt, err, errlen);
         if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), err, errlen);
     }
-    if (!rc) rc = record_inputs(c, err, errlen);
-    if (!rc && c->resume) rc = check_inputs(c, err, errlen);
+    if (!rc) rc = db_run_inputs_record(&c->meta, &c->sw, err, errlen);
+    if (!rc && c->resume) rc = db_run_inputs_check(&c->meta, c->out_dir, c->allow_changed, err, errlen);
     if (!rc) {
         rc = c->resume ? db_results_open_locked(&c->res, c->out_dir, c->lock_fd, err, errlen)
                        : db_results_open(&c->res, c->out_dir, 0, err, errlen);
