@@ -835,16 +835,22 @@ int db_results_forget(db_results *r, const db_point_key *keys, int n, char *err,
     return rc;
 }
 
+/* DIR's points.done read into r, nothing else opened or changed (count_done, listed) */
+static int read_only(db_results *r, const char *dir, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->lock_fd = -1;
+    if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    return read_done(r, err, errlen);
+}
+
 int db_results_count_done(const char *dir, const db_point_key *keys, int n, int *done, char *err,
                           size_t errlen)
 {
     db_results r;
-    memset(&r, 0, sizeof r);
-    r.lock_fd = -1;
     *done = 0;
-    if (snprintf(r.dir, sizeof r.dir, "%s", dir) >= (int)sizeof r.dir)
-        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
-    int rc = read_done(&r, err, errlen);
+    int rc = read_only(&r, dir, err, errlen);
     if (!rc) rc = drop_rowless(&r, 0, err, errlen); /* those run again: not done */
     for (int i = 0; i < n && !rc; i++) *done += db_results_is_done(&r, &keys[i]);
     db_results_close(&r);
@@ -854,12 +860,7 @@ int db_results_count_done(const char *dir, const db_point_key *keys, int n, int 
 int db_results_listed(const char *dir, int *n, char *err, size_t errlen)
 {
     db_results r;
-    memset(&r, 0, sizeof r);
-    r.lock_fd = -1;
-    *n = 0;
-    if (snprintf(r.dir, sizeof r.dir, "%s", dir) >= (int)sizeof r.dir)
-        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
-    int rc = read_done(&r, err, errlen);
+    int rc = read_only(&r, dir, err, errlen);
     *n = r.n_done;
     db_results_close(&r);
     return rc;
