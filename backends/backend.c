@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern const db_backend_ops db_cpu_backend_ops;
 #if HAVE_CUDA
@@ -90,6 +91,37 @@ void db_backend_destroy(db_backend *be)
     db_profile_report(be);
     be->ops->free(be);
     free(be);
+}
+
+static double mono_seconds(void) /* backends do not link src/base's db_now */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double db_backend_copy_bandwidth(db_backend *be, size_t bytes, int reps)
+{
+    const int width = 1 << 18; /* floats per row: 1 MiB */
+    size_t row_bytes = sizeof(float) * (size_t)width;
+    int rows = (int)(bytes / row_bytes);
+    if (rows < 1) rows = 1;
+    bytes = row_bytes * (size_t)rows;
+    float *a = be->ops->alloc(be, bytes), *b = be->ops->alloc(be, bytes);
+    double best = 0.0;
+    if (a && b && be->ops->sync(be) == 0) {
+        be->ops->copy_rows(be, b, width, NULL, a, width, NULL, rows, width); /* untimed: first touch, module load */
+        for (int rep = 0; rep < reps && be->ops->sync(be) == 0; rep++) {
+            double t0 = mono_seconds();
+            be->ops->copy_rows(be, b, width, NULL, a, width, NULL, rows, width);
+            if (be->ops->sync(be) != 0) break;
+            double bps = 2.0 * (double)bytes / (mono_seconds() - t0);
+            if (bps > best) best = bps;
+        }
+    }
+    if (a) be->ops->dfree(be, a);
+    if (b) be->ops->dfree(be, b);
+    return best;
 }
 
 int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,

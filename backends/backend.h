@@ -208,6 +208,12 @@ int db_backend_create(const char *name, const db_backend_opts *opts, db_backend 
                       size_t errlen);
 void db_backend_destroy(db_backend *be);
 
+/* Device memory bandwidth through be->ops->copy_rows: two buffers of `bytes` (rows of 1 MiB),
+ * copied once untimed and then `reps` times, bytes read + written over the time of each copy
+ * closed by a sync; the best copy in bytes per second. 0 with be->err set when the buffers
+ * cannot be allocated or the device fails. One definition for `bench` and bench-gpu-gemv. */
+double db_backend_copy_bandwidth(db_backend *be, size_t bytes, int reps);
+
 /* Upload a host matrix in its file dtype (no conversion: bf16 stays bf16 on the device). */
 int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,
                      int cols);

@@ -3,11 +3,12 @@
  *
  * Decoding is GEMV-bound: at small N every weight byte is read once per call, so the floor of a
  * matmul is weight bytes / bandwidth. One run:
- *   1. measures the device-to-device copy bandwidth through be->ops->copy_rows (1 GiB in rows of
- *      1 MiB, bytes read + written counted, best of 5);
+ *   1. measures the device-to-device copy bandwidth (db_backend_copy_bandwidth: copy_rows over
+ *      1 GiB in rows of 1 MiB, bytes read + written counted, best of 5);
  *   2. times be->ops->matmul for f32 and bf16 weights of a few shapes (4096x4096; 11008x4096, an
- *      MLP projection of a 7B model; 151936x1024, a Qwen vocabulary head) at N = 1, 4, 16, 64
- *      rows, deterministic (the row-dot kernel) and fast (cuBLAS from 16 rows). Each timed call
+ *      MLP projection of a 7B model; 151936x1024, a Qwen vocabulary head) at N = 1, 2, 4, 8, 16,
+ *      64 rows, deterministic (the row-dot kernel) and fast (cuBLAS from the backend's threshold,
+ *      DB_GPU_BLAS_MIN_ROWS to move it; below it the row-dot kernel again). Each timed call
  *      uses the next of several weight copies that together exceed 4x a 60 MB L2, so the
  *      weights come from device memory, as they do in decoding;
  *   3. prints a markdown table: weight GB/s (weight bytes / time), its ratio to the copy
@@ -27,31 +28,6 @@
 #include <string.h>
 
 static int quick;
-
-static double copy_bandwidth(db_backend *be)
-{
-    size_t bytes = (size_t)(quick ? 256 : 1024) << 20;
-    char *a = be->ops->alloc(be, bytes), *b = be->ops->alloc(be, bytes);
-    double best = 0.0;
-    if (!a || !b) {
-        fprintf(stderr, "bench-gpu-gemv: cannot allocate 2 x %zu MiB: %s\n", bytes >> 20, be->err);
-    } else {
-        int width = 1 << 18, rows = (int)(bytes / (sizeof(float) * (size_t)width));
-        float *fa = (float *)a, *fb = (float *)b;
-        be->ops->copy_rows(be, fb, width, NULL, fa, width, NULL, rows, width);
-        be->ops->sync(be);
-        for (int rep = 0; rep < 5; rep++) {
-            double t0 = db_now();
-            be->ops->copy_rows(be, fb, width, NULL, fa, width, NULL, rows, width);
-            be->ops->sync(be);
-            double gbs = 2.0 * (double)bytes / (db_now() - t0) / 1e9;
-            if (gbs > best) best = gbs;
-        }
-    }
-    if (a) be->ops->dfree(be, a);
-    if (b) be->ops->dfree(be, b);
-    return best;
-}
 
 int main(int argc, char **argv)
 {
@@ -74,14 +50,15 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("# bench-gpu-gemv: %s backend, %s, %s\n\n", be->ops->name, be->device_name, be->simd);
-    double bw = copy_bandwidth(be);
+    double bw = db_backend_copy_bandwidth(be, (size_t)(quick ? 256 : 1024) << 20, 5) / 1e9;
+    if (bw <= 0) fprintf(stderr, "bench-gpu-gemv: copy bandwidth not measured: %s\n", be->err);
     printf("device copy bandwidth (read + write): %.0f GB/s\n\n", bw);
 
     static const struct {
         int O, I;
         const char *what;
     } shapes[] = {{4096, 4096, "4096x4096"}, {11008, 4096, "MLP 11008x4096"}, {151936, 1024, "vocab 151936x1024"}};
-    static const int ns[] = {1, 4, 16, 64};
+    static const int ns[] = {1, 2, 4, 8, 16, 64};
     static const db_dtype dts[] = {DB_BF16, DB_F32};
     db_rng rng;
     db_rng_seed(&rng, 7);
@@ -111,7 +88,7 @@ int main(int argc, char **argv)
             int ok = 1;
             for (int c = 0; c < copies && ok; c++) ok = db_weight_upload(be, &w[c], host, dt, O, I) == 0;
             free(host);
-            int nmax = ns[3];
+            int nmax = ns[sizeof ns / sizeof *ns - 1];
             float *x = be->ops->alloc(be, sizeof(float) * (size_t)nmax * I);
             float *y = be->ops->alloc(be, sizeof(float) * (size_t)nmax * O);
             if (!ok || !x || !y) {
@@ -126,7 +103,6 @@ int main(int argc, char **argv)
             for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
                 int n = ns[ni];
                 for (int det = 1; det >= 0; det--) {
-                    if (det == 0 && n < 16) continue; /* the same kernel as deterministic below 16 rows */
                     be->deterministic = det;
                     for (int c = 0; c < copies; c++) be->ops->matmul(be, y, x, &w[c], n, 0); /* warm-up */
                     if (be->ops->sync(be) != 0) {

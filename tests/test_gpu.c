@@ -170,10 +170,11 @@ typedef struct {
 static double matmul_sweep(db_backend *g, db_dtype dt, int *invariant)
 {
 #if DB_TEST_GPU_EMU /* the emulation runs a warp-level step per fiber switch: smaller cases */
-    static const shape shapes[] = {{37, 40}, {24, 256}, {19, 129}};
+    static const shape shapes[] = {{37, 40}, {24, 256}, {19, 129}, {3, 4616}};
     static const int ns[] = {1, 5, 17};
 #else
-    static const shape shapes[] = {{37, 40}, {64, 256}, {300, 129}, {160, 1024}};
+    /* I = 4616: the row-dot kernel's loads-ahead loop (8 chunks of 8 a lane) twice, then a tail */
+    static const shape shapes[] = {{37, 40}, {64, 256}, {300, 129}, {160, 1024}, {96, 4616}};
     static const int ns[] = {1, 5, 16, 40};
 #endif
     double worst = 0.0;

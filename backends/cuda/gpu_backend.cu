@@ -26,7 +26,7 @@
  *
  * Determinism: every kernel reduces in an order fixed by the row's own shape (width, key range,
  * warp size), never by the number of rows in the call, EXCEPT the cuBLAS / tiled GEMM path of
- * matmul. That path runs only when be->deterministic == 0 and n >= GPU_BLAS_MIN_ROWS; in
+ * matmul. That path runs only when be->deterministic == 0 and n >= blas_min_rows; in
  * deterministic mode every matmul uses the row-dot kernel, so a row's result does not depend on
  * the batch (check-lossless relies on this).
  *
@@ -57,8 +57,10 @@ namespace {
 /* ---------------------------------------------------------------------------------------- */
 /* context, errors                                                                          */
 
-constexpr int GPU_BLAS_MIN_ROWS = 16; /* rows from which matmul leaves the row-dot kernel   */
+constexpr int GPU_BLAS_MIN_ROWS = 16; /* rows from which matmul leaves the row-dot kernel
+                                         (fast mode; DB_GPU_BLAS_MIN_ROWS=N moves it)       */
 constexpr int ROWDOT_TILE = 8;        /* activation rows per pass of the row-dot kernel     */
+constexpr int ROWDOT_AHEAD = 8;       /* row-dot: 16-byte weight loads a lane issues at once */
 constexpr int MAX_TOPK = 64;          /* topk: k limit                                      */
 constexpr int ATT_THREADS = 128;      /* attention: threads per (row, head) block          */
 constexpr int ATT_MAX_PER_LANE = 8;   /* attention: head_dim <= 8 * warpSize                */
@@ -75,6 +77,7 @@ struct gpu_ctx {
     int device, warp, sms, cc_major, cc_minor;
     int failed;      /* latched: the first error message stays in be->err */
     int use_blas;    /* vendor BLAS for large non-deterministic matmuls (0: own tiled GEMM) */
+    int blas_min_rows; /* fast mode: rows from which matmul leaves the row-dot kernel */
 #if DB_GPU_BLAS
     cublasHandle_t blas;
 #endif
@@ -391,6 +394,9 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
     }
     const char *no_blas = getenv("DB_GPU_NO_BLAS"); /* testing: the own tiled GEMM on CUDA too */
     c->use_blas = DB_GPU_BLAS && !(no_blas && *no_blas && strcmp(no_blas, "0") != 0);
+    /* tuning and tests: where fast mode hands matmuls to the GEMM (1 .. 4096 rows) */
+    const char *min_rows = getenv("DB_GPU_BLAS_MIN_ROWS");
+    c->blas_min_rows = min_rows && atoi(min_rows) >= 1 && atoi(min_rows) <= 4096 ? atoi(min_rows) : GPU_BLAS_MIN_ROWS;
 #if DB_GPU_BLAS
     if (BLAS_CHECK(be, cublasCreate(&c->blas)) || BLAS_CHECK(be, cublasSetStream(c->blas, c->stream))) {
         (void)cudaStreamDestroy(c->stream);

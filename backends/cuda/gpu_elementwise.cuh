@@ -193,6 +193,20 @@ __global__ void k_copy_rows(D *dst, int dst_stride, const int *dst_idx, const fl
     }
 }
 
+/* f32 rows whose widths, strides and bases are multiples of 4 floats: 16-byte loads and stores
+ * (the same values; a long copy runs near the device's copy bandwidth, which `bench` measures
+ * through this op) */
+__global__ void k_copy_rows_vec4(float4 *dst, int dst_stride4, const int *dst_idx, const float4 *src, int src_stride4,
+                                 const int *src_idx, int n, int width4)
+{
+    for (int r = blockIdx.y; r < n; r += gridDim.y) {
+        size_t d = (size_t)(dst_idx ? dst_idx[r] : r), s = (size_t)(src_idx ? src_idx[r] : r);
+        float4 *dr = dst + d * (size_t)dst_stride4;
+        const float4 *sr = src + s * (size_t)src_stride4;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width4; i += gridDim.x * blockDim.x) dr[i] = sr[i];
+    }
+}
+
 template <typename D>
 void launch_copy_rows(db_backend *be, D *dst, int dst_stride, const int *dst_idx, const float *src,
                       int src_stride, const int *src_idx, int n, int width)
@@ -204,9 +218,15 @@ void launch_copy_rows(db_backend *be, D *dst, int dst_stride, const int *dst_idx
     const int *di = dst_idx ? (const int *)arena_put(be, dst_idx, ib) : nullptr;
     const int *si = src_idx ? (const int *)arena_put(be, src_idx, ib) : nullptr;
     if ((dst_idx && !di) || (src_idx && !si)) return;
-    unsigned bx = blocks_for((size_t)width, 256);
+    bool vec4 = sizeof(D) == sizeof(float) && (width | dst_stride | src_stride) % 4 == 0 &&
+                (((uintptr_t)dst | (uintptr_t)src) & 15) == 0;
+    unsigned bx = blocks_for((size_t)(vec4 ? width / 4 : width), 256);
     dim3 grid(bx < 64 ? bx : 64, (unsigned)n < MAX_GRID_Y ? (unsigned)n : MAX_GRID_Y);
-    launch_kernel(k_copy_rows<D>, grid, 256, 0, c->stream, dst, dst_stride, di, src, src_stride, si, n, width);
+    if (vec4)
+        launch_kernel(k_copy_rows_vec4, grid, 256, 0, c->stream, (float4 *)(void *)dst, dst_stride / 4, di,
+                      (const float4 *)src, src_stride / 4, si, n, width / 4);
+    else
+        launch_kernel(k_copy_rows<D>, grid, 256, 0, c->stream, dst, dst_stride, di, src, src_stride, si, n, width);
     LAUNCH_CHECK(be, "k_copy_rows");
 }
 

@@ -13,12 +13,14 @@
  *
  * Limits, measured here (or "-"): the copy bandwidth (memcpy over all threads, read + write
  * bytes counted) and the FMA peak (independent FMA chains of the widest vector unit the CPU
- * has, all threads). Traffic and arithmetic per forward come from the roofline model
+ * has, all threads); on a GPU backend the copy bandwidth of its copy op and, as the peak, the
+ * roofline probe's measured matmul rate. Traffic and arithmetic per forward come from the roofline model
  * (capacity.h): GB/s = bytes / time, GFLOP/s = flops / time, with their fractions of the two
  * limits, and "x 1-row" = this time / the 1-row time at the same context, paired by round
  * (time_points). */
 #include "config.h"
 #include "bench/capacity.h"
+#include "bench/device_probe.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/session.h"
@@ -56,6 +58,7 @@ typedef struct {
 typedef struct {
     double copy_gbs, peak_gflops; /* 0: not measured */
     const char *peak_unit;
+    char unit_buf[240]; /* a device's peak_unit: what the rate measured */
 } bench_limits;
 
 /* ---------------------------------------------------------------- device limits */
@@ -172,6 +175,24 @@ static double copy_bandwidth(void)
     free(a);
     free(b);
     return best;
+}
+
+/* A GPU's limits, measured through its backend: the copy bandwidth of copy_rows over 2 x 1 GiB
+ * (db_backend_copy_bandwidth) and, for "% FMA peak", the matmul rate of the roofline probe
+ * (device_probe.h: a 512-row matmul in the weights' 16-bit dtype, median of its calls). */
+static int device_limits(db_session *s, bench_limits *lim, char *err, size_t errlen)
+{
+    fprintf(stderr, "bench: measuring copy bandwidth and matmul rate on %s\n", s->be->ops->name);
+    double copy = db_backend_copy_bandwidth(s->be, (size_t)1 << 30, 5);
+    if (copy <= 0) return db_fail(err, errlen, DB_ERUNTIME, "copy bandwidth on %s: %s", s->be->ops->name, s->be->err);
+    db_hw hw;
+    int rc = db_hw_measure(s->be, DB_BF16, 0, NULL, &hw, err, errlen);
+    if (rc) return rc;
+    lim->copy_gbs = copy / 1e9;
+    lim->peak_gflops = hw.flops / 1e9;
+    snprintf(lim->unit_buf, sizeof lim->unit_buf, "matmul rate, %s", hw.flops_source);
+    lim->peak_unit = lim->unit_buf;
+    return DB_OK;
 }
 
 /* ---------------------------------------------------------------- timing */
@@ -552,13 +573,16 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "--block-size %d above the drafter's block_size %d (%s)", block,
                        s.drafter.cfg.block_size, s.drafter.cfg.base.path);
     }
-    bench_limits lim = {0, 0, "none"};
+    bench_limits lim = {.peak_unit = "none"};
     double copy = 0;
     if (!strcmp(backend, "cpu")) {
         fprintf(stderr, "bench: measuring copy bandwidth and FMA peak\n");
         copy = copy_bandwidth();
         lim.copy_gbs = copy / 1e9;
         lim.peak_gflops = fma_peak(s.be->simd, &lim.peak_unit) / 1e9;
+    } else if ((rc = device_limits(&s, &lim, err, errlen))) {
+        db_session_close(&s);
+        return rc;
     }
     size_t nrow = (size_t)2 * nrows * nctx + (size_t)nrows;
     bench_row *out = copy < 0 ? NULL : db_calloc(nrow, sizeof *out);
