@@ -57,10 +57,13 @@ namespace {
 /* ---------------------------------------------------------------------------------------- */
 /* context, errors                                                                          */
 
-constexpr int GPU_BLAS_MIN_ROWS = 16; /* rows from which matmul leaves the row-dot kernel
-                                         (fast mode; DB_GPU_BLAS_MIN_ROWS=N moves it)       */
+/* Fast mode: rows from which matmul leaves the row-dot kernel for cuBLAS (DB_GPU_BLAS_MIN_ROWS=N
+ * moves it). Measured on an H200 (scripts/gpu-check, bench-gpu-gemv): cuBLAS reads bf16 weights
+ * at 0.77-0.95 of the copy bandwidth from 1 row on, the row-dot kernel at 0.4-0.6 at 1 row and
+ * falling with every row it adds (0.16 at 8), so every fast-mode matmul goes to cuBLAS. */
+constexpr int GPU_BLAS_MIN_ROWS = 1;
+constexpr size_t STAGE_BYTES = (size_t)4 << 20; /* pinned staging ring of the index uploads */
 constexpr int ROWDOT_TILE = 8;        /* activation rows per pass of the row-dot kernel     */
-constexpr int ROWDOT_AHEAD = 8;       /* row-dot: 16-byte weight loads a lane issues at once */
 constexpr int MAX_TOPK = 64;          /* topk: k limit                                      */
 constexpr int ATT_THREADS = 128;      /* attention: threads per (row, head) block          */
 constexpr int ATT_MAX_PER_LANE = 8;   /* attention: head_dim <= 8 * warpSize                */
@@ -83,6 +86,8 @@ struct gpu_ctx {
 #endif
     char *arena;     /* index arrays and small results of one call */
     size_t arena_cap, arena_off;
+    char *stage;     /* pinned host ring the index arrays pass through (NULL: pageable copies) */
+    size_t stage_off;
     void *conv;      /* activations converted to the weight dtype (cuBLAS path) */
     size_t conv_cap;
     alloc_entry *tab; /* open addressing: device pointer -> bytes */
@@ -230,13 +235,28 @@ void *arena_take(db_backend *be, size_t bytes)
     return p;
 }
 
-/* copy a host array into the arena (stream ordered) */
+/* Copy a host array into the arena (stream ordered). A copy from pageable memory may wait for
+ * the stream to drain before it stages the bytes, which left the device idle while the host
+ * queued the next kernels, several times per layer (rope's positions, the K/V rows, the
+ * attention rows). So the bytes go through a pinned ring first: the copy from there is truly
+ * asynchronous. A slot is written once per lap of the ring, and before a lap starts over the
+ * stream is synchronised, so no queued copy still reads a slot being rewritten. */
 void *arena_put(db_backend *be, const void *host, size_t bytes)
 {
     gpu_ctx *c = ctx_of(be);
     void *p = arena_take(be, bytes);
-    if (bytes && CUDA_CHECK(be, cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, c->stream)))
-        return nullptr;
+    if (!bytes) return p;
+    const void *src = host;
+    if (c->stage && bytes <= STAGE_BYTES) {
+        if (c->stage_off + bytes > STAGE_BYTES) {
+            if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return nullptr;
+            c->stage_off = 0;
+        }
+        memcpy(c->stage + c->stage_off, host, bytes);
+        src = c->stage + c->stage_off;
+        c->stage_off += (bytes + 63) & ~(size_t)63;
+    }
+    if (CUDA_CHECK(be, cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, c->stream))) return nullptr;
     return p;
 }
 
@@ -405,6 +425,13 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
         return -1;
     }
 #endif
+    /* DB_GPU_PAGEABLE_UPLOADS=1 (measurements): index arrays copied from pageable memory */
+    const char *pageable = getenv("DB_GPU_PAGEABLE_UPLOADS");
+    if (!(pageable && *pageable && strcmp(pageable, "0") != 0) &&
+        cudaMallocHost((void **)&c->stage, STAGE_BYTES) != cudaSuccess) {
+        c->stage = nullptr; /* pinned memory refused: pageable copies still work */
+        (void)cudaGetLastError();
+    }
     double gib = (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
 #if defined(DB_GPU_HIP) && DB_GPU_HIP
     snprintf(be->device_name, sizeof be->device_name, "%.64s (%.24s, %.1f GiB, %d CUs)", prop.name, prop.gcnArchName, gib,
@@ -435,6 +462,7 @@ void gpu_free(db_backend *be)
         if (c->tab[i].p) (void)cudaFree(c->tab[i].p);
     if (c->arena) (void)cudaFree(c->arena);
     if (c->conv) (void)cudaFree(c->conv);
+    if (c->stage) (void)cudaFreeHost(c->stage);
     (void)cudaStreamDestroy(c->stream);
     free(c->tab);
     free(c);

@@ -332,6 +332,8 @@ inline cudaError_t cudaFree(void *p)
     free(p);
     return cudaSuccess;
 }
+inline cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaMalloc(p, bytes); }
+inline cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
 inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t)
 {
     memset(p, v, n);

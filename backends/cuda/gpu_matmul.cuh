@@ -41,55 +41,16 @@ __device__ __forceinline__ void rowdot_store(const float (&acc)[ROWDOT_TILE], fl
     }
 }
 
-/* 8 weights as loaded (16 bytes of bf16 / f16, 32 of f32), widened to f32 only when used */
-template <int DT> struct raw8 { uint4 v; };
-template <> struct raw8<DB_F32> { float4 a, b; };
-
-template <int DT> __device__ __forceinline__ raw8<DT> load_raw8(const void *p, size_t i)
-{
-    raw8<DT> r;
-    if constexpr (DT == DB_F32) {
-        const float4 *q = (const float4 *)((const float *)p + i);
-        r.a = q[0];
-        r.b = q[1];
-    } else {
-        r.v = *(const uint4 *)((const uint16_t *)p + i);
-    }
-    return r;
-}
-
-template <int DT> __device__ __forceinline__ void widen8(const raw8<DT> &r, float (&f)[8])
-{
-    if constexpr (DT == DB_F32) {
-        f[0] = r.a.x, f[1] = r.a.y, f[2] = r.a.z, f[3] = r.a.w, f[4] = r.b.x, f[5] = r.b.y, f[6] = r.b.z, f[7] = r.b.w;
-    } else {
-        unsigned w[4] = {r.v.x, r.v.y, r.v.z, r.v.w};
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint16_t lo = (uint16_t)(w[j] & 0xffffu), hi = (uint16_t)(w[j] >> 16);
-            f[2 * j] = DT == DB_BF16 ? bf16_to_f32(lo) : f16_to_f32(lo);
-            f[2 * j + 1] = DT == DB_BF16 ? bf16_to_f32(hi) : f16_to_f32(hi);
-        }
-    }
-}
-
 /* y[r, o] (+)= sum_i x[r, i] w[o, i], one warp per output o. Lane l owns the 8-element chunks
  * c = l, l + warpSize, ... of the row and accumulates them in order with fmaf; the lanes are then
  * summed by a butterfly. That order depends on I and warpSize only, so a row's result never
  * depends on how many rows share the call (the deterministic path). VEC (16-byte loads) and
- * the scalar path do the same arithmetic in the same order.
- *
- * Decoding is bound by this kernel's weight stream, so the VEC path first issues the loads of
- * ROWDOT_AHEAD chunks (64 bytes a lane for f32, 128 for bf16 / f16: on an H200 about 48 KB in
- * flight per SM, what HBM latency x bandwidth asks for) and only then does their arithmetic, in
- * the same chunk order: the same sums bit for bit, with the loads no longer waiting one behind
- * the other's FMAs. */
+ * the scalar path do the same arithmetic in the same order. */
 template <int DT, bool VEC>
 __global__ void k_rowdot(float *__restrict__ y, const float *__restrict__ x, const void *__restrict__ w,
                          int n, int O, int I, int accumulate)
 {
-    constexpr int AHEAD = DT == DB_F32 ? ROWDOT_AHEAD / 2 : ROWDOT_AHEAD;
-    int lane = threadIdx.x % warpSize, nw = blockDim.x / warpSize, ws = warpSize;
+    int lane = threadIdx.x % warpSize, nw = blockDim.x / warpSize;
     int o = blockIdx.x * nw + threadIdx.x / warpSize;
     if (o >= O) return; /* the whole warp leaves together: no block barrier below */
     size_t wrow = (size_t)o * I;
@@ -99,21 +60,8 @@ __global__ void k_rowdot(float *__restrict__ y, const float *__restrict__ x, con
         float acc[ROWDOT_TILE];
 #pragma unroll
         for (int r = 0; r < ROWDOT_TILE; r++) acc[r] = 0.0f;
-        int ch = lane;
-        if (VEC) {
-            for (; ch + (AHEAD - 1) * ws < nch; ch += AHEAD * ws) {
-                raw8<DT> wr[AHEAD];
-#pragma unroll
-                for (int u = 0; u < AHEAD; u++) wr[u] = load_raw8<DT>(w, wrow + (size_t)(ch + u * ws) * 8);
-#pragma unroll
-                for (int u = 0; u < AHEAD; u++) {
-                    float wf[8];
-                    widen8<DT>(wr[u], wf);
-                    rowdot_chunk<VEC>(acc, wf, x, r0, nr, I, ch + u * ws);
-                }
-            }
-        }
-        for (; ch < nch; ch += ws) { /* the scalar path, and the VEC path's last chunks */
+#pragma unroll 4 /* several 16-byte weight loads in flight per lane */
+        for (int ch = lane; ch < nch; ch += warpSize) {
             float wf[8];
             if (VEC) load8_vec<DT>(w, wrow + (size_t)ch * 8, wf);
             else load8_scalar<DT>(w, wrow + (size_t)ch * 8, wrow + I, wf);

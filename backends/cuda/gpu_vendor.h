@@ -37,6 +37,8 @@
 #define cudaMemGetInfo hipMemGetInfo
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree
+#define cudaMallocHost(p, n) hipHostMalloc((p), (n), 0)
+#define cudaFreeHost hipHostFree
 #define cudaMemsetAsync hipMemsetAsync
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags
