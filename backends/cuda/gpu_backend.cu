@@ -65,7 +65,7 @@ constexpr int GPU_BLAS_MIN_ROWS = 1;
 constexpr size_t STAGE_BYTES = (size_t)4 << 20; /* pinned staging ring of the index uploads */
 constexpr int ROWDOT_TILE = 8;        /* activation rows per pass of the row-dot kernel     */
 constexpr int MAX_TOPK = 64;          /* topk: k limit                                      */
-constexpr int ATT_THREADS = 128;      /* attention: threads per (row, head) block          */
+constexpr int ATT_THREADS = 256;      /* attention: threads per (row, head) block          */
 constexpr int ATT_MAX_PER_LANE = 8;   /* attention: head_dim <= 8 * warpSize                */
 constexpr int SELECT_THREADS = 512;   /* topk / probs: threads per row                      */
 constexpr int MAX_WARPS = 32;         /* 1024 threads / 32 lanes                            */
