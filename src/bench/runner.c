@@ -129,7 +129,7 @@ static int warm_up(const db_runner *r, const db_run_point *pt, int n, double *se
 static int point_begin(const db_runner *r, const db_run_point *pt, db_point_raw *raw, int *nreq, char *err,
                        size_t errlen)
 {
-    int D = pt->ps->ds.n, Rmax = r->max_rounds > r->repetitions ? r->max_rounds : r->repetitions;
+    int D = pt->ps->ds.n, Rmax = r->max_rounds > r->repetitions && r->repetitions >= 2 ? r->max_rounds : r->repetitions;
     int n0 = db_runner_requests(D, pt->concurrency, r->waves);
     /* warm-ups of one wave of first turns: every slot's caches touched */
     int nw = D < pt->concurrency && r->waves <= 0 ? D : pt->concurrency;
@@ -194,7 +194,8 @@ static int settled(const db_point_raw *raw, int P)
 int db_runner_group(db_runner *r, const db_run_point *pts, db_point_raw *raw, int P, char *err,
                     size_t errlen)
 {
-    int Rmin = r->repetitions, Rmax = r->max_rounds > Rmin ? r->max_rounds : Rmin, rc = DB_OK, began = 0;
+    /* one round asked for is one round: a spread needs two */
+    int Rmin = r->repetitions, Rmax = r->max_rounds > Rmin && Rmin >= 2 ? r->max_rounds : Rmin, rc = DB_OK, began = 0;
     int *nreq = db_calloc((size_t)(P > 0 ? P : 1), sizeof *nreq);
     if (!nreq) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a group");
     for (; began < P && !rc; began++) rc = point_begin(r, &pts[began], &raw[began], &nreq[began], err, errlen);

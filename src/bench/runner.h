@@ -55,7 +55,7 @@ typedef struct {
     int thinking;
     int warmup;                /* W */
     int repetitions;           /* rounds, at least */
-    int max_rounds;            /* at most (< repetitions: repetitions) */
+    int max_rounds;            /* at most (< repetitions, or repetitions 1: repetitions) */
     double min_time;           /* seconds a timed pass lasts at least (calibrated); 0: no calibration */
     int waves;                 /* requests per slot per pass, at least; 0: one pass of the set */
     int warmup_tokens;         /* tokens of a warm-up request; 0: the point's max_new_tokens */
