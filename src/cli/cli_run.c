@@ -425,9 +425,10 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     if (!rc && !stop) rc = db_sweep_runner_prompts(&c->sr, err, errlen); /* completes the keys */
     if (!rc && !stop) rc = shard_keys(c, &stop, err, errlen);
     if (!rc && !stop) rc = nothing_left(c, &stop, err, errlen);
-    if (!rc && !stop) rc = estimate(c, &stop, err, errlen);
+    if (!rc && !stop && c->dry_run) rc = estimate(c, &stop, err, errlen);
     if (!rc && !stop) rc = open_backend(c, err, errlen);
     if (!rc && !stop) rc = open_results(c, err, errlen);
+    if (!rc && !stop) rc = estimate(c, &stop, err, errlen); /* every check passed: what measuring will take */
     if (!rc && !stop) rc = measure_all(c, err, errlen);
     if (!rc && !stop) rc = db_out_end(&c->out, err, errlen);
     if (!rc && !stop) fprintf(stderr, "results in %s\n", c->out_dir);
