@@ -31,7 +31,7 @@ make_tmp cli-run
 cd "$ROOT" || exit 1
 
 common=(--target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 3 --max-new-tokens 16
-        --warmup 0 --threads 1)
+        --warmup 0 --threads 1 --max-rounds 3)
 
 # ---- the tiny sweep, stdout as CSV ----
 "$BIN" run "${common[@]}" --variant ar,dflash2 -c 1,2 -B 4,8 --out "$tmp/r1" -o csv \
@@ -76,9 +76,9 @@ for a in acc:
     for k in ('conditional_rate', 'survival_rate', 'recall_at_1', 'recall_at_k'):
         if a[k] != '' and not (0.0 <= float(a[k]) <= 1.0):
             problems.append(f"{a['point_id']} position {a['position']}: {k} {a[k]} outside [0,1]")
-R = int(summ[0]['repetitions']) if summ else 0
-if len(reqs) != 6 * 3 * R:
-    problems.append(f'{len(reqs)} request rows, expected 6 points x 3 prompts x {R} repetitions')
+want = sum(int(r['n_prompts']) * int(r['repetitions']) for r in summ)
+if len(reqs) != want or any(int(r['distinct_prompts']) != 3 for r in summ):
+    problems.append(f'{len(reqs)} request rows, expected {want} (n_prompts x repetitions of each point), 3 distinct prompts')
 with open(stdout_csv, newline='') as f:
     out = list(csv.reader(f))
 with open(os.path.join(d, 'summary.csv'), newline='') as f:
@@ -130,7 +130,7 @@ for g in sorted({group(p) for p in order}):
         key = (r['point_id'], int(r['repetition']))
         if not runs or runs[-1] != key:
             runs.append(key)
-    R = int(summ[0]['repetitions'])
+    R = int(next(r for r in summ if group(r['point_id']) == g)['repetitions'])
     want = [(pts[(j + rep) % len(pts)], rep) for rep in range(R) for j in range(len(pts))]
     if R < 2 or runs != want:
         problems.append(f'{g}: R {R}, order {[(p.split("|")[2], rr) for p, rr in runs]}')

@@ -4,13 +4,15 @@ non-timing values? Prints OK or the first differences. Rows are matched by point
 table's own row key (position, accept_length, prompt_index + repetition); a column present in one
 directory only (`host`, which merge adds) is ignored. Timing columns differ between any two runs
 and are not compared: test_time, every *_s / *_ms / *_ms_* column, throughput_stddev, speedup and
-its interval, stable, verify_cost_steps, peak_mem_mib, major_faults and the prediction ratio."""
+its interval, stable, verify_cost_steps, peak_mem_mib, major_faults, the prediction ratio, the
+requests in flight and the neighbours' load (other_cores, contended)."""
 import csv, os, sys
 
 TABLES = {'summary.csv': (), 'acceptance.csv': ('position',), 'histogram.csv': ('accept_length',),
           'requests.csv': ('prompt_index', 'repetition')}
 TIMING = {'test_time', 'throughput_stddev', 'speedup', 'speedup_ci_lo', 'speedup_ci_hi', 'stable',
-          'verify_cost_steps', 'peak_mem_mib', 'major_faults', 'measured_over_predicted'}
+          'verify_cost_steps', 'peak_mem_mib', 'major_faults', 'measured_over_predicted',
+          'mean_in_flight', 'max_in_flight', 'other_cores', 'contended'}
 
 
 def timing(c):

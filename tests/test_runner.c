@@ -5,6 +5,7 @@
  * and greedy speculative passes == ar token for token. */
 #include "bench/prompt_set.h"
 #include "bench/runner.h"
+#include "result/timing.h"
 #include "engine/session.h"
 #include "tap.h"
 #include "text/prompt.h"
@@ -115,6 +116,45 @@ static void rounds(db_session *s)
     db_prompt_set_free(&ps);
 }
 
+/* c = 32 over 8 prompts: 4c requests per pass (prompts reused), 32 in flight; the warm-up
+ * calibrates the pass to min_time; rounds between repetitions and max_rounds */
+static void in_flight(db_session *s)
+{
+    db_prompt_set ps;
+    if (db_prompt_set_random(&ps, "synthetic", 8, 12, 12, s->target.cfg.vocab, 1, err, sizeof err)) {
+        tap_ok(0, "prompts: %s", err);
+        return;
+    }
+    db_run_point pt = {.p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = 8, .ignore_eos = 1},
+                       .ps = &ps, .concurrency = 32};
+    db_runner r = {.be = s->be, .target = &s->target, .warmup = 1, .repetitions = 2, .max_rounds = 3,
+                   .waves = DB_RUNNER_WAVES, .t_origin = -1};
+    db_point_raw raw = {.key = {.concurrency = 32}};
+    int rc = db_runner_group(&r, &pt, &raw, 1, err, sizeof err);
+    tap_ok(rc == 0, "c32 over 8 prompts ran (%s)", rc ? err : "");
+    if (!rc) {
+        double mean;
+        int max;
+        db_in_flight(&raw, &mean, &max);
+        tap_ok(raw.n_prompts == DB_RUNNER_WAVES * 32 && raw.n_distinct == 8, "%d requests per pass of %d distinct prompts",
+               raw.n_prompts, raw.n_distinct);
+        tap_ok(mean >= DB_IN_FLIGHT_MIN * 32 && max == 32, "mean in flight %.2f >= 0.9 c, max %d", mean, max);
+        tap_ok(raw.repetitions >= 2 && raw.repetitions <= 3, "%d rounds, within [repetitions, max_rounds]", raw.repetitions);
+        int same = 1; /* request q is prompt q mod 8: its prompt tokens */
+        for (int q = 8; q < raw.n_prompts; q++) same &= raw.reqs[q].prompt_tokens == raw.reqs[q % 8].prompt_tokens;
+        tap_ok(same, "prompts reused in order");
+        double one = raw.wall_s[0];
+        db_point_raw_free(&raw);
+        r.min_time = 4 * one; /* the calibrated pass: a multiple of the uncalibrated one, about min_time */
+        rc = db_runner_group(&r, &pt, &raw, 1, err, sizeof err);
+        tap_ok(rc == 0 && raw.n_prompts > DB_RUNNER_WAVES * 32 && raw.n_prompts % (DB_RUNNER_WAVES * 32) == 0 &&
+                   raw.wall_s[0] > 1.5 * one,
+               "min_time %.3fs: %d requests per pass, %.3fs", r.min_time, raw.n_prompts, rc ? 0 : raw.wall_s[0]);
+    }
+    db_point_raw_free(&raw);
+    db_prompt_set_free(&ps);
+}
+
 /* greedy dflash2 through db_runner_pass == ar, token for token */
 static void lossless(db_session *s)
 {
@@ -193,6 +233,7 @@ int main(void)
     db_session s;
     if (open_session(&s) == 0) {
         rounds(&s);
+        in_flight(&s);
         lossless(&s);
         multi_turn(&s);
         db_session_close(&s);

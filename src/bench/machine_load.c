@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -45,6 +46,16 @@ double db_load_other_cores(const db_load_sample *a, const db_load_sample *b)
     if (!a->ok || !b->ok || hz <= 0 || dt <= 0) return NAN;
     double busy = (double)(b->busy_ticks - a->busy_ticks) / (double)hz;
     return fmax(0, busy - (b->self_cpu_s - a->self_cpu_s)) / dt;
+}
+
+int db_load_cpus(void)
+{
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 0;
 }
 
 double db_load_steal(const db_load_sample *a, const db_load_sample *b)

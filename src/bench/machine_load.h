@@ -26,6 +26,8 @@ typedef struct {
 void db_load_sample_now(db_load_sample *s);
 /* cores other processes held between a and b (NAN when unknown) */
 double db_load_other_cores(const db_load_sample *a, const db_load_sample *b);
+/* the cores this process may run on (its affinity mask; the online CPUs without one) */
+int db_load_cpus(void);
 /* CPU steal between a and b, in seconds per wall second (NAN when unknown) */
 double db_load_steal(const db_load_sample *a, const db_load_sample *b);
 /* {"loadavg_1m", "procs_running"} of s; NULL when out of memory */

@@ -5,11 +5,23 @@
 #include "base/util.h"
 #include "bench/machine_load.h"
 #include "model/safetensors.h"
+#include "result/timing.h"
 #include "text/prompt.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int db_runner_requests(int D, int c, int waves)
+{
+    if (D < 1) return 0;
+    if (waves < 1) return D;
+    long want = (long)waves * c > D ? (long)waves * c : D;
+    long n = (want + D - 1) / D * D;
+    return n > INT_MAX / 2 ? INT_MAX / 2 / D * D : (int)n;
+}
 
 int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc, db_request *reqs,
                    int n, double *t0, double *secs, char *err, size_t errlen)
@@ -17,7 +29,8 @@ int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc
     int maxp = 1;
     for (int i = 0; i < n; i++) maxp = reqs[i].n_prompt > maxp ? reqs[i].n_prompt : maxp;
     db_engine *e;
-    int rc = db_engine_create(&e, t, d, p, conc, maxp, err, errlen);
+    /* caches for what can be in flight, not for a concurrency the requests never reach */
+    int rc = db_engine_create(&e, t, d, p, conc < n ? conc : (n > 0 ? n : 1), maxp, err, errlen);
     if (rc) return rc;
     double ts = db_now();
     if (*t0 < 0) *t0 = ts; /* the first run starts the clock of the time stamps */
@@ -27,9 +40,10 @@ int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc
     return rc;
 }
 
-/* A timed pass: turn 1 of every sample, then later turns with the decoded answers so far.
- * stats[] receives one entry per (sample, turn), sample-major order within each turn. */
-static int timed_pass(const db_runner *r, const db_run_point *pt, db_req_stats *stats, int *n_stats,
+/* A timed pass of nreq requests (request q: prompt q mod D): turn 1 of every request, then
+ * later turns with each request's decoded answers so far. stats[] receives one entry per
+ * (request, turn), request order within each turn. */
+static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_req_stats *stats, int *n_stats,
                       double *wall, char *err, size_t errlen)
 {
     const db_prompt_set *ps = pt->ps;
@@ -37,10 +51,10 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, db_req_stats *
     pp.stop = r->stop; /* a signal ends the pass at its next cycle */
     const db_gen_params *p = &pp;
     int ns = ps->ds.n, max_turns = db_prompt_set_max_turns(ps), rc = DB_OK;
-    char ***answers = db_calloc((size_t)ns, sizeof(char **));
-    db_request *reqs = db_calloc((size_t)ns, sizeof *reqs);
-    int *outbuf = db_malloc(sizeof(int) * (size_t)ns * (size_t)p->max_new_tokens);
-    int **prompts = db_calloc((size_t)ns, sizeof(int *)), *idx = db_calloc((size_t)ns, sizeof(int));
+    char ***answers = db_calloc((size_t)nreq, sizeof(char **));
+    db_request *reqs = db_calloc((size_t)nreq, sizeof *reqs);
+    int *outbuf = db_malloc(sizeof(int) * (size_t)nreq * (size_t)p->max_new_tokens);
+    int **prompts = db_calloc((size_t)nreq, sizeof(int *)), *idx = db_calloc((size_t)nreq, sizeof(int));
     if (!answers || !reqs || !outbuf || !prompts || !idx) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for a timed pass");
     if (!rc && max_turns > 1 && !r->tok) rc = db_fail(err, errlen, DB_EINPUT, "%s: later turns need a tokenizer", ps->name);
     *n_stats = 0;
@@ -48,78 +62,107 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, db_req_stats *
     double t0 = -1; /* time stamps count from the start of the first turn's run */
     for (int turn = 0; turn < max_turns && !rc; turn++) {
         int n = 0;
-        for (int j = 0; j < ns && !rc; j++) {
-            const db_sample *sm = &ps->ds.samples[j];
+        for (int q = 0; q < nreq && !rc; q++) {
+            const db_sample *sm = &ps->ds.samples[q % ns];
             if (turn >= sm->n_turns) continue;
-            int *ids = ps->ids[j], len = ps->len[j];
+            int *ids = ps->ids[q % ns], len = ps->len[q % ns];
             if (turn > 0) {
-                rc = db_prompt_render(r->tok, r->tmpl, r->thinking, sm, turn, (const char *const *)answers[j],
+                rc = db_prompt_render(r->tok, r->tmpl, r->thinking, sm, turn, (const char *const *)answers[q],
                                       &prompts[n], &len, err, errlen);
                 ids = prompts[n];
             }
-            idx[n] = j;
+            idx[n] = q;
             reqs[n] = (db_request){.prompt = ids, .n_prompt = len, .out = outbuf + (size_t)n * p->max_new_tokens};
             n++;
         }
         if (!rc) rc = db_runner_pass(r->target, pt->drafter, p, pt->concurrency, reqs, n, &t0, wall, err, errlen);
-        for (int q = 0; q < n && !rc; q++) {
-            stats[(*n_stats)++] = reqs[q].st;
-            if (turn + 1 < ps->ds.samples[idx[q]].n_turns) {
+        for (int k = 0; k < n && !rc; k++) {
+            int q = idx[k];
+            stats[(*n_stats)++] = reqs[k].st;
+            if (turn + 1 < ps->ds.samples[q % ns].n_turns) {
                 char *text;
                 size_t tl;
-                rc = db_tokenizer_decode(r->tok, reqs[q].out, reqs[q].n_out, 1, &text, &tl, err, errlen);
-                if (!rc && !answers[idx[q]] && !(answers[idx[q]] = db_calloc((size_t)max_turns, sizeof(char *)))) {
+                rc = db_tokenizer_decode(r->tok, reqs[k].out, reqs[k].n_out, 1, &text, &tl, err, errlen);
+                if (!rc && !answers[q] && !(answers[q] = db_calloc((size_t)max_turns, sizeof(char *)))) {
                     free(text);
                     rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the answers of %s", ps->name);
                 }
-                if (!rc) answers[idx[q]][turn] = text;
+                if (!rc) answers[q][turn] = text;
             }
         }
-        for (int q = 0; q < n; q++)
-            if (turn > 0) free(prompts[q]), prompts[q] = NULL;
+        for (int k = 0; k < n; k++)
+            if (turn > 0) free(prompts[k]), prompts[k] = NULL;
     }
-    for (int j = 0; j < ns && answers; j++) {
-        for (int t = 0; answers[j] && t < max_turns; t++) free(answers[j][t]);
-        free(answers[j]);
+    for (int q = 0; q < nreq && answers; q++) {
+        for (int t = 0; answers[q] && t < max_turns; t++) free(answers[q][t]);
+        free(answers[q]);
     }
     free(answers), free(reqs), free(outbuf), free(prompts), free(idx);
     return rc;
 }
 
-/* raw's arrays for R repetitions, then the untimed warm-up passes over one batch of first turns */
-static int point_begin(const db_runner *r, const db_run_point *pt, db_point_raw *raw, char *err, size_t errlen)
+/* W untimed warm-up passes of n first turns; *secs: the last one's engine time */
+static int warm_up(const db_runner *r, const db_run_point *pt, int n, double *secs, char *err, size_t errlen)
 {
-    int R = r->repetitions, per_pass = db_prompt_set_turns(pt->ps), rc = DB_OK;
-    db_point_key key = raw->key;
-    memset(raw, 0, sizeof *raw);
-    raw->key = key;
-    raw->n_prompts = per_pass;
-    raw->repetitions = R;
-    raw->wall_s = db_calloc((size_t)R, sizeof(double));
-    raw->rep_start_s = db_calloc((size_t)R, sizeof(double));
-    raw->reqs = db_calloc((size_t)R * (size_t)per_pass, sizeof(db_req_stats));
-    if (!raw->wall_s || !raw->rep_start_s || !raw->reqs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a point's samples");
     db_gen_params p = pt->p;
     p.stop = r->stop;
     if (r->warmup_tokens > 0) p.max_new_tokens = r->warmup_tokens;
+    int rc = DB_OK, D = pt->ps->ds.n;
     for (int w = 0; w < r->warmup && !rc; w++) {
-        int n = pt->ps->ds.n < pt->concurrency ? pt->ps->ds.n : pt->concurrency;
         db_request *reqs = db_calloc((size_t)n, sizeof *reqs);
         int *out = db_malloc(sizeof(int) * (size_t)n * (size_t)p.max_new_tokens);
         if (!reqs || !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for a warm-up pass");
-        for (int j = 0; j < n && !rc; j++)
-            reqs[j] = (db_request){.prompt = pt->ps->ids[j], .n_prompt = pt->ps->len[j], .out = out + (size_t)j * p.max_new_tokens};
+        for (int q = 0; q < n && !rc; q++)
+            reqs[q] = (db_request){.prompt = pt->ps->ids[q % D], .n_prompt = pt->ps->len[q % D],
+                                   .out = out + (size_t)q * p.max_new_tokens};
         double t0 = -1;
-        if (!rc) rc = db_runner_pass(r->target, pt->drafter, &p, pt->concurrency, reqs, n, &t0, NULL, err, errlen);
+        *secs = 0;
+        if (!rc) rc = db_runner_pass(r->target, pt->drafter, &p, pt->concurrency, reqs, n, &t0, secs, err, errlen);
         free(reqs);
         free(out);
     }
     return rc;
 }
 
-/* timed repetition k of a point: its start time, requests, wall time, page faults and the
- * backend's peak memory */
-static int point_rep(db_runner *r, const db_run_point *pt, db_point_raw *raw, int k, char *err, size_t errlen)
+/* the warm-ups, then *nreq (the timed pass's requests, calibrated to min_time) and raw's arrays
+ * for the most rounds */
+static int point_begin(const db_runner *r, const db_run_point *pt, db_point_raw *raw, int *nreq, char *err,
+                       size_t errlen)
+{
+    int D = pt->ps->ds.n, Rmax = r->max_rounds > r->repetitions && r->repetitions >= 2 ? r->max_rounds : r->repetitions;
+    int n0 = db_runner_requests(D, pt->concurrency, r->waves);
+    /* warm-ups of one wave of first turns: every slot's caches touched */
+    int nw = D < pt->concurrency && r->waves <= 0 ? D : pt->concurrency;
+    double tw = 0;
+    int rc = warm_up(r, pt, nw, &tw, err, errlen);
+    if (rc) return rc;
+    long turns = db_prompt_set_turns(pt->ps), mult = 1;
+    /* a pass of n0 requests lasts about n0 / nw such waves, later turns as long as first ones */
+    double est = D > 0 && nw > 0 ? tw * (double)n0 / nw * (double)turns / D : 0;
+    if (r->min_time > 0 && r->warmup > 0 && r->warmup_tokens <= 0 && est > 0 && est < r->min_time) {
+        mult = (long)ceil(r->min_time / est);
+        long cap = DB_RUNNER_MAX_REQUESTS / n0;
+        mult = mult > cap ? (cap > 1 ? cap : 1) : mult;
+    }
+    *nreq = (int)(n0 * mult);
+    db_point_key key = raw->key;
+    memset(raw, 0, sizeof *raw);
+    raw->key = key;
+    raw->n_distinct = D;
+    raw->n_prompts = (int)(turns * (*nreq / (D > 0 ? D : 1)));
+    raw->threads = r->be ? r->be->threads : 0;
+    raw->cpus = db_load_cpus();
+    raw->wall_s = db_calloc((size_t)Rmax, sizeof(double));
+    raw->rep_start_s = db_calloc((size_t)Rmax, sizeof(double));
+    raw->reqs = db_calloc((size_t)Rmax * (size_t)raw->n_prompts, sizeof(db_req_stats));
+    if (!raw->wall_s || !raw->rep_start_s || !raw->reqs) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a point's samples");
+    return DB_OK;
+}
+
+/* timed round k of a point: its start time, requests, wall time, page faults, the backend's
+ * peak memory and the neighbours' CPU time */
+static int point_rep(db_runner *r, const db_run_point *pt, int nreq, db_point_raw *raw, int k, char *err,
+                     size_t errlen)
 {
     int got = 0;
     if (r->be) r->be->bytes_peak = r->be->bytes_in_use;
@@ -127,27 +170,42 @@ static int point_rep(db_runner *r, const db_run_point *pt, db_point_raw *raw, in
     db_load_sample_now(&a);
     if (r->t_origin < 0) r->t_origin = a.t;
     raw->rep_start_s[k] = a.t - r->t_origin;
-    int rc = timed_pass(r, pt, raw->reqs + (size_t)k * raw->n_prompts, &got, &raw->wall_s[k], err, errlen);
+    int rc = timed_pass(r, pt, nreq, raw->reqs + (size_t)k * raw->n_prompts, &got, &raw->wall_s[k], err, errlen);
     db_load_sample_now(&b);
     raw->major_faults += b.majflt - a.majflt;
+    double other = db_load_other_cores(&a, &b);
+    if (isfinite(other)) raw->other_cpu_s += other * (b.t - a.t), raw->load_s += b.t - a.t;
     double mib = r->be ? (double)r->be->bytes_peak / DB_MIB : 0;
     if (mib > raw->peak_mem_mib) raw->peak_mem_mib = mib;
     if (!rc && got != raw->n_prompts) rc = db_fail(err, errlen, DB_ERUNTIME, "internal: %d of %d requests ran", got, raw->n_prompts);
+    if (!rc) raw->repetitions = k + 1;
     if (!rc && r->after_pass) rc = r->after_pass(r->user, err, errlen);
     return rc;
+}
+
+/* every point's round rates within DB_SPREAD_MAX of its throughput */
+static int settled(const db_point_raw *raw, int P)
+{
+    for (int j = 0; j < P; j++)
+        if (!(db_spread(&raw[j]) <= DB_SPREAD_MAX)) return 0;
+    return 1;
 }
 
 int db_runner_group(db_runner *r, const db_run_point *pts, db_point_raw *raw, int P, char *err,
                     size_t errlen)
 {
-    int R = r->repetitions, rc = DB_OK, began = 0;
-    for (; began < P && !rc; began++) rc = point_begin(r, &pts[began], &raw[began], err, errlen);
-    for (int k = 0; k < R && !rc; k++)
+    /* one round asked for is one round: a spread needs two */
+    int Rmin = r->repetitions, Rmax = r->max_rounds > Rmin && Rmin >= 2 ? r->max_rounds : Rmin, rc = DB_OK, began = 0;
+    int *nreq = db_calloc((size_t)(P > 0 ? P : 1), sizeof *nreq);
+    if (!nreq) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a group");
+    for (; began < P && !rc; began++) rc = point_begin(r, &pts[began], &raw[began], &nreq[began], err, errlen);
+    for (int k = 0; k < Rmax && !rc && (k < Rmin || !settled(raw, P)); k++)
         for (int j = 0; j < P && !rc; j++) {
             int sig = r->stop ? *r->stop : 0, q = (j + k) % P;
             rc = sig ? db_fail(err, errlen, DB_ESIGNAL(sig), "stopped by signal %d", sig)
-                     : point_rep(r, &pts[q], &raw[q], k, err, errlen);
+                     : point_rep(r, &pts[q], nreq[q], &raw[q], k, err, errlen);
         }
+    free(nreq);
     if (rc)
         for (int j = 0; j < began; j++) db_point_raw_free(&raw[j]);
     return rc;
@@ -350,6 +408,13 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
     return rc;
 }
 
+/* requests of an uncalibrated timed pass at concurrency c, every turn counted */
+static int pass_requests(const db_prompt_set *ps, int c)
+{
+    int D = ps->ds.n > 0 ? ps->ds.n : 1;
+    return db_prompt_set_turns(ps) * (db_runner_requests(D, c, DB_RUNNER_WAVES) / D);
+}
+
 int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double *cost, char *err, size_t errlen)
 {
     int rc = DB_OK;
@@ -359,7 +424,7 @@ int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double 
         const db_prompt_set *ps = find_set(sr, sr->keys[i].dataset);
         int ds = db_drafter_set_of(&sr->ds, sr->sw, &sr->keys[i]);
         cost[i] = cost_of(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, sr->syn.dtype, sr->sw,
-                                      &sr->keys[i], ps ? db_prompt_set_turns(ps) : 0,
+                                      &sr->keys[i], ps ? pass_requests(ps, sr->keys[i].concurrency) : 0,
                                       ps && ps->ds.n ? db_prompt_set_mean_len(ps) : 1);
     }
     if (!rc && sr->sw->n_target > 1) rc = target_configs(sr, 0, err, errlen); /* as configs left it */
@@ -493,6 +558,9 @@ int db_sweep_runner_group(db_sweep_runner *sr, int i0, int i1, db_point_raw *raw
     r->thinking = sr->sw->thinking;
     r->warmup = sr->sw->warmup;
     r->repetitions = sr->sw->repetitions;
+    r->max_rounds = sr->sw->max_rounds;
+    r->min_time = sr->sw->min_time;
+    r->waves = DB_RUNNER_WAVES;
     if (!rc) rc = db_runner_group(r, pts, raw, P, err, errlen);
     for (int j = 0; j < P && !rc && sr->sw->predict; j++) {
         int slot = db_drafter_set_of(&sr->ds, sr->sw, &raw[j].key);

@@ -4,14 +4,25 @@
  * check and the models on the device target by target. Every command that runs the engine
  * (run, plan, check-lossless, generate) runs it through here.
  *
- * Per point: W untimed warm-up passes over its first `concurrency` prompts; then R timed passes
- * over all prompts. A timed pass is closed-loop: all samples' first turns, then (multi-turn sets)
- * all second turns with the model's decoded first answers in the conversation; its wall time is
- * the sum of the turns' engine runs (sizing the engine and decoding answers between turns are
- * outside it), so throughput = committed tokens of every turn / wall seconds. Every point sees
- * the same prompts and the same per-request seeds, so a variant pairs with `ar` prompt by prompt.
+ * A pass runs n requests closed-loop through an engine of min(c, n) slots: request q is the
+ * set's prompt q mod D with a seed of its own (engine.h: seed, request index), first turns,
+ * then (multi-turn sets) the second turns with each request's decoded answer in the
+ * conversation, and so on. n = D * ceil(max(D, waves * c) / D): every prompt equally often, and
+ * at least `waves` requests per slot so the pass's tail (slots emptying as the last requests
+ * finish) is short and c are in flight for most of it (result/timing.h: mean_in_flight).
+ * A pass's wall time is the sum of its turns' engine runs (sizing the engine and decoding
+ * answers between turns are outside it).
  *
- * Notation: P = points of a group, R = timed rounds (repetitions), W = warm-up passes. */
+ * Per point: W untimed warm-up passes of one wave (c first turns); then rounds, one timed pass each. With
+ * min_time > 0 (and W >= 1 at full length) the last warm-up calibrates the timed pass: its n
+ * is multiplied so that the pass lasts about min_time (Google Benchmark's iteration sizing; a
+ * short pass is all scheduler and timer noise). Rounds run until R = repetitions have run and
+ * every point's spread (result/timing.h) is at most DB_SPREAD_MAX, or max_rounds have run.
+ * Every point sees the same prompts and per-request seeds, so a variant pairs with `ar`
+ * prompt by prompt.
+ *
+ * Notation: P = points of a group, R = rounds, W = warm-up passes, D = distinct prompts of the
+ * set, c = concurrency. */
 #ifndef DB_RUNNER_H
 #define DB_RUNNER_H
 
@@ -43,7 +54,10 @@ typedef struct {
     db_chat_template tmpl;
     int thinking;
     int warmup;                /* W */
-    int repetitions;           /* R */
+    int repetitions;           /* rounds, at least */
+    int max_rounds;            /* at most (< repetitions, or repetitions 1: repetitions) */
+    double min_time;           /* seconds a timed pass lasts at least (calibrated); 0: no calibration */
+    int waves;                 /* requests per slot per pass, at least; 0: one pass of the set */
     int warmup_tokens;         /* tokens of a warm-up request; 0: the point's max_new_tokens */
     const volatile sig_atomic_t *stop; /* non-zero: the group ends at its pass's next cycle
                                         * (db_gen_params.stop) with DB_ESIGNAL(*stop), its
@@ -53,7 +67,13 @@ typedef struct {
     double t_origin;           /* db_now() at the first timed pass (requests' start_s); set < 0 */
 } db_runner;
 
-/* One closed-loop pass of reqs[n] through an engine of conc slots on t (and d, NULL for ar)
+#define DB_RUNNER_WAVES 4          /* `run`'s waves: README, *Timing* */
+#define DB_RUNNER_MAX_REQUESTS 4096 /* a calibrated pass's first-turn requests, at most */
+
+/* first-turn requests of a pass over D distinct prompts at concurrency c (above) */
+int db_runner_requests(int D, int c, int waves);
+
+/* One closed-loop pass of reqs[n] through an engine of min(conc, n) slots on t (and d, NULL for ar)
  * sized for them. Sizing (cache allocation) is outside the timing: *secs (if not NULL) gains
  * the run's duration; *t0 < 0 becomes its start, the origin of the requests' time stamps. */
 int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc, db_request *reqs,
@@ -62,7 +82,8 @@ int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc
 /* One group: every point's W warm-up passes, then R rounds; round r runs every point once,
  * starting at point r mod P (rotated), so a change of machine load falls on `ar` and the
  * variants alike. raw[j] (its key set by the caller) gets point j's requests, wall times,
- * start times, page faults and peak memory; on failure raw holds nothing. */
+ * start times, page faults, peak memory and the neighbours' load; on failure raw holds
+ * nothing. */
 int db_runner_group(db_runner *r, const db_run_point *pts, db_point_raw *raw, int P, char *err,
                     size_t errlen);
 

@@ -68,6 +68,8 @@ void db_sweep_init(db_sweep *s)
     s->max_samples = 8;
     s->seed = 0;
     s->repetitions = 3;
+    s->max_rounds = 5;
+    s->min_time = 0.5; /* README, *Timing*: why 0.5 s */
     s->warmup = 1;
     strcpy(s->target[0], "models/tiny-qwen3");
     s->n_target = 1;
@@ -295,6 +297,16 @@ static int positive(const char *k, const char *v, double *dst, char *err, size_t
     return DB_OK;
 }
 
+static int set_min_time(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    float x = 0;
+    int rc = db_parse_float(k, v, &x, err, errlen);
+    if (rc) return rc;
+    if (!(x >= 0 && x <= 3600)) return db_fail(err, errlen, DB_EINPUT, "%s: %g is outside [0, 3600] seconds", k, (double)x);
+    s->min_time = x;
+    return DB_OK;
+}
+
 static int set_bandwidth(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
     return positive(k, v, &s->bandwidth_gbs, err, errlen);
@@ -351,6 +363,8 @@ static const sweep_key keys[] = {
     INT("max_samples", max_samples, 1, INT_MAX),
     FN("seed", set_seed),
     INT("repetitions", repetitions, 1, 1000000),
+    INT("max_rounds", max_rounds, 1, 1000000),
+    FN("min_time", set_min_time),
     INT("warmup", warmup, 0, 1000000),
     FN("target", set_target),
     FN("drafter", set_drafter),
@@ -727,6 +741,7 @@ static int get_fn(const db_sweep *s, const char *k, char *buf, size_t n)
             if (s->variant_drafter[i][0])
                 o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", o ? "," : "", db_variant_table[i].name, s->variant_drafter[i]);
     }
+    else if (!strcmp(k, "min_time")) snprintf(buf, n, "%.9g", s->min_time);
     else if (!strcmp(k, "bandwidth_gbs") || !strcmp(k, "gflops")) {
         double x = k[0] == 'b' ? s->bandwidth_gbs : s->gflops;
         if (!(x > 0)) return 1;

@@ -57,7 +57,11 @@ typedef struct {
     int max_new_tokens;
     int max_samples;        /* prompts per dataset */
     uint64_t seed;
-    int repetitions;        /* timed repetitions of every point */
+    int repetitions;        /* timed rounds of every point, at least (runner.h) */
+    int max_rounds;         /* at most; rounds past `repetitions` run while a point's
+                             * throughput spread is above DB_SPREAD_MAX (result/timing.h) */
+    double min_time;        /* seconds a round lasts at least (its requests per pass
+                             * calibrated by the warm-up); 0 = no calibration */
     int warmup;             /* untimed warm-up runs before the first repetition */
     char target[DB_SWEEP_MODELS][512]; /* target checkpoints (an axis) */
     int n_target;

@@ -15,6 +15,7 @@
 #include "report/report.h"
 #include "report/report_out.h"
 #include "report/results_dir.h"
+#include "result/timing.h"
 #include "result/run_meta.h"
 
 #include <cjson/cJSON.h>
@@ -40,6 +41,7 @@ typedef struct {
     int res_open;
     int lock_fd;           /* --resume: DIR's lock, taken before DIR is read (-1: none) */
     int allow_changed;     /* --allow-changed-inputs */
+    int dry_run;           /* --dry-run */
     db_out out;
 } run_ctx;
 
@@ -65,7 +67,9 @@ static db_cmd_opts run_options(run_ctx *c)
         {"max-new-tokens", 'n', "N", "tokens generated per request (default 64)", "max_new_tokens", DB_OPT_SWEEP, NULL},
         {"max-samples", 0, "N", "prompts per dataset (default 8)", "max_samples", DB_OPT_SWEEP, NULL},
         {"seed", 's', "N", "seed of sampling, prompt order and bootstrap (default 0)", "seed", DB_OPT_SWEEP, NULL},
-        {"repetitions", 'r', "N", "timed rounds: each runs ar and every variant of a dataset/concurrency group back to back, rotated (default 3)", "repetitions", DB_OPT_SWEEP, NULL},
+        {"repetitions", 'r', "N", "timed rounds at least: each runs ar and every variant of a dataset/concurrency group back to back, rotated (default 3)", "repetitions", DB_OPT_SWEEP, NULL},
+        {"max-rounds", 0, "N", "rounds at most: more run while a point's round-to-round spread is above 10% (default 5)", "max_rounds", DB_OPT_SWEEP, NULL},
+        {"min-time", 0, "SEC", "seconds a point's timed pass lasts at least, its requests calibrated by the warm-up; 0 = off (default 0.5)", "min_time", DB_OPT_SWEEP, NULL},
         {"warmup", 0, "N", "untimed passes before them (default 1)", "warmup", DB_OPT_SWEEP, NULL},
         {"target", 't', "LIST", "target checkpoints (directory, .gguf), an axis: the same model at several weight types side by side, each drafter row paired with the ar of its own target (default models/tiny-qwen3)", "target", DB_OPT_SWEEP, NULL},
         {"drafter", 'd', "LIST", "drafter checkpoints: DIR for every variant (several DIRs: an axis), or VARIANT=DIR per variant (dflash2=DIR covers its ablations); default dflash=models/tiny-qwen3-dflash-b16, the rest models/tiny-qwen3-dflash2-b16", "drafter", DB_OPT_SWEEP, NULL},
@@ -82,6 +86,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"config", 0, "FILE", "sweep keys from an ini file (block_size = 8,16), applied before every flag", NULL, DB_OPT_STR, NULL},
         {"resume", 0, "DIR", "finish the sweep of an earlier run in DIR (completed points are kept)", NULL, DB_OPT_STR, NULL},
         {"allow-changed-inputs", 0, NULL, "--resume even when a dataset, target or drafter file changed since the run began", NULL, DB_OPT_FLAG, NULL},
+        {"dry-run", 0, NULL, "list the points and the estimated time, measure nothing", NULL, DB_OPT_FLAG, NULL},
         {"shard", 0, "K/N", "run shard K of N (0-based): whole ar + variant groups, balanced by predicted cost; join the shards with `merge`", NULL, DB_OPT_STR, NULL},
         {NULL, 0, NULL, "capacity planning (rows say weights=synthetic / acceptance_source=replay:<file>)", NULL, DB_OPT_HEADING, NULL},
         {"synthetic", 0, NULL, "random weights of the configs' shapes, made on the backend", "synthetic", DB_OPT_SWEEP, NULL},
@@ -103,6 +108,7 @@ static db_cmd_opts run_options(run_ctx *c)
         else if (opts[i].name && !strcmp(opts[i].name, "resume")) opts[i].dst = &c->resume;
         else if (opts[i].name && !strcmp(opts[i].name, "shard")) opts[i].dst = &c->shard_arg;
         else if (opts[i].name && !strcmp(opts[i].name, "allow-changed-inputs")) opts[i].dst = &c->allow_changed;
+        else if (opts[i].name && !strcmp(opts[i].name, "dry-run")) opts[i].dst = &c->dry_run;
     }
     return (db_cmd_opts){"run",
                          "Benchmark sweep: every combination of the list-valued axes is one point; results go\n"
@@ -174,6 +180,32 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
     if (!rc && (*none = c->sr.nkeys == 0))
         fprintf(stderr, "shard %d/%d: no points (the sweep has fewer groups than shards); nothing to do\n",
                 c->shard.index, c->shard.count);
+    return rc;
+}
+
+/* 3c. the estimated time, before anything is measured (the cost model of cluster/shard.h);
+ *     --dry-run: then the points with their estimates on stdout, and stop */
+static int estimate(run_ctx *c, int *stop, char *err, size_t errlen)
+{
+    int n = c->sr.nkeys;
+    double *cost = db_malloc(sizeof *cost * (size_t)(n > 0 ? n : 1)), total = 0;
+    if (!cost) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the estimate");
+    int rc = db_sweep_runner_costs(&c->sr, db_shard_point_cost, cost, err, errlen);
+    for (int i = 0; i < n && !rc; i++) total += cost[i];
+    FILE *f = c->dry_run ? stdout : stderr;
+    if (!rc)
+        fprintf(f, "estimate: %d points, about %.1f min (%d to %d rounds of at least %gs each; up to %.1f min if every "
+                "group needs %d rounds)\n", n, total / 60, c->sw.repetitions,
+                c->sw.max_rounds > c->sw.repetitions ? c->sw.max_rounds : c->sw.repetitions, c->sw.min_time,
+                total / 60 * (c->sw.max_rounds > c->sw.repetitions ? (double)c->sw.max_rounds / c->sw.repetitions : 1),
+                c->sw.max_rounds > c->sw.repetitions ? c->sw.max_rounds : c->sw.repetitions);
+    for (int i = 0; i < n && !rc && c->dry_run; i++) {
+        char id[DB_POINT_ID_MAX];
+        db_point_id(&c->sr.keys[i], id, sizeof id);
+        printf("%8.1fs  %s\n", cost[i], id);
+    }
+    free(cost);
+    *stop = c->dry_run;
     return rc;
 }
 
@@ -268,12 +300,17 @@ static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
         rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory summarizing %s %s", k->dataset, k->variant);
     if (!rc) rc = db_results_append(&c->res, &c->meta, raw, &sum, err, errlen);
     if (!rc) rc = db_out_point(&c->out, &c->meta, raw, &sum, err, errlen);
-    if (!rc && (!sum.stable || raw->major_faults > 0))
-        fprintf(stderr, "warning: %s %s B%d c%d T%g:%s%s%s\n", k->dataset, k->variant, k->block_size, k->concurrency,
-                k->temperature,
-                db_throughput_varies(&sum) ? " throughput varies by more than 10% across repetitions;" : "",
-                db_speedup_above_tau(&sum) ? " speedup above tau (no cycle costs less than a decode step): timing noise;" : "",
-                raw->major_faults > 0 ? " major page faults in the timed passes (weights read from disk)" : "");
+    char why[512];
+    db_unstable_text(sum.stable == 0 ? sum.unstable_why : 0, why, sizeof why);
+    if (!rc && (why[0] || raw->major_faults > 0))
+        fprintf(stderr, "warning: %s %s B%d c%d T%g: %s%s%s\n", k->dataset, k->variant, k->block_size, k->concurrency,
+                k->temperature, why, why[0] && raw->major_faults > 0 ? "; " : "",
+                raw->major_faults > 0 ? "major page faults in the timed passes (weights read from disk)" : "");
+    /* a row labelled c must have had c in flight (the runner sizes its passes for that) */
+    if (!rc && sum.mean_in_flight < DB_IN_FLIGHT_MIN * k->concurrency)
+        fprintf(stderr, "warning: %s %s B%d c%d T%g: only %.1f requests in flight on average (max %d), below %.0f%% "
+                "of its concurrency\n", k->dataset, k->variant, k->block_size, k->concurrency, k->temperature,
+                sum.mean_in_flight, sum.max_in_flight, 100 * DB_IN_FLIGHT_MIN);
     db_point_raw_free(&loaded);
     return rc;
 }
@@ -283,10 +320,15 @@ static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
 static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load_sample *a,
                        const db_load_sample *b, char *err, size_t errlen)
 {
-    double other = db_load_other_cores(a, b);
-    if (other > 0.5)
-        fprintf(stderr, "warning: other processes held %.1f cores while %s c%d ran; its timings include their load\n",
-                other, raw[0].key.dataset, raw[0].key.concurrency);
+    for (int j = 0; j < P; j++) { /* once per group: the advice is the same for its points */
+        double other;
+        if (db_contended(&raw[j], &other) != 1) continue;
+        int t = raw[j].threads > 0 ? raw[j].threads : 1, spare = raw[j].cpus - (int)(other + 0.5);
+        fprintf(stderr, "warning: other processes held %.1f of %d cores while %s c%d ran on %d threads (rows "
+                "contended: a descheduled thread stalls the others at every barrier); lower --threads to %d\n",
+                other, raw[j].cpus, raw[j].key.dataset, raw[j].key.concurrency, t, spare > 1 ? spare : 1);
+        break;
+    }
     if ((!c->meta.points && !(c->meta.points = cJSON_CreateArray())) || db_load_add_points(c->meta.points, raw, P, a, b))
         return db_fail(err, errlen, DB_ERUNTIME, "out of memory for meta.json's points");
     return DB_OK;
@@ -383,8 +425,10 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     if (!rc && !stop) rc = db_sweep_runner_prompts(&c->sr, err, errlen); /* completes the keys */
     if (!rc && !stop) rc = shard_keys(c, &stop, err, errlen);
     if (!rc && !stop) rc = nothing_left(c, &stop, err, errlen);
+    if (!rc && !stop && c->dry_run) rc = estimate(c, &stop, err, errlen);
     if (!rc && !stop) rc = open_backend(c, err, errlen);
     if (!rc && !stop) rc = open_results(c, err, errlen);
+    if (!rc && !stop) rc = estimate(c, &stop, err, errlen); /* every check passed: what measuring will take */
     if (!rc && !stop) rc = measure_all(c, err, errlen);
     if (!rc && !stop) rc = db_out_end(&c->out, err, errlen);
     if (!rc && !stop) fprintf(stderr, "results in %s\n", c->out_dir);

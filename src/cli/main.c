@@ -5,12 +5,14 @@
 #include "cli/cli.h"
 #include "base/parse.h"
 #include "base/util.h"
+#include "bench/machine_load.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void print_version(void)
@@ -57,11 +59,20 @@ int main(int argc, char **argv)
     /* libgomp's default (spin ~300k iterations at every barrier) collapses throughput as soon as
      * a core is shared: a sweep point took 37 s on a loaded 2-core machine, 3.2 s with passive
      * waits, 7.3 s with a 10k spin. On a quiet machine passive waits cost 6x on the tiny model
-     * (ar 539 vs 3291 tok/s) while a 10k spin matches the default (3207). So: a short spin.
-     * The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. */
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT") &&
-        setenv("GOMP_SPINCOUNT", "10000", 1) == 0)
-        reexec = 1;
+     * (ar 539 vs 3291 tok/s) while a 10k spin matches the default (3207). With other processes
+     * holding 1.6-1.8 of 2 cores, `ar` c1 at 2 threads read 37-40 tok/s with the 10k spin, 26-100
+     * active, 316-1582 passive (1005-1065 at 1 thread). So: other processes busy when the
+     * tool starts (more than half a core over 50 ms, /proc/stat) -> passive waits; else the short
+     * spin. Rows measured under contention say so either way (`contended`). The user's own
+     * OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. */
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+        db_load_sample a, b;
+        db_load_sample_now(&a);
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        db_load_sample_now(&b);
+        int busy = db_load_other_cores(&a, &b) > 0.5;
+        if ((busy ? setenv("OMP_WAIT_POLICY", "passive", 1) : setenv("GOMP_SPINCOUNT", "10000", 1)) == 0) reexec = 1;
+    }
 #endif
 #if HAVE_OPENBLAS
     /* The tool never runs on OpenBLAS's own thread pool (the CPU backend calls it from its

@@ -93,8 +93,11 @@ double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d,
     double wave = db_roofline_wave(t, d, dt, &hw, k, N, mean_prompt, mean_prompt + k->max_new_tokens / 2.0,
                                    tau, ceil(k->max_new_tokens / tau), kv);
     double waves = ceil((double)n / N), pass = waves * wave;
-    double warm = k->concurrency < n ? (double)k->concurrency / n : 1;
-    return (sw->repetitions + sw->warmup * warm) * pass;
+    /* a warm-up is one wave; a calibrated round lasts a whole number of uncalibrated passes,
+     * at least min_time (bench/runner.h) */
+    double warm = wave;
+    double round = sw->min_time > pass && sw->warmup > 0 ? ceil(sw->min_time / pass) * pass : pass;
+    return sw->warmup * warm + sw->repetitions * round;
 }
 
 typedef struct {

@@ -7,8 +7,10 @@
  * split, so a speedup never divides numbers measured on two machines.
  *
  * Cost of a point (a prediction, used only to balance shards): the capacity roofline of its
- * timed passes and warm-up (capacity.h db_roofline_wave, the cost model of --predict too), (R + W·min(1, c/n)) × [prefill of its n prompts
- * + ceil(n/c) waves × max_new_tokens/tau cycles of c requests], at context prompt + half the
+ * timed passes and warm-up (capacity.h db_roofline_wave, the cost model of --predict too):
+ * W warm-ups of one wave + R rounds, a round max(pass, ceil(min_time / pass) · pass) (bench/runner.h: a
+ * calibrated pass), a pass = prefill of its n requests + ceil(n/c) waves × max_new_tokens/tau
+ * cycles of c requests, at context prompt + half the
  * output, tau assumed Σ_{i<B} 0.8^i (a constant conditional acceptance of 0.8; 4.2 at B = 8,
  * close to `plan`'s default profile) for drafter points and 1 for `ar`, device figures
  * --bandwidth-gbs / --gflops when given, else 100 GB/s and 1000 GFLOP/s (only ratios matter).
@@ -45,7 +47,8 @@ int db_sweep_hash_json(const cJSON *rec, char hex[65], char *err, size_t errlen)
 /* the end of the group starting at keys[i0] */
 int db_group_end(const db_point_key *keys, int n, int i0);
 
-/* point cost (seconds, the model above); d NULL for ar; n_prompts counts every turn */
+/* point cost (seconds, the model above); d NULL for ar; n_prompts: an uncalibrated pass's
+ * requests (bench/runner.h), every turn counted */
 double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                            const db_sweep *sw, const db_point_key *k, int n_prompts, double mean_prompt);
 /* shard_of[n]: the shard of every point, by the partition above */

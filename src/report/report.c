@@ -3,6 +3,7 @@
 #include "report/report.h"
 #include "base/quantile.h"
 #include "base/util.h"
+#include "result/timing.h"
 #include "engine/variant.h"
 
 #include <math.h>
@@ -25,36 +26,19 @@ void db_point_baseline_key(const db_point_key *k, db_point_key *ar)
     ar->drafter_i = 0;
 }
 
-/* mean and sample stddev of v[n] */
-static void mean_sd(const double *v, int n, double *mean, double *sd)
+/* the prompt clusters of the bootstrap: D distinct prompts, request entry e in cluster e mod D
+ * (the runner's layout, result/point.h); entries alone when D is unknown */
+static int clusters(const db_point_raw *p)
 {
-    double s = 0, ss = 0;
-    for (int i = 0; i < n; i++) s += v[i];
-    *mean = n ? s / n : NAN;
-    for (int i = 0; i < n; i++) ss += (v[i] - *mean) * (v[i] - *mean);
-    *sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
+    return p->n_distinct > 0 ? p->n_distinct : p->n_prompts;
 }
 
-static double rep_throughput(const db_point_raw *p, int r)
+/* tok[r*D + j], tim[r*D + j]: cluster j's tokens and share of round r's time (see report.h) */
+static int cluster_sums(const db_point_raw *p, int D, double **tok, double **tim)
 {
-    long tok = 0;
-    for (int i = 0; i < p->n_prompts; i++) tok += p->reqs[(size_t)r * (size_t)p->n_prompts + (size_t)i].output_tokens;
-    return p->wall_s[r] > 0 ? (double)tok / p->wall_s[r] : NAN;
-}
-
-static double mean_throughput(const db_point_raw *p)
-{
-    double s = 0;
-    for (int r = 0; r < p->repetitions; r++) s += rep_throughput(p, r);
-    return p->repetitions ? s / p->repetitions : NAN;
-}
-
-/* per-request tokens and time shares [R*N] (see report.h) */
-static int shares(const db_point_raw *p, double **tok, double **tim)
-{
-    size_t total = (size_t)p->repetitions * (size_t)p->n_prompts;
-    *tok = db_malloc(sizeof(double) * (total ? total : 1));
-    *tim = db_malloc(sizeof(double) * (total ? total : 1));
+    size_t total = (size_t)p->repetitions * (size_t)D;
+    *tok = db_calloc(total ? total : 1, sizeof(double));
+    *tim = db_calloc(total ? total : 1, sizeof(double));
     if (!*tok || !*tim) return -1;
     int n = p->n_prompts;
     for (int r = 0; r < p->repetitions; r++) {
@@ -63,48 +47,45 @@ static int shares(const db_point_raw *p, double **tok, double **tim)
         for (int i = 0; i < n; i++) se += fmax(0, q[i].t_finished - q[i].t_admitted);
         for (int i = 0; i < n; i++) {
             double e = fmax(0, q[i].t_finished - q[i].t_admitted);
-            (*tok)[(size_t)r * (size_t)n + (size_t)i] = q[i].output_tokens;
-            (*tim)[(size_t)r * (size_t)n + (size_t)i] = se > 0 ? p->wall_s[r] * e / se : p->wall_s[r] / n;
+            size_t c = (size_t)r * (size_t)D + (size_t)(i % D);
+            (*tok)[c] += q[i].output_tokens;
+            (*tim)[c] += se > 0 ? p->wall_s[r] * e / se : p->wall_s[r] / n;
         }
     }
     return 0;
 }
 
-/* throughput of one side on the resampled prompts idx[N] and repetitions rep[reps] */
-static double resampled(const double *tok, const double *tim, int reps, int n, const int *idx, const int *rep)
+/* pooled throughput of one side on the resampled clusters idx[D] and rounds rep[reps] */
+static double resampled(const double *tok, const double *tim, int reps, int D, const int *idx, const int *rep)
 {
-    double s = 0;
-    for (int q = 0; q < reps; q++) {
-        int r = rep[q];
-        double a = 0, b = 0;
-        for (int j = 0; j < n; j++) {
-            a += tok[(size_t)r * (size_t)n + (size_t)idx[j]];
-            b += tim[(size_t)r * (size_t)n + (size_t)idx[j]];
+    double a = 0, b = 0;
+    for (int q = 0; q < reps; q++)
+        for (int j = 0; j < D; j++) {
+            a += tok[(size_t)rep[q] * (size_t)D + (size_t)idx[j]];
+            b += tim[(size_t)rep[q] * (size_t)D + (size_t)idx[j]];
         }
-        s += b > 0 ? a / b : NAN;
-    }
-    return s / reps;
+    return b > 0 ? a / b : NAN;
 }
 
 static int bootstrap_ci(const db_point_raw *p, const db_point_raw *ar, uint64_t seed, double *lo,
                         double *hi)
 {
-    int n = p->n_prompts, rc = -1;
+    int D = clusters(p), rc = -1;
     double *tv = NULL, *sv = NULL, *ta = NULL, *sa = NULL, *boot = db_malloc(sizeof(double) * DB_BOOTSTRAP);
-    int *idx = db_malloc(sizeof(int) * (size_t)n);
+    int *idx = db_malloc(sizeof(int) * (size_t)D);
     int R = p->repetitions, Ra = ar->repetitions, paired = R == Ra;
     int *rp = db_malloc(sizeof(int) * (size_t)R), *ra = db_malloc(sizeof(int) * (size_t)Ra);
-    if (!boot || !idx || !rp || !ra || shares(p, &tv, &sv) || shares(ar, &ta, &sa)) goto out;
+    if (!boot || !idx || !rp || !ra || cluster_sums(p, D, &tv, &sv) || cluster_sums(ar, D, &ta, &sa)) goto out;
     db_rng rng;
     db_rng_seed(&rng, seed);
     int m = 0;
     for (int b = 0; b < DB_BOOTSTRAP; b++) {
-        for (int j = 0; j < n; j++) idx[j] = (int)(db_rng_next(&rng) % (uint64_t)n);
-        /* repetitions too, the same ones on both sides when they were run in the same rounds
-         * (paired: a round's load hits both) */
-        for (int q = 0; q < R; q++) rp[q] = R > 1 ? (int)(db_rng_next(&rng) % (uint64_t)R) : q;
-        for (int q = 0; q < Ra; q++) ra[q] = paired ? rp[q] : Ra > 1 ? (int)(db_rng_next(&rng) % (uint64_t)Ra) : q;
-        double x = resampled(tv, sv, R, n, idx, rp) / resampled(ta, sa, Ra, n, idx, ra);
+        for (int j = 0; j < D; j++) idx[j] = (int)(db_rng_next(&rng) % (uint64_t)D);
+        /* rounds too, the same ones on both sides when they ran in the same rounds (paired: a
+         * round's load hits both) */
+        for (int q = 0; q < R; q++) rp[q] = (int)(db_rng_next(&rng) % (uint64_t)R);
+        for (int q = 0; q < Ra; q++) ra[q] = paired ? rp[q] : (int)(db_rng_next(&rng) % (uint64_t)Ra);
+        double x = resampled(tv, sv, R, D, idx, rp) / resampled(ta, sa, Ra, D, idx, ra);
         if (isfinite(x)) boot[m++] = x;
     }
     *lo = db_quantile(boot, m, 0.025);
@@ -133,6 +114,27 @@ static void dist(double *v, int n, double *mean, double *p50, double *p90, doubl
     *p99 = db_quantile(v, n, 0.99);
 }
 
+/* enough samples for a spread and an interval: 2 rounds and 2 prompts on each side */
+static int known(const db_point_raw *p, const db_point_raw *ar)
+{
+    int ok = p->repetitions >= 2 && clusters(p) >= 2;
+    return ar ? ok && ar->repetitions >= 2 && ar->n_prompts >= clusters(p) : ok;
+}
+
+/* the stable rule (report.h); ar: the baseline of a drafter point, NULL for `ar` itself or
+ * without one */
+static void stability(db_point_summary *o, const db_point_raw *p, const db_point_raw *ar)
+{
+    unsigned why = 0;
+    if (!(db_spread(p) <= DB_SPREAD_MAX)) why |= DB_UNSTABLE_VARIES;
+    if (ar && !(db_spread(ar) <= DB_SPREAD_MAX)) why |= DB_UNSTABLE_BASE_VARIES;
+    if (ar && !(o->speedup_ci_hi - o->speedup_ci_lo <= DB_CI_WIDTH_MAX * o->speedup)) why |= DB_UNSTABLE_CI_WIDE;
+    if (ar && o->verify_cost_steps < 1) why |= DB_UNSTABLE_VERIFY_CHEAP;
+    if (o->speedup > o->tau) why |= DB_UNSTABLE_ABOVE_TAU;
+    o->unstable_why = why;
+    o->stable = !known(p, ar) ? -1 : !why;
+}
+
 int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t seed,
                        db_point_summary *o)
 {
@@ -145,17 +147,15 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     o->output_tokens = lround((double)t->output_tokens / reps);
     o->cycles = lround((double)t->cycles / reps);
 
-    double *v = db_malloc(sizeof(double) * (size_t)(R > 0 ? R : 1));
     double *lat = db_malloc(sizeof(double) * (total ? total : 1));
-    if (!v || !lat) {
-        free(v);
-        free(lat);
-        return DB_ERUNTIME;
-    }
-    double sd;
-    mean_sd(p->wall_s, R, &o->wall_s, &sd);
-    for (int r = 0; r < R; r++) v[r] = rep_throughput(p, r);
-    mean_sd(v, R, &o->throughput_tok_s, &o->throughput_stddev);
+    if (!lat) return DB_ERUNTIME;
+    o->wall_s = 0;
+    for (int r = 0; r < R; r++) o->wall_s += p->wall_s[r] / R;
+    if (R <= 0) o->wall_s = NAN;
+    o->throughput_tok_s = db_throughput(p);
+    o->throughput_stddev = db_round_stddev(p);
+    db_in_flight(p, &o->mean_in_flight, &o->max_in_flight);
+    o->contended = db_contended(p, &o->other_cores);
 
     o->tau = db_req_stats_tau(t);
     o->tokens_per_target_call = db_req_stats_tokens_per_call(t);
@@ -188,7 +188,6 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
         if (p->reqs[k].output_tokens >= 1)
             lat[m++] = 1e3 * (p->reqs[k].t_finished - p->reqs[k].t_admitted);
     dist(lat, m, &o->e2e_ms_mean, &o->e2e_ms_p50, &o->e2e_ms_p90, &o->e2e_ms_p99);
-    free(v);
     free(lat);
 
     /* speedup against the baseline */
@@ -196,10 +195,9 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     if (is_ar(&p->key)) {
         o->speedup = o->speedup_ci_lo = o->speedup_ci_hi = 1.0;
     } else if (ar && ar->repetitions > 0) {
-        double base = mean_throughput(ar);
+        double base = db_throughput(ar);
         if (base > 0) o->speedup = o->throughput_tok_s / base;
-        if (base > 0 && ar->n_prompts == N && N > 0 && R > 0 &&
-            bootstrap_ci(p, ar, seed, &o->speedup_ci_lo, &o->speedup_ci_hi) != 0)
+        if (base > 0 && known(p, ar) && bootstrap_ci(p, ar, seed, &o->speedup_ci_lo, &o->speedup_ci_hi) != 0)
             return DB_ERUNTIME;
     }
     /* what one verify costs in decode steps of the paired baseline: above tau, a cycle costs
@@ -212,15 +210,36 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
         double step_ms = a.cycles > 0 ? 1e3 * a.t_verify / (double)a.cycles : NAN;
         if (step_ms > 0) o->verify_cost_steps = o->verify_ms_per_cycle / step_ms;
     }
-    o->stable = !db_throughput_varies(o) && !db_speedup_above_tau(o);
+    stability(o, p, is_ar(&p->key) ? NULL : ar);
     return DB_OK;
 }
 
-/* pyperf's rule: relative stddev above 10% */
-int db_throughput_varies(const db_point_summary *s)
+int db_contended(const db_point_raw *p, double *other_cores)
 {
-    return s->throughput_stddev > 0.10 * s->throughput_tok_s;
+    *other_cores = p->load_s > 0 ? p->other_cpu_s / p->load_s : NAN;
+    if (!(*other_cores >= 0) || p->cpus <= 0) return -1;
+    /* the neighbours and this run's threads want more cores than there are: the threads wait
+     * for a descheduled one at every OpenMP barrier */
+    return *other_cores + (p->threads > 0 ? p->threads : 1) > p->cpus + DB_CONTENDED_CORES;
 }
 
-/* a speedup no cycle costing at least one decode step can give */
-int db_speedup_above_tau(const db_point_summary *s) { return s->speedup > s->tau; }
+static const char *const why_text[] = {
+    "throughput varies by more than 10% across rounds",
+    "its ar baseline's throughput varies by more than 10% across rounds",
+    "the speedup's 95% CI is wider than DB_CI_WIDTH_MAX of it",
+    "a verify costs less than one decode step (verify_cost_steps < 1): timing noise",
+    "speedup above tau (no cycle costs less than a decode step): timing noise",
+};
+
+void db_unstable_text(unsigned why, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof why_text / sizeof *why_text; i++)
+        if (why & (1u << i) && o < n) {
+            if ((1u << i) == DB_UNSTABLE_CI_WIDE) /* the fraction spelled from its one definition */
+                o += (size_t)snprintf(buf + o, n - o, "%sthe speedup's 95%% CI is wider than %.0f%% of it",
+                                      o ? "; " : "", 100 * DB_CI_WIDTH_MAX);
+            else o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? "; " : "", why_text[i]);
+        }
+}

@@ -1,26 +1,35 @@
 /* report.h — from the raw samples of a sweep point to its summary (definitions: README, *Result
  * files and their columns*), and the point's identity.
  *
- * Notation: R repetitions, N prompts; request (r, i) is raw->reqs[r*N + i]; tok_ri its
- * committed output tokens; wall_r the timed-phase seconds of repetition r.
- *   throughput_r = sum_i tok_ri / wall_r; mean and sample stddev (n-1) over r.
- *   speedup = mean throughput / mean throughput of the `ar` point with the same key except
- *     variant and block size (1 for `ar` itself; NAN without a baseline).
- *   speedup CI: 95% percentile bootstrap, DB_BOOTSTRAP resamples of the N prompt indices with
- *     replacement, the SAME indices for the variant and for `ar` (paired), and of the R
- *     repetitions with replacement, the SAME ones on both sides when both ran R (their rounds
- *     were interleaved: repetition r of `ar` and of the variant ran back to back). A prompt's time is
- *     its share of the timed phase, time_ri = wall_r * e2e_ri / sum_j e2e_rj (its end-to-end
- *     latency share: under concurrency requests overlap, so wall time is split in proportion to
- *     how long each was in flight). A resample S gives mean_r(sum_S tok_ri / sum_S time_ri) per
- *     side (over the resampled repetitions) and their ratio; with S = all prompts and every
- *     repetition once this is exactly the point estimate. The
- *     resampling stream is db_rng seeded with `seed`, so the interval is reproducible. NAN when
- *     the two points do not have the same prompts (N differs).
+ * Notation: R rounds, N requests per round, D distinct prompts among them (request entry i
+ * is prompt cluster i mod D, result/point.h); request (r, i) is raw->reqs[r*N + i], tok_ri its
+ * committed output tokens; wall_r the timed-phase seconds of round r.
+ *   throughput = sum tok / sum wall over every round (tokens over time, result/timing.h);
+ *     throughput_stddev the sample stddev of the round rates (NAN below 2 rounds).
+ *   speedup = throughput / throughput of the `ar` point with the same key except variant and
+ *     block size (1 for `ar` itself; NAN without a baseline).
+ *   speedup CI: 95% percentile bootstrap, DB_BOOTSTRAP resamples of the D prompt clusters with
+ *     replacement, the SAME clusters for the variant and for `ar` (paired), and of the R rounds
+ *     with replacement, the SAME ones on both sides when both ran R (their rounds were
+ *     interleaved: round r of `ar` and of the variant ran back to back). A request's time is
+ *     its share of its round's timed phase, time_ri = wall_r * e2e_ri / sum_j e2e_rj (under
+ *     concurrency requests overlap, so wall time is split in proportion to how long each was in
+ *     flight). A resample gives each side's sum of tokens / sum of times over its resampled
+ *     rounds and clusters (the throughput's own definition; with every cluster and round once
+ *     it is exactly the point estimate) and their ratio. The resampling stream is db_rng
+ *     seeded with `seed`, so the interval is reproducible. NAN (unknown) below 2 rounds or 2
+ *     prompts on either side.
  *   verify_cost_steps = verify_ms_per_cycle / (1000 * sum t_verify / sum cycles of the paired
  *     `ar` point): one verify in decode steps of the baseline (1 for `ar`; NAN without one).
- *   stable = 0 when throughput_stddev > 0.10 * throughput (pyperf's rule) or speedup > tau (no
- *     cycle that costs at least one decode step can give that: the timing is noise).
+ *   stable = -1 (unknown, an empty field) below 2 rounds or 2 prompts on either side of the
+ *     speedup; else 0 when any DB_UNSTABLE_* reason holds: its own spread (result/timing.h)
+ *     above DB_SPREAD_MAX (pyperf's 10%), its `ar` baseline's too (a ratio is no steadier than
+ *     its divisor), the speedup CI wider than DB_CI_WIDTH_MAX of the speedup, verify_cost_steps
+ *     < 1 or speedup > tau (no cycle costs less than one decode step: timing noise); else 1.
+ *   contended = 1 when other_cores (what other processes held during the timed passes,
+ *     bench/machine_load.h) + this run's threads > the usable cores + DB_CONTENDED_CORES: a
+ *     thread is descheduled at times and the others wait for it at every barrier; -1 unknown.
+ *   mean_in_flight, max_in_flight: result/timing.h.
  *   tau = tokens committed by cycles / cycles over all requests (the prefill is no cycle; `ar`:
  *     1, each decode step commits one token); tokens_per_target_call = output tokens / (cycles +
  *     one prefill per request). Counting rules: engine.h.
@@ -31,7 +40,7 @@
  *   x_ms_per_cycle = 1000 * sum of the requests' t_x / sum of their cycles (x = draft, select,
  *     verify, host).
  *   oracle_tau = oracle_len_sum / cycles (NAN for `ar`, which drafts nothing).
- *   output_tokens, cycles, wall_s: per repetition (mean over repetitions). */
+ *   output_tokens, cycles, wall_s: per round (mean over rounds). */
 #ifndef DB_REPORT_H
 #define DB_REPORT_H
 
@@ -46,11 +55,21 @@
 int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t seed,
                        db_point_summary *out);
 
-/* The two halves of the stable rule (stable = neither), for whoever says why a point is not:
- * the throughput's stddev across repetitions above 10% of its mean (pyperf's rule), and a
- * speedup above tau (timing noise). */
-int db_throughput_varies(const db_point_summary *s);
-int db_speedup_above_tau(const db_point_summary *s);
+#define DB_CI_WIDTH_MAX 0.50    /* stable: speedup CI width / speedup at most this (README,
+                                 * *Timing*: 8 prompts' own spread is 20-30% of it) */
+#define DB_CONTENDED_CORES 0.5  /* contended: cores wanted beyond those there are */
+#define DB_UNSTABLE_VARIES 1u
+#define DB_UNSTABLE_BASE_VARIES 2u
+#define DB_UNSTABLE_CI_WIDE 4u
+#define DB_UNSTABLE_VERIFY_CHEAP 8u
+#define DB_UNSTABLE_ABOVE_TAU 16u
+
+/* the contended rule above: 1, 0 or -1 (unknown); *other_cores: what the neighbours held (NAN
+ * unknown) */
+int db_contended(const db_point_raw *p, double *other_cores);
+
+/* the reasons of DB_UNSTABLE_* bits `why` as "reason; reason" (no trailing separator) */
+void db_unstable_text(unsigned why, char *buf, size_t n);
 
 /* the key of the `ar` point that is the baseline of k */
 void db_point_baseline_key(const db_point_key *k, db_point_key *ar);

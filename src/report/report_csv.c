@@ -48,6 +48,9 @@ static void put_int(row *r, const char *name, long v)
     put(r, name, b, 1);
 }
 
+/* 1 / 0, or -1 (unknown): empty */
+static void put_tri(row *r, const char *name, int v) { put(r, name, v < 0 ? "" : v ? "1" : "0", 1); }
+
 /* doubles: 10 significant digits; NAN/inf: empty */
 static void put_num(row *r, const char *name, double v)
 {
@@ -116,6 +119,7 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     (void)idx;
     common(r, m, &p->key);
     put_int(r, "n_prompts", p->n_prompts);
+    put_int(r, "distinct_prompts", p->n_distinct);
     put_int(r, "repetitions", p->repetitions);
     put_int(r, "output_tokens", s->output_tokens);
     put_num(r, "wall_s", s->wall_s);
@@ -124,7 +128,11 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "speedup", s->speedup);
     put_num(r, "speedup_ci_lo", s->speedup_ci_lo);
     put_num(r, "speedup_ci_hi", s->speedup_ci_hi);
-    put_int(r, "stable", s->stable);
+    put_tri(r, "stable", s->stable);
+    put_num(r, "mean_in_flight", s->mean_in_flight);
+    put_int(r, "max_in_flight", s->max_in_flight);
+    put_num(r, "other_cores", s->other_cores);
+    put_tri(r, "contended", s->contended);
     put_num(r, "tau", s->tau);
     put_num(r, "tokens_per_target_call", s->tokens_per_target_call);
     put_num(r, "oracle_tau", s->oracle_tau);

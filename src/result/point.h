@@ -32,8 +32,10 @@ typedef struct {
 
 typedef struct {
     db_point_key key;
-    int n_prompts;
-    int repetitions;
+    int n_prompts;         /* requests per round, every turn counted (N) */
+    int n_distinct;        /* distinct prompts (D) among them: request i (first turns) is prompt
+                            * i mod D, N a multiple of D; 0 when unknown (a loaded baseline) */
+    int repetitions;       /* rounds run (R) */
     double *wall_s;        /* [repetitions] timed-phase seconds */
     double *rep_start_s;   /* [repetitions] start of each timed pass, seconds since the
                             * invocation's first; NULL when not recorded (loaded baselines) */
@@ -41,16 +43,26 @@ typedef struct {
     db_req_stats *reqs;    /* [repetitions * n_prompts]; request i of rep r at r*n_prompts + i */
     double peak_mem_mib;   /* backend bytes_peak (weights + caches + activations), MiB */
     double predicted_tok_s; /* roofline prediction, 0 when none */
+    /* the neighbours: CPU seconds other processes used during the timed passes, over
+     * load_s seconds of them (machine_load.h; load_s 0: unknown), and the threads this run
+     * computes with on cpus usable cores (0: unknown) */
+    double other_cpu_s, load_s;
+    int threads, cpus;
 } db_point_raw;
 
 typedef struct {
-    long output_tokens;         /* per repetition (mean) */
+    long output_tokens;         /* per round (mean) */
     double wall_s;              /* mean */
-    double throughput_tok_s;    /* mean over repetitions */
-    double throughput_stddev;   /* sample stddev over repetitions (0 for one) */
-    int stable;                 /* 0: stddev / mean throughput > 0.10, or speedup > tau */
+    double throughput_tok_s;    /* tokens over time of all rounds (result/timing.h) */
+    double throughput_stddev;   /* sample stddev of the round rates; NAN below 2 rounds */
+    int stable;                 /* 1, 0, or -1 unknown (report.h: the rule) */
+    unsigned unstable_why;      /* DB_UNSTABLE_* bits (report.h) */
+    double mean_in_flight;      /* result/timing.h */
+    int max_in_flight;
+    double other_cores;         /* cores other processes held during the timed passes (NAN unknown) */
+    int contended;              /* 1, 0, or -1 unknown (report.h: the rule) */
     double speedup;             /* throughput / throughput(ar, same key but variant); NAN if none */
-    double speedup_ci_lo, speedup_ci_hi; /* 95% bootstrap over prompts, paired with ar */
+    double speedup_ci_lo, speedup_ci_hi; /* 95% bootstrap over prompts and rounds, paired with ar */
     double tau;                 /* tokens committed per drafting cycle (prefill excluded) */
     double tokens_per_target_call; /* output tokens / (cycles + prefills) */
     long cycles;                /* per repetition (mean) */
