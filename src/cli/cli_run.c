@@ -208,6 +208,8 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
                        : db_results_open(&c->res, c->out_dir, 0, err, errlen);
         c->lock_fd = -1; /* the results' now, even when the open failed */
         c->res_open = rc == DB_OK;
+        /* no --out: a default name, made exclusively (with a suffix when another run took it) */
+        c->res.unique = !c->resume && !sw->out[0];
     }
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);
