@@ -415,6 +415,33 @@ static char *note_of(double cost, double tau, double draft_ms, double weights)
     return text;
 }
 
+/* warnings name a point by every axis that varies, and join their reasons without a dangling ';' */
+static void warnings(void)
+{
+    db_point_raw p = fx_raw(fx_key("math", "dflash2", 8, 4), 2, 3, 1.0);
+    snprintf(p.key.target, sizeof p.key.target, "tiny-q8");
+    snprintf(p.key.drafter, sizeof p.key.drafter, "tiny-d2");
+    snprintf(p.key.acceptance_source, sizeof p.key.acceptance_source, "replay:gsm8k.csv");
+    db_point_summary s;
+    db_point_summarize(&p, NULL, 1, &s);
+    char b[600];
+    s.stable = 1;
+    tap_ok(!db_out_point_warning(&p, &s, 0, b, sizeof b), "a stable point without faults: no warning");
+    s.stable = 0;
+    s.throughput_stddev = s.throughput_tok_s; /* varies; speedup absent: not above tau */
+    int w = db_out_point_warning(&p, &s, DB_VARY_TARGET | DB_VARY_DRAFTER | DB_VARY_PROFILE, b, sizeof b);
+    tap_ok(w && !strcmp(b, "tiny-q8 math dflash2 drafter tiny-d2 profile replay:gsm8k.csv B8 c4 T0: throughput "
+                           "varies by more than 10% across repetitions"),
+           "one reason, target, drafter and profile named, no trailing ';': %s", b);
+    p.major_faults = 3;
+    db_out_point_warning(&p, &s, 0, b, sizeof b);
+    size_t L = strlen(b);
+    tap_ok(strstr(b, "math dflash2 B8 c4 T0: throughput varies") && strstr(b, "repetitions; major page faults") &&
+               b[L - 1] != ';' && !strstr(b, "tiny-q8"),
+           "two reasons joined by '; ', no axis named that does not vary: %s", b);
+    db_point_raw_free(&p);
+}
+
 static void reading_note(void)
 {
     /* verify 3.71 steps, nothing else in the cycle, tau 4.00: a cycle is cheaper than its tokens */
@@ -438,6 +465,7 @@ int main(void)
     progress();
     out_empty_and_abort();
     reading_note();
+    warnings();
     by_hand();
     synthetic();
     tables();

@@ -13,7 +13,6 @@
 #include "cli/cli_args.h"
 #include "cli/cli_run_resume.h"
 #include "cluster/shard.h"
-#include "engine/variant.h"
 #include "report/report.h"
 #include "report/report_out.h"
 #include "report/results_dir.h"
@@ -259,36 +258,11 @@ static int stopped(run_ctx *c, char *err, size_t errlen)
     return rc;
 }
 
-/* a point as a warning names it: its key, and every axis the sweep varies beyond dataset,
- * variant, block size, concurrency and temperature (backend, target, drafter, acceptance
- * profile), so a warning in a sweep over several of them points at one row */
-static void point_name(const run_ctx *c, const db_point_key *k, char *b, size_t n)
+/* the axes beyond the point key's own that vary in this sweep (warnings name them) */
+static unsigned sweep_varies(const db_sweep *sw)
 {
-    const db_sweep *sw = &c->sw;
-    int ar = db_variant_is_baseline(db_variant_lookup(k->variant));
-    snprintf(b, n, "%s%s%s%s%s %s", sw->n_backend > 1 ? k->backend : "", sw->n_backend > 1 ? " " : "",
-             sw->n_target > 1 ? k->target : "", sw->n_target > 1 ? " " : "", k->dataset, k->variant);
-    size_t len = strlen(b);
-    if (!ar && sw->n_drafter > 1) len += snprintf(b + len, n - len, " drafter %s", k->drafter);
-    if (!ar && sw->n_profile > 1 && len < n)
-        len += snprintf(b + len, n - len, " profile %s", k->acceptance_source);
-    if (len < n && !ar) len += snprintf(b + len, n - len, " B%d", k->block_size);
-    if (len < n) snprintf(b + len, n - len, " c%d T%g", k->concurrency, (double)k->temperature);
-}
-
-/* "warning: POINT: reason; reason" when its numbers are not to be trusted */
-static void warn_point(const run_ctx *c, const db_point_raw *raw, const db_point_summary *sum)
-{
-    const char *why[3];
-    int n = 0;
-    if (db_throughput_varies(sum)) why[n++] = "throughput varies by more than 10% across repetitions";
-    if (db_speedup_above_tau(sum)) why[n++] = "speedup above tau (no cycle costs less than a decode step): timing noise";
-    if (raw->major_faults > 0) why[n++] = "major page faults in the timed passes (weights read from disk)";
-    if (!n) return;
-    char name[600];
-    point_name(c, &raw->key, name, sizeof name);
-    fprintf(stderr, "warning: %s: %s%s%s%s%s\n", name, why[0], n > 1 ? "; " : "", n > 1 ? why[1] : "",
-            n > 2 ? "; " : "", n > 2 ? why[2] : "");
+    return (sw->n_backend > 1 ? DB_VARY_BACKEND : 0) | (sw->n_target > 1 ? DB_VARY_TARGET : 0) |
+           (sw->n_drafter > 1 ? DB_VARY_DRAFTER : 0) | (sw->n_profile > 1 ? DB_VARY_PROFILE : 0);
 }
 
 /* a measured point: summary against its baseline, rows appended, the table line, and a warning
@@ -308,7 +282,9 @@ static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
     /* the weights the note compares with the cache: the current target's on the device (from
      * its config's shapes, so synthetic weights count too, not their config file) */
     if (!rc) rc = db_out_point(&c->out, &c->meta, raw, &sum, db_weights_bytes(&c->sr.tcfg, NULL, c->sr.wdtype), err, errlen);
-    if (!rc && (!sum.stable || raw->major_faults > 0)) warn_point(c, raw, &sum);
+    char why[1200];
+    if (!rc && db_out_point_warning(raw, &sum, sweep_varies(&c->sw), why, sizeof why))
+        fprintf(stderr, "warning: %s\n", why);
     db_point_raw_free(&loaded);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* report_out.c — stdout formats (see report_out.h). */
 #include "report/report_out.h"
+#include "report/report.h"
 #include "report/report_csv.h"
 #include "base/util.h"
 #include "engine/variant.h"
@@ -154,6 +155,34 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the summary of %s %s", raw->key.dataset,
                        raw->key.variant);
     return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
+}
+
+void db_out_point_name(const db_point_key *k, unsigned vary, char *b, size_t n)
+{
+    int ar = db_variant_is_baseline(db_variant_lookup(k->variant)), be = vary & DB_VARY_BACKEND,
+        tg = vary & DB_VARY_TARGET;
+    snprintf(b, n, "%s%s%s%s%s %s", be ? k->backend : "", be ? " " : "", tg ? k->target : "", tg ? " " : "",
+             k->dataset, k->variant);
+    size_t len = strlen(b);
+    if (!ar && (vary & DB_VARY_DRAFTER) && len < n) len += snprintf(b + len, n - len, " drafter %s", k->drafter);
+    if (!ar && (vary & DB_VARY_PROFILE) && len < n) len += snprintf(b + len, n - len, " profile %s", k->acceptance_source);
+    if (!ar && len < n) len += snprintf(b + len, n - len, " B%d", k->block_size);
+    if (len < n) snprintf(b + len, n - len, " c%d T%g", k->concurrency, (double)k->temperature);
+}
+
+int db_out_point_warning(const db_point_raw *raw, const db_point_summary *s, unsigned vary, char *b, size_t n)
+{
+    const char *why[3];
+    int k = 0;
+    if (!s->stable && db_throughput_varies(s)) why[k++] = "throughput varies by more than 10% across repetitions";
+    if (!s->stable && db_speedup_above_tau(s))
+        why[k++] = "speedup above tau (no cycle costs less than a decode step): timing noise";
+    if (raw->major_faults > 0) why[k++] = "major page faults in the timed passes (weights read from disk)";
+    if (!k) return 0;
+    db_out_point_name(&raw->key, vary, b, n);
+    size_t len = strlen(b);
+    for (int i = 0; i < k && len < n; i++) len += snprintf(b + len, n - len, "%s%s", i ? "; " : ": ", why[i]);
+    return 1;
 }
 
 /* the md reading note: what the slow rows' own figures say, nothing they do not */

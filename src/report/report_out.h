@@ -56,4 +56,15 @@ int db_out_end(db_out *o, char *err, size_t errlen);
  * is out, so stdout still parses; the other formats nothing. Frees what begin / prior held. */
 void db_out_abort(db_out *o);
 
+/* the axes beyond dataset, variant, block size, concurrency and temperature that vary in a sweep
+ * (db_out_point_name names a point by them too) */
+enum { DB_VARY_BACKEND = 1, DB_VARY_TARGET = 2, DB_VARY_DRAFTER = 4, DB_VARY_PROFILE = 8 };
+/* "math dflash2 B16 c8 T0", with the backend, target ("tiny-qwen3 math ..."), drafter
+ * ("drafter NAME") and acceptance profile ("profile replay:FILE") when `vary` says the sweep has
+ * several, so a warning in such a sweep points at one row */
+void db_out_point_name(const db_point_key *k, unsigned vary, char *b, size_t n);
+/* "POINT: reason; reason" into b when the point's numbers are not to be trusted (unstable: which
+ * half of the rule; major page faults); 0 when there is nothing to say */
+int db_out_point_warning(const db_point_raw *raw, const db_point_summary *s, unsigned vary, char *b, size_t n);
+
 #endif
