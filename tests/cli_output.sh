@@ -32,10 +32,13 @@ for fmt in md csv json; do
     ok "$([ "$rc" = 2 ] && [ ! -s "$out" ] && [ ! -e "$tmp/b17-$fmt" ]; echo $?)" \
         "-B 17 -o $fmt: exit 2 ($rc), nothing on stdout ($(wc -c <"$out") bytes), no directory"
 done
-run run --synthetic --target-config configs/models/qwen3-27b-class.json \
+# the 27B-class shapes at 256 layers of 8x the MLP (about 1.7 TiB of weights): refused anywhere
+sed 's/"num_hidden_layers": 52/"num_hidden_layers": 256/; s/"intermediate_size": 25600/"intermediate_size": 204800/' \
+    configs/models/qwen3-27b-class.json >"$tmp/huge.json"
+run run --synthetic --target-config "$tmp/huge.json" \
     --drafter-config configs/models/qwen3-27b-class-dflash2.json -v ar,dflash2 -n 8 -o json --out "$tmp/mem"
 ok "$([ "$rc" = 2 ] && [ ! -s "$out" ] && grep -q "GiB available" "$errf"; echo $?)" \
-    "the memory refusal (a 27B-class synthetic pair) -o json: exit 2 ($rc), nothing on stdout"
+    "the memory refusal (a 2 TiB synthetic target) -o json: exit 2 ($rc), nothing on stdout"
 
 # a signal after the first group: the JSON array is closed
 json_ok() { "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); sys.exit(0 if isinstance(a, list) and a else 1)' "$1" 2>/dev/null; }
