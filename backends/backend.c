@@ -75,10 +75,11 @@ int db_backend_create(const char *name, const db_backend_opts *opts, db_backend 
         return -1;
     }
     be->ops = ops;
-    if (be->ops->init(be, opts) != 0) {
+    int rc = be->ops->init(be, opts);
+    if (rc != 0) {
         snprintf(err, errlen, "backend %s: %s", name, be->err);
         free(be);
-        return -1;
+        return rc == -2 ? -2 : -1; /* -2: the device asked for is not there, bad input (exit 2) */
     }
     db_profile_attach(be);
     *out = be;

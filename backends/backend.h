@@ -69,6 +69,8 @@ typedef struct db_backend db_backend;
 
 typedef struct {
     const char *name;
+    /* 0; -2 when the device asked for does not exist (no device, an ordinal past the count: the
+     * caller's input, exit 2); -1 on any other failure. The message goes into be->err. */
     int (*init)(db_backend *be, const db_backend_opts *opts);
     void (*free)(db_backend *be);
 

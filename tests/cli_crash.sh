@@ -55,7 +55,9 @@ for k in $(seq 1 "$nb"); do
     killed "$k" "${sweep[@]}" --out "$d"
     rc=$?
     res=$(after_kill "$d")
-    if [ -d "$d" ]; then mode=(--resume "$d"); else mode=(--out "$d"); fi
+    # a directory killed before its points.done holds no results: --resume refuses it, and a
+    # fresh run takes it (it is empty)
+    if [ -f "$d/points.done" ] || [ -f "$d/meta.json" ]; then mode=(--resume "$d"); else mode=(--out "$d"); fi
     "$BIN" "${sweep[@]}" "${mode[@]}" >/dev/null 2>"$tmp/err2"
     rc2=$?
     fin=$("$PY" "$CHECK" "$d" "$points")

@@ -259,7 +259,7 @@ static void tables(void)
     db_out o;
     FILE *f = open_memstream(&text, &len);
     db_out_begin(&o, f, "csv", 0, err, sizeof err);
-    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], 0, err, sizeof err);
     db_out_end(&o, err, sizeof err);
     fclose(f);
     db_csv_doc d;
@@ -281,7 +281,7 @@ static void tables(void)
 
     f = open_memstream(&text, &len);
     db_out_begin(&o, f, "json", 0, err, sizeof err);
-    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], 0, err, sizeof err);
     db_out_end(&o, err, sizeof err);
     fclose(f);
     cJSON *j = cJSON_Parse(text);
@@ -297,7 +297,7 @@ static void tables(void)
 
     f = open_memstream(&text, &len);
     db_out_begin(&o, f, "md", 1, err, sizeof err); /* with the model columns */
-    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], 0, err, sizeof err);
     db_out_end(&o, err, sizeof err);
     fclose(f);
     tap_ok(strstr(text, "| target | dtype | dataset |") && strstr(text, "| tiny-qwen3 | f32 | gsm8k, hard \"x\" | ar |") &&
@@ -306,7 +306,7 @@ static void tables(void)
     free(text);
     f = open_memstream(&text, &len);
     db_out_begin(&o, f, "md", 0, err, sizeof err);
-    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], err, sizeof err);
+    for (int i = 0; i < 3; i++) db_out_point(&o, &m, &pts[i], &sum[i], 0, err, sizeof err);
     db_out_end(&o, err, sizeof err);
     fclose(f);
     int lines = 0, table_ok = 1;
@@ -329,23 +329,149 @@ static void progress(void)
     size_t len;
     FILE *f = open_memstream(&text, &len);
     db_progress pr;
-    db_progress_begin(&pr, f, 2);
-    db_progress_start(&pr, "math ar c1");
-    db_progress_done(&pr, "math ar c1", 1.2);
-    db_progress_start(&pr, "math dflash2 B8 c1");
-    db_progress_done(&pr, "math dflash2 B8 c1", 75);
+    db_progress_begin(&pr, f, 3, 10);
+    pr.t0 = db_now() - 10; /* 10 s elapsed when the first group ends */
+    db_progress_start(&pr, "math c1 T0 (1 point x 3 rounds)");
+    db_progress_done(&pr, "math c1 T0 (1 point x 3 rounds)", 1, 1, 0.04);
+    db_progress_start(&pr, "math c8 T0 (2 points x 3 rounds)");
+    db_progress_done(&pr, "math c8 T0 (2 points x 3 rounds)", 2, 9, 75);
     db_progress_end(&pr);
     fclose(f);
-    tap_ok(!pr.tty && strstr(text, "[1/2] math ar c1 done in 1s, ETA") &&
-               strstr(text, "[2/2] math dflash2 B8 c1 done in 1m15s, ETA 0s") && !strchr(text, '\r'),
-           "progress without a terminal: one plain line per point");
+    tap_ok(!pr.tty && strstr(text, "[1/3 points] math c1 T0 (1 point x 3 rounds): the group took 0.0s, ETA 1m30s") &&
+               strstr(text, "[3/3 points] math c8 T0 (2 points x 3 rounds): the group took 1m15s, ETA 0.0s") &&
+               !strchr(text, '\r'),
+           "progress without a terminal: one line per group, its own time, the ETA by predicted cost (cost 1 of 10 "
+           "done in 10 s: 90 s left)");
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
     free(text);
+}
+
+/* stdout stays empty until a point completes; -o json closes its array on an early exit */
+static void out_empty_and_abort(void)
+{
+    const char *fmts[] = {"md", "csv", "json"};
+    char err[256], *text;
+    size_t len;
+    db_out o;
+    int empty = 1;
+    for (int i = 0; i < 3; i++) {
+        FILE *f = open_memstream(&text, &len);
+        db_out_begin(&o, f, fmts[i], 0, err, sizeof err);
+        db_out_end(&o, err, sizeof err);
+        fclose(f);
+        empty &= len == 0;
+        free(text);
+        f = open_memstream(&text, &len);
+        db_out_begin(&o, f, fmts[i], 0, err, sizeof err);
+        db_out_abort(&o);
+        fclose(f);
+        empty &= len == 0;
+        free(text);
+    }
+    tap_ok(empty, "md, csv, json: nothing on stdout before the first point (end or abort)");
+    db_run_meta m;
+    fx_meta(&m);
+    db_point_raw p = fx_raw(fx_key("math", "ar", 1, 2), 2, 3, 1.0);
+    db_point_summary s;
+    db_point_summarize(&p, NULL, 1, &s);
+    FILE *f = open_memstream(&text, &len);
+    db_out_begin(&o, f, "json", 0, err, sizeof err);
+    db_out_point(&o, &m, &p, &s, 0, err, sizeof err);
+    db_out_abort(&o);
+    fclose(f);
+    cJSON *j = cJSON_Parse(text);
+    tap_ok(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 1, "-o json stopped after a point: the array is closed");
+    cJSON_Delete(j);
+    free(text);
+    db_point_raw_free(&p);
+    db_run_meta_free(&m);
+}
+
+/* the md note of a drafter row below speedup 1, given its figures (speedup 0.9) */
+static char *note_of(double cost, double tau, double draft_ms, double weights)
+{
+    db_run_meta m;
+    fx_meta(&m);
+    m.cpu.l3 = 32 << 20;
+    db_point_raw p = fx_raw(fx_key("math", "dflash2", 8, 2), 2, 3, 1.0);
+    db_point_summary s;
+    db_point_summarize(&p, NULL, 1, &s);
+    s.speedup = 0.9;
+    s.verify_cost_steps = cost;
+    s.tau = tau;
+    s.verify_ms_per_cycle = 1;
+    s.draft_ms_per_cycle = draft_ms;
+    s.select_ms_per_cycle = s.correct_ms_per_cycle = s.host_ms_per_cycle = 0;
+    char err[256], *text;
+    size_t len;
+    db_out o;
+    FILE *f = open_memstream(&text, &len);
+    db_out_begin(&o, f, "md", 0, err, sizeof err);
+    db_out_point(&o, &m, &p, &s, weights, err, sizeof err);
+    db_out_end(&o, err, sizeof err);
+    fclose(f);
+    db_point_raw_free(&p);
+    db_run_meta_free(&m);
+    return text;
+}
+
+/* warnings name a point by every axis that varies, and join their reasons without a dangling ';' */
+static void warnings(void)
+{
+    db_point_raw p = fx_raw(fx_key("math", "dflash2", 8, 4), 2, 3, 1.0);
+    snprintf(p.key.target, sizeof p.key.target, "tiny-q8");
+    snprintf(p.key.drafter, sizeof p.key.drafter, "tiny-d2");
+    snprintf(p.key.acceptance_source, sizeof p.key.acceptance_source, "replay:gsm8k.csv");
+    db_point_summary s;
+    db_point_summarize(&p, NULL, 1, &s);
+    char b[600];
+    s.mean_in_flight = p.key.concurrency; /* the fixture's requests overlap less: not this test's case */
+    s.stable = 1;
+    tap_ok(!db_out_point_warning(&p, &s, 0, b, sizeof b), "a stable point without faults: no warning");
+    s.stable = 0;
+    s.unstable_why = DB_UNSTABLE_VARIES;
+    int w = db_out_point_warning(&p, &s, DB_VARY_TARGET | DB_VARY_DRAFTER | DB_VARY_PROFILE, b, sizeof b);
+    tap_ok(w && !strcmp(b, "tiny-q8 math dflash2 drafter tiny-d2 profile replay:gsm8k.csv B8 c4 T0: throughput "
+                           "varies by more than 10% across rounds"),
+           "one reason, target, drafter and profile named, no trailing ';': %s", b);
+    p.major_faults = 3;
+    db_out_point_warning(&p, &s, 0, b, sizeof b);
+    size_t L = strlen(b);
+    tap_ok(strstr(b, "math dflash2 B8 c4 T0: throughput varies") && strstr(b, "rounds; major page faults") &&
+               b[L - 1] != ';' && !strstr(b, "tiny-q8"),
+           "two reasons joined by '; ', no axis named that does not vary: %s", b);
+    s.stable = 1;
+    p.major_faults = 0;
+    s.mean_in_flight = 0.5 * p.key.concurrency;
+    tap_ok(db_out_point_warning(&p, &s, 0, b, sizeof b) && strstr(b, "c4 T0: only 2.0 requests in flight"),
+           "a row with too few requests in flight is named: %s", b);
+    db_point_raw_free(&p);
+}
+
+static void reading_note(void)
+{
+    /* verify 3.71 steps, nothing else in the cycle, tau 4.00: a cycle is cheaper than its tokens */
+    char *t = note_of(3.71, 4.0, 0, 1.5 * (1 << 30));
+    tap_ok(strstr(t, "Reading note") && !strstr(t, "costs more than decoding") && strstr(t, "costs less") &&
+               strstr(t, "(1536.0 MiB) exceed the last-level cache (32.0 MiB)"),
+           "note: verify 3.71 steps, tau 4.00 is not called dearer than decoding; weights as given (1.5 GiB)");
+    for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
+    free(t);
+    /* the same verify with 1 ms of drafting per 1 ms verify: 7.42 steps a cycle > tau 4 */
+    t = note_of(3.71, 4.0, 1, 1 << 20);
+    tap_ok(strstr(t, "a whole cycle (draft, select, verify, host) 7.42") && strstr(t, "costs more than decoding") &&
+               strstr(t, "(1.0 MiB) fit in") && strstr(t, "compute-bound"),
+           "note: a cycle of 7.42 steps against tau 4 costs more; weights within the cache: compute-bound");
+    free(t);
 }
 
 int main(void)
 {
     db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     progress();
+    out_empty_and_abort();
+    reading_note();
+    warnings();
     by_hand();
     synthetic();
     tables();

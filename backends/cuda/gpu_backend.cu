@@ -382,11 +382,11 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
         snprintf(be->err, sizeof be->err, "no " DB_GPU_VENDOR " device (%s)",
                  e != cudaSuccess ? cudaGetErrorString(e) : "the runtime sees 0 devices");
         (void)cudaGetLastError();
-        return -1;
+        return -2;
     }
     if (dev < 0 || dev >= count) {
         snprintf(be->err, sizeof be->err, "device %d requested, %d " DB_GPU_VENDOR " device(s) present", dev, count);
-        return -1;
+        return -2;
     }
     gpu_ctx *c = (gpu_ctx *)db_calloc(1, sizeof *c);
     if (!c) {

@@ -6,26 +6,35 @@
 
 static void fmt_dur(char *b, size_t n, double s)
 {
+    if (s >= 0 && s < 9.95) { /* a short group's time is not "0s" */
+        snprintf(b, n, "%.1fs", s);
+        return;
+    }
     long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
     if (t >= 3600) snprintf(b, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
     else if (t >= 60) snprintf(b, n, "%ldm%02lds", t / 60, t % 60);
     else snprintf(b, n, "%lds", t);
 }
 
+/* elapsed x (what is left / what is done), by predicted cost when known, else by points */
 static void eta(const db_progress *p, char *b, size_t n)
 {
-    if (!p->done) {
+    int by_cost = p->cost_total > 0 && p->cost_done > 0;
+    if (!p->done || (p->cost_total > 0 && !by_cost)) {
         snprintf(b, n, "?");
         return;
     }
-    fmt_dur(b, n, (db_now() - p->t0) / p->done * (p->total - p->done));
+    double left = by_cost ? (p->cost_total - p->cost_done) / p->cost_done : (double)(p->total - p->done) / p->done;
+    fmt_dur(b, n, (db_now() - p->t0) * (left > 0 ? left : 0));
 }
 
-void db_progress_begin(db_progress *p, FILE *f, int total)
+void db_progress_begin(db_progress *p, FILE *f, int total, double cost)
 {
     p->f = f;
     p->total = total;
     p->done = 0;
+    p->cost_total = cost;
+    p->cost_done = 0;
     p->tty = isatty(fileno(f));
     p->t0 = db_now();
     p->drawn = 0;
@@ -52,14 +61,15 @@ void db_progress_start(db_progress *p, const char *what)
     fflush(p->f);
 }
 
-void db_progress_done(db_progress *p, const char *what, double seconds)
+void db_progress_done(db_progress *p, const char *what, int points, double cost, double seconds)
 {
-    p->done++;
+    p->done += points;
+    p->cost_done += cost;
     if (p->tty) return; /* the next start() redraws */
     char e[32], d[32];
     eta(p, e, sizeof e);
     fmt_dur(d, sizeof d, seconds);
-    fprintf(p->f, "[%d/%d] %s done in %s, ETA %s\n", p->done, p->total, what, d, e);
+    fprintf(p->f, "[%d/%d points] %s: the group took %s, ETA %s\n", p->done, p->total, what, d, e);
     fflush(p->f);
 }
 

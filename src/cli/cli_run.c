@@ -3,6 +3,7 @@
  * points (bench/runner.h: warm-up, rotated timed rounds, the models target by target) and
  * appends its rows to the results directory (results_dir.h) as it finishes. */
 #include "base/util.h"
+#include "bench/capacity.h"
 #include "bench/machine_load.h"
 #include "bench/progress.h"
 #include "bench/runner.h"
@@ -238,6 +239,8 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
                        : db_results_open(&c->res, c->out_dir, 0, err, errlen);
         c->lock_fd = -1; /* the results' now, even when the open failed */
         c->res_open = rc == DB_OK;
+        /* no --out: a default name, made exclusively (with a suffix when another run took it) */
+        c->res.unique = !c->resume && !sw->out[0];
     }
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);
@@ -287,6 +290,13 @@ static int stopped(run_ctx *c, char *err, size_t errlen)
     return rc;
 }
 
+/* the axes beyond the point key's own that vary in this sweep (warnings name them) */
+static unsigned sweep_varies(const db_sweep *sw)
+{
+    return (sw->n_backend > 1 ? DB_VARY_BACKEND : 0) | (sw->n_target > 1 ? DB_VARY_TARGET : 0) |
+           (sw->n_drafter > 1 ? DB_VARY_DRAFTER : 0) | (sw->n_profile > 1 ? DB_VARY_PROFILE : 0);
+}
+
 /* a measured point: summary against its baseline, rows appended, the table line, and a warning
  * when its numbers are not to be trusted */
 static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
@@ -299,18 +309,14 @@ static int commit_point(run_ctx *c, db_point_raw *raw, char *err, size_t errlen)
     if (db_point_summarize(raw, base, c->sw.seed, &sum))
         rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory summarizing %s %s", k->dataset, k->variant);
     if (!rc) rc = db_results_append(&c->res, &c->meta, raw, &sum, err, errlen);
-    if (!rc) rc = db_out_point(&c->out, &c->meta, raw, &sum, err, errlen);
-    char why[512];
-    db_unstable_text(sum.stable == 0 ? sum.unstable_why : 0, why, sizeof why);
-    if (!rc && (why[0] || raw->major_faults > 0))
-        fprintf(stderr, "warning: %s %s B%d c%d T%g: %s%s%s\n", k->dataset, k->variant, k->block_size, k->concurrency,
-                k->temperature, why, why[0] && raw->major_faults > 0 ? "; " : "",
-                raw->major_faults > 0 ? "major page faults in the timed passes (weights read from disk)" : "");
-    /* a row labelled c must have had c in flight (the runner sizes its passes for that) */
-    if (!rc && sum.mean_in_flight < DB_IN_FLIGHT_MIN * k->concurrency)
-        fprintf(stderr, "warning: %s %s B%d c%d T%g: only %.1f requests in flight on average (max %d), below %.0f%% "
-                "of its concurrency\n", k->dataset, k->variant, k->block_size, k->concurrency, k->temperature,
-                sum.mean_in_flight, sum.max_in_flight, 100 * DB_IN_FLIGHT_MIN);
+    /* a default directory may have taken a suffix at its first point (results_dir.h) */
+    snprintf(c->out_dir, sizeof c->out_dir, "%s", c->res.dir);
+    /* the weights the note compares with the cache: the current target's on the device (from
+     * its config's shapes, so synthetic weights count too, not their config file) */
+    if (!rc) rc = db_out_point(&c->out, &c->meta, raw, &sum, db_weights_bytes(&c->sr.tcfg, NULL, c->sr.wdtype), err, errlen);
+    char why[1200];
+    if (!rc && db_out_point_warning(raw, &sum, sweep_varies(&c->sw), why, sizeof why))
+        fprintf(stderr, "warning: %s\n", why);
     db_point_raw_free(&loaded);
     return rc;
 }
@@ -324,9 +330,11 @@ static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load
         double other;
         if (db_contended(&raw[j], &other) != 1) continue;
         int t = raw[j].threads > 0 ? raw[j].threads : 1, spare = raw[j].cpus - (int)(other + 0.5);
-        fprintf(stderr, "warning: other processes held %.1f of %d cores while %s c%d ran on %d threads (rows "
+        char name[600];
+        db_out_point_name(&raw[j].key, sweep_varies(&c->sw), name, sizeof name);
+        fprintf(stderr, "warning: other processes held %.1f of %d cores while %s ran on %d threads (rows "
                 "contended: a descheduled thread stalls the others at every barrier); lower --threads to %d\n",
-                other, raw[j].cpus, raw[j].key.dataset, raw[j].key.concurrency, t, spare > 1 ? spare : 1);
+                other, raw[j].cpus, name, t, spare > 1 ? spare : 1);
         break;
     }
     if ((!c->meta.points && !(c->meta.points = cJSON_CreateArray())) || db_load_add_points(c->meta.points, raw, P, a, b))
@@ -335,8 +343,9 @@ static int record_load(run_ctx *c, const db_point_raw *raw, int P, const db_load
 }
 
 /* One group, the unit of work (bench/runner.h: warm-ups, then R rotated rounds). Nothing is
- * written before every round ran: a stopped or killed group leaves no point of it. */
-static int measure_group(run_ctx *c, int i0, int i1, char *err, size_t errlen)
+ * written before every round ran: a stopped or killed group leaves no point of it. The bar is
+ * cleared once the rounds are done, before any warning or row of the group is printed. */
+static int measure_group(run_ctx *c, int i0, int i1, db_progress *prog, char *err, size_t errlen)
 {
     int P = i1 - i0;
     db_point_raw *raw = &c->done[c->n_done];
@@ -344,11 +353,25 @@ static int measure_group(run_ctx *c, int i0, int i1, char *err, size_t errlen)
     db_load_sample_now(&a);
     int rc = db_sweep_runner_group(&c->sr, i0, i1, raw, err, errlen);
     db_load_sample_now(&b);
+    db_progress_clear(prog);
     if (rc) return stop_signal ? stopped(c, err, errlen) : rc;
     c->n_done += P;
     rc = record_load(c, raw, P, &a, &b, err, errlen);
     for (int j = 0; j < P && !rc; j++) rc = commit_point(c, &raw[j], err, errlen);
     return rc ? rc : db_results_write_meta(&c->res, &c->meta, err, errlen);
+}
+
+/* the predicted cost of every point (cluster/shard.h's model, the one --shard balances by): the
+ * progress's ETA weighs what is left by it */
+static double *point_costs(run_ctx *c, char *err, size_t errlen)
+{
+    double *cost = db_malloc(sizeof *cost * (size_t)(c->sr.nkeys > 0 ? c->sr.nkeys : 1));
+    if (!cost) db_fail(err, errlen, DB_ERUNTIME, "out of memory for the points' costs");
+    else if (db_sweep_runner_costs(&c->sr, db_shard_point_cost, cost, err, errlen)) {
+        free(cost);
+        cost = NULL;
+    }
+    return cost;
 }
 
 /* 7. every group with a point not done yet (--resume keeps complete groups and runs a partly
@@ -359,6 +382,8 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
     const db_point_key *keys = c->sr.keys;
     int nkeys = c->sr.nkeys, todo = 0, rc = DB_OK;
     if (!(c->done = db_calloc((size_t)nkeys, sizeof *c->done))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the points");
+    double *cost = point_costs(c, err, errlen), todo_cost = 0;
+    if (!cost) return DB_ERUNTIME;
     for (int i0 = 0, i1; i0 < nkeys && !rc; i0 = i1) {
         i1 = db_group_end(keys, nkeys, i0);
         int done = 0;
@@ -366,10 +391,13 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
         if (done > 0 && done < i1 - i0) /* its points must come from the same rounds */
             rc = db_results_forget(&c->res, keys + i0, i1 - i0, err, errlen);
         todo += done < i1 - i0 ? i1 - i0 : 0;
+        for (int i = i0; i < i1 && done < i1 - i0; i++) todo_cost += cost[i];
     }
+    /* -o csv of a resume: the rows DIR holds now come first, so stdout is the whole summary.csv */
+    if (!rc && c->resume) rc = db_out_prior(&c->out, c->out_dir, err, errlen);
     db_progress prog;
-    db_progress_begin(&prog, stderr, todo);
-    if (c->resume && todo < nkeys) {
+    db_progress_begin(&prog, stderr, todo, todo_cost);
+    if (!rc && c->resume && todo < nkeys) {
         db_progress_clear(&prog);
         fprintf(stderr, "resume: %d of %d points already complete in %s\n", nkeys - todo, nkeys, c->out_dir);
     }
@@ -381,14 +409,18 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
         if (db_results_is_done(&c->res, &keys[i0])) continue;
         const db_point_key *k = &keys[i0];
         char what[300];
-        snprintf(what, sizeof what, "%s%s%s c%d T%g: %d points x %d rounds", c->sw.n_target > 1 ? k->target : "",
-                 c->sw.n_target > 1 ? " " : "", k->dataset, k->concurrency, k->temperature, i1 - i0, c->sw.repetitions);
+        double gcost = 0;
+        for (int i = i0; i < i1; i++) gcost += cost[i];
+        snprintf(what, sizeof what, "%s%s%s c%d T%g (%d point%s x %d round%s)", c->sw.n_target > 1 ? k->target : "",
+                 c->sw.n_target > 1 ? " " : "", k->dataset, k->concurrency, k->temperature, i1 - i0,
+                 i1 - i0 > 1 ? "s" : "", c->sw.repetitions, c->sw.repetitions > 1 ? "s" : "");
         db_progress_start(&prog, what);
         double tp = db_now();
-        rc = measure_group(c, i0, i1, err, errlen);
+        rc = measure_group(c, i0, i1, &prog, err, errlen);
         db_progress_clear(&prog);
-        for (int i = i0; i < i1 && !rc; i++) db_progress_done(&prog, what, (db_now() - tp) / (i1 - i0));
+        if (!rc) db_progress_done(&prog, what, i1 - i0, gcost, db_now() - tp);
     }
+    free(cost);
     db_progress_end(&prog);
     return rc;
 }
@@ -431,6 +463,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen)
     if (!rc && !stop) rc = estimate(c, &stop, err, errlen); /* every check passed: what measuring will take */
     if (!rc && !stop) rc = measure_all(c, err, errlen);
     if (!rc && !stop) rc = db_out_end(&c->out, err, errlen);
+    if (rc) db_out_abort(&c->out); /* -o json: the array closed on every exit that opened it */
     if (!rc && !stop) fprintf(stderr, "results in %s\n", c->out_dir);
     run_free(c);
     free(c);

@@ -18,7 +18,9 @@ int db_run_resume_begin(const char *dir, int *lock_fd, db_sweep *rec, int *have_
                         size_t errlen)
 {
     *have_rec = 0;
-    int rc = db_results_lock(dir, lock_fd, err, errlen), listed = 0;
+    /* before the lock, which creates DIR/.lock: a directory of something else is left as it is */
+    int rc = db_results_check_resumable(dir, err, errlen), listed = 0;
+    if (!rc) rc = db_results_lock(dir, lock_fd, err, errlen);
     if (!rc) rc = db_sweep_recorded(dir, rec, err, errlen);
     *have_rec = rc == 0;
     if (rc == 1 && (rc = db_results_listed(dir, &listed, err, errlen)) == DB_OK && listed > 0)

@@ -12,7 +12,8 @@
 
 #include <stddef.h>
 
-/* --resume DIR: DIR's lock taken before DIR is read (*lock_fd; a second resume of it, as a
+/* --resume DIR: refused (DB_EINPUT, nothing written) unless DIR holds this tool's results (a
+ * meta.json or a points.done); then DIR's lock taken before DIR is read (*lock_fd; a second resume of it, as a
  * requeued job, exits 2 naming the holder), then the sweep DIR/meta.json records into *rec
  * (*have_rec). A directory whose meta.json records no sweep is resumed with the flags given
  * only when points.done lists no point. */

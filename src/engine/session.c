@@ -20,7 +20,7 @@ int db_session_open_backend(db_session *s, const db_session_opts *o, char *err, 
                 "use; timings will include threads waiting for a core\n", o->threads, ncpu);
     db_backend_opts bo = {.threads = o->threads, .deterministic = o->deterministic};
     rc = db_backend_create(o->backend, &bo, &s->be, err, errlen);
-    if (rc) return rc == -2 ? DB_EINPUT : DB_ERUNTIME; /* an unknown name, or a device that failed */
+    if (rc) return rc == -2 ? DB_EINPUT : DB_ERUNTIME; /* an unknown name or a missing device, or a device that failed */
     return DB_OK;
 }
 

@@ -4,6 +4,7 @@
 #include "base/util.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,7 +172,9 @@ static int parse_json(const char *path, const char *text, size_t len, cJSON **ro
 static int load_json(const char *dir, char *path, size_t pathlen, cJSON **root, char *err, size_t errlen)
 {
     struct stat sb;
-    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    /* reported as given: "/x.json/config.json" would send the reader to the wrong path */
+    if (stat(dir, &sb) != 0) return db_fail(err, errlen, DB_EINPUT, "%s: cannot open: %s", dir, strerror(errno));
+    if (S_ISREG(sb.st_mode)) {
         if (strlen(dir) >= pathlen) return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
         snprintf(path, pathlen, "%s", dir);
     } else if (db_path_join(path, pathlen, dir, "config.json") != 0) {

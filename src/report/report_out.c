@@ -1,5 +1,7 @@
 /* report_out.c — stdout formats (see report_out.h). */
 #include "report/report_out.h"
+#include "result/timing.h"
+#include "report/report.h"
 #include "report/report_csv.h"
 #include "base/util.h"
 #include "engine/variant.h"
@@ -8,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int db_out_begin(db_out *o, FILE *f, const char *format, int models, char *err, size_t errlen)
 {
@@ -18,20 +21,37 @@ int db_out_begin(db_out *o, FILE *f, const char *format, int models, char *err, 
     else if (!strcmp(format, "csv")) o->fmt = DB_OUT_CSV;
     else if (!strcmp(format, "json")) o->fmt = DB_OUT_JSON;
     else return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", format);
-    int rc = 0;
+    return DB_OK;
+}
+
+int db_out_prior(db_out *o, const char *dir, char *err, size_t errlen)
+{
+    char path[1200];
+    if (o->fmt != DB_OUT_CSV) return DB_OK;
+    if (db_path_join(path, sizeof path, dir, "summary.csv") != 0)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    if (access(path, F_OK) != 0) return DB_OK; /* a fresh run's directory, or no point yet */
+    free(o->prior);
+    o->prior = NULL;
+    return db_read_file(path, &o->prior, &o->prior_len, err, errlen);
+}
+
+/* the header (csv: the resumed directory's summary.csv, header included) or '[', once, with the
+ * first point: a run that never completes one leaves stdout empty */
+static int start(db_out *o)
+{
+    if (o->started) return 0;
+    o->started = 1;
+    FILE *f = o->f;
     if (o->fmt == DB_OUT_MD)
-        rc = fprintf(f, "|%s dataset | variant | B | conc | T | tok/s | speedup [95%% CI] | tau | "
-                        "TTFT p50 ms | TPOT p50 ms |\n"
-                        "|%s---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-                     models ? " target | dtype |" : "", models ? "---|---|" : "") < 0;
-    else if (o->fmt == DB_OUT_CSV)
-        rc = db_table_header(DB_TABLE_SUMMARY, f);
-    else
-        rc = fputs("[", f) == EOF;
-    fflush(f);
-    if (rc && !ferror(f)) /* nothing failed to write: the header could not be formatted */
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the summary header");
-    return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
+        return fprintf(f, "|%s dataset | variant | B | conc | T | tok/s | speedup [95%% CI] | tau | "
+                          "TTFT p50 ms | TPOT p50 ms |\n"
+                          "|%s---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+                       o->models ? " target | dtype |" : "", o->models ? "---|---|" : "") < 0;
+    if (o->fmt == DB_OUT_CSV)
+        return o->prior_len ? fwrite(o->prior, 1, o->prior_len, f) != o->prior_len
+                            : db_table_header(DB_TABLE_SUMMARY, f);
+    return fputs("[", f) == EOF;
 }
 
 /* "%.*f" or "-" when absent */
@@ -93,13 +113,24 @@ static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
                    fx(tpot, sizeof tpot, 2, s->tpot_ms_p50)) < 0;
 }
 
-int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
-                 const db_point_summary *s, char *err, size_t errlen)
+/* a whole cycle (draft, select, correct, verify, host) in decode steps: the verify's cost in
+ * steps scaled by the cycle's time over the verify's */
+static double cycle_steps(const db_point_summary *s)
 {
-    int rc = 0;
-    if (o->fmt == DB_OUT_MD) {
+    double cyc = s->draft_ms_per_cycle + s->select_ms_per_cycle + s->correct_ms_per_cycle +
+                 s->verify_ms_per_cycle + s->host_ms_per_cycle;
+    return s->verify_ms_per_cycle > 0 ? s->verify_cost_steps * cyc / s->verify_ms_per_cycle : NAN;
+}
+
+int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
+                 const db_point_summary *s, double weights_bytes, char *err, size_t errlen)
+{
+    int rc = start(o);
+    if (!rc && o->fmt == DB_OUT_MD) {
         rc = o->models && md_models(o->f, m, &raw->key);
         rc = rc || md_row(o->f, raw, s);
+    } else if (rc) {
+        /* the header failed: no row after it */
     } else if (o->fmt == DB_OUT_CSV) {
         rc = db_table_rows(DB_TABLE_SUMMARY, m, raw, s, o->f);
     } else {
@@ -114,11 +145,10 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         isfinite(s->verify_cost_steps)) {
         o->slow++;
         o->cost_sum += s->verify_cost_steps;
+        o->cycle_sum += cycle_steps(s);
         o->tau_sum += s->tau;
         snprintf(o->backend, sizeof o->backend, "%s", raw->key.backend);
-        o->weights_bytes = 0;
-        const db_model_meta *t = db_run_meta_model(m, raw->key.target);
-        for (int i = 0; i < t->n_files; i++) o->weights_bytes += (double)t->files[i].bytes;
+        o->weights_bytes = weights_bytes;
         o->llc_bytes = (double)(m->cpu.l3 ? m->cpu.l3 : m->cpu.l2);
     }
     fflush(o->f);
@@ -128,23 +158,84 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
     return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
 }
 
+void db_out_point_name(const db_point_key *k, unsigned vary, char *b, size_t n)
+{
+    int ar = db_variant_is_baseline(db_variant_lookup(k->variant)), be = vary & DB_VARY_BACKEND,
+        tg = vary & DB_VARY_TARGET;
+    snprintf(b, n, "%s%s%s%s%s %s", be ? k->backend : "", be ? " " : "", tg ? k->target : "", tg ? " " : "",
+             k->dataset, k->variant);
+    size_t len = strlen(b);
+    if (!ar && (vary & DB_VARY_DRAFTER) && len < n) len += snprintf(b + len, n - len, " drafter %s", k->drafter);
+    if (!ar && (vary & DB_VARY_PROFILE) && len < n) len += snprintf(b + len, n - len, " profile %s", k->acceptance_source);
+    if (!ar && len < n) len += snprintf(b + len, n - len, " B%d", k->block_size);
+    if (len < n) snprintf(b + len, n - len, " c%d T%g", k->concurrency, (double)k->temperature);
+}
+
+int db_out_point_warning(const db_point_raw *raw, const db_point_summary *s, unsigned vary, char *b, size_t n)
+{
+    char unstable[600], flight[200] = "";
+    db_unstable_text(s->stable == 0 ? s->unstable_why : 0, unstable, sizeof unstable);
+    /* a row labelled c must have had c in flight (the runner sizes its passes for that) */
+    if (s->mean_in_flight < DB_IN_FLIGHT_MIN * raw->key.concurrency)
+        snprintf(flight, sizeof flight, "only %.1f requests in flight on average (max %d), below %.0f%% of its concurrency",
+                 s->mean_in_flight, s->max_in_flight, 100 * DB_IN_FLIGHT_MIN);
+    const char *why[3] = {unstable, raw->major_faults > 0 ? "major page faults in the timed passes (weights read from disk)" : "",
+                          flight};
+    int k = 0;
+    db_out_point_name(&raw->key, vary, b, n);
+    size_t len = strlen(b);
+    for (int i = 0; i < 3 && len < n; i++)
+        if (why[i][0]) len += snprintf(b + len, n - len, "%s%s", k++ ? "; " : ": ", why[i]);
+    return k > 0;
+}
+
+/* the md reading note: what the slow rows' own figures say, nothing they do not */
+static int note(db_out *o)
+{
+    double cost = o->cost_sum / o->slow, cycle = o->cycle_sum / o->slow, tau = o->tau_sum / o->slow;
+    int fits = o->llc_bytes > 0 && o->weights_bytes <= o->llc_bytes;
+    char why[400];
+    if (isfinite(cycle) && cycle > tau)
+        snprintf(why, sizeof why, "a cycle costs more than decoding its tokens would%s",
+                 cost > tau ? " (the verify alone does)" : ", though the verify alone does not: drafting and "
+                                                          "host work tip it");
+    else
+        snprintf(why, sizeof why, "by these figures a cycle costs less than decoding its tokens would, so the loss "
+                                  "lies outside the cycles (prefill, scheduling) or in timing noise: check the "
+                                  "rows' stability");
+    int rc = fprintf(o->f,
+                     "\nReading note (%s): %d drafter row%s ran below speedup 1. There one verify cost %.2f decode "
+                     "steps on average and a whole cycle (draft, select, verify, host) %.2f, while a cycle committed "
+                     "%.2f tokens (tau): %s.",
+                     o->backend, o->slow, o->slow > 1 ? "s" : "", cost, cycle, tau, why) < 0;
+    if (o->llc_bytes > 0 && o->weights_bytes > 0)
+        rc |= fprintf(o->f, " The target's weights (%.1f MiB) %s the last-level cache (%.1f MiB)%s", o->weights_bytes / DB_MIB,
+                      fits ? "fit in" : "exceed", o->llc_bytes / DB_MIB,
+                      !fits ? "." : cost >= 2 ? ", so a step here is likely compute-bound: a verify of B rows costs "
+                                                "several steps, not one." : ".") < 0;
+    if (fits)
+        rc |= fputs(" Speculative decoding pays where a step is memory-bound; `dflash-bench plan --target-config "
+                    "configs/models/qwen3-8b.json --drafter-config configs/models/qwen3-8b-dflash2.json` predicts such "
+                    "a model on this machine.", o->f) == EOF;
+    return rc | (fputs("\n", o->f) == EOF);
+}
+
 int db_out_end(db_out *o, char *err, size_t errlen)
 {
     int rc = 0;
-    if (o->fmt == DB_OUT_JSON) rc = fputs("\n]\n", o->f) == EOF;
-    if (o->fmt == DB_OUT_MD && o->slow) {
-        double cost = o->cost_sum / o->slow, tau = o->tau_sum / o->slow;
-        int fits = o->llc_bytes > 0 && o->weights_bytes <= o->llc_bytes;
-        rc |= fprintf(o->f,
-                      "\nReading note (%s): %d drafter row%s ran below speedup 1. There one verify cost %.2f decode "
-                      "steps on average while a cycle committed %.2f tokens (tau): a cycle costs more than decoding "
-                      "its tokens would. The target's weights (%.1f MiB) %s the last-level cache (%.1f MiB), so a "
-                      "step here is %s-bound: a verify of B rows costs several steps, not one. Speculative decoding pays "
-                      "where a step is memory-bound; `dflash-bench plan --target-config configs/models/qwen3-8b.json "
-                      "--drafter-config configs/models/qwen3-8b-dflash2.json` predicts such a model on this machine.\n",
-                      o->backend, o->slow, o->slow > 1 ? "s" : "", cost, tau, o->weights_bytes / DB_MIB,
-                      fits ? "fit in" : "exceed", o->llc_bytes / DB_MIB, fits ? "compute" : "memory") < 0;
-    }
+    if (o->started && o->fmt == DB_OUT_JSON) rc = fputs("\n]\n", o->f) == EOF;
+    if (o->started && o->fmt == DB_OUT_MD && o->slow) rc |= note(o);
     if (fflush(o->f) != 0) rc = 1;
+    free(o->prior);
+    o->prior = NULL;
     return rc ? db_fail(err, errlen, DB_ERUNTIME, "stdout: write error") : DB_OK;
+}
+
+void db_out_abort(db_out *o)
+{
+    if (o->f && o->started && o->fmt == DB_OUT_JSON) fputs("\n]\n", o->f);
+    if (o->f) fflush(o->f);
+    o->started = 0;
+    free(o->prior);
+    o->prior = NULL;
 }

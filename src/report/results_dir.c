@@ -23,15 +23,46 @@
 #define DONE_FILE "points.done"
 #define LOCK_FILE ".lock"
 
+static int exists_in(const char *dir, const char *name);
+
+/* "NAME" for k = 1, else "NAME-k": the k-th name tried for a default directory */
+static int suffixed(char *buf, size_t n, const char *name, int k)
+{
+    int w = k > 1 ? snprintf(buf, n, "%s-%d", name, k) : snprintf(buf, n, "%s", name);
+    return w < 0 || (size_t)w >= n ? DB_EINPUT : DB_OK;
+}
+
+/* how many names a default directory tries before giving up (runs started in one second) */
+enum { MAX_SUFFIX = 1000 };
+
 int db_results_default_dir(char *buf, size_t n, const char *label, time_t now)
 {
     struct tm tm;
-    char ts[32], base[1024];
+    char ts[32], base[1024], name[1100];
     gmtime_r(&now, &tm);
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
     if (db_results_base(base, sizeof base) != DB_OK) return DB_EINPUT;
-    int w = snprintf(buf, n, "%s/%s%s%s", base, ts, label && label[0] ? "-" : "", label ? label : "");
-    return w < 0 || (size_t)w >= n ? DB_EINPUT : DB_OK;
+    int w = snprintf(name, sizeof name, "%s/%s%s%s", base, ts, label && label[0] ? "-" : "", label ? label : "");
+    if (w < 0 || (size_t)w >= sizeof name) return DB_EINPUT;
+    /* the first name free now; the run claims it (or the next free one) with an exclusive
+     * mkdir at its first point (materialize), so two runs never share one */
+    struct stat st;
+    int rc = DB_EINPUT;
+    for (int k = 1; k <= MAX_SUFFIX; k++)
+        if ((rc = suffixed(buf, n, name, k)) != DB_OK || stat(buf, &st) != 0) break;
+    return rc;
+}
+
+int db_results_check_resumable(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return db_fail(err, errlen, DB_EINPUT, "--resume %s: no such results directory", dir);
+    if (!exists_in(dir, "meta.json") && !exists_in(dir, DONE_FILE))
+        return db_fail(err, errlen, DB_EINPUT,
+                       "--resume %s holds no dflash-bench results (no meta.json or " DONE_FILE "): "
+                       "start a new run with --out", dir);
+    return DB_OK;
 }
 
 /* DIR with its parents; *made gets the topmost directory this call created ("" when none) */
@@ -620,10 +651,36 @@ static void unmaterialize(db_results *r)
 
 /* a fresh run's first point: DIR with its parents, the table headers and the meta.json held so
  * far. Failing here is a runtime error: DIR passed the checks before the models loaded. */
+/* a default directory (r->unique): its parents, then DIR itself with an exclusive mkdir, taking
+ * DIR-2, DIR-3, ... when another run made it first; r->dir becomes the name made */
+static int make_unique(db_results *r)
+{
+    char name[1024], parent[1024];
+    snprintf(name, sizeof name, "%s", r->dir);
+    snprintf(parent, sizeof parent, "%s", r->dir);
+    char *slash = strrchr(parent, '/');
+    int e = 0;
+    if (slash && slash != parent) {
+        *slash = 0;
+        e = mkdir_p(parent, r->made, sizeof r->made);
+    }
+    for (int k = 1; !e && k <= MAX_SUFFIX; k++) {
+        if (suffixed(r->dir, sizeof r->dir, name, k) != DB_OK) return ENAMETOOLONG;
+        if (mkdir(r->dir, 0777) == 0) {
+            if (!r->made[0]) snprintf(r->made, sizeof r->made, "%s", r->dir);
+            return 0;
+        }
+        if (errno != EEXIST) return errno;
+    }
+    return e ? e : EEXIST;
+}
+
 static int materialize(db_results *r, char *err, size_t errlen)
 {
-    int e = mkdir_p(r->dir, r->made, sizeof r->made), rc = DB_OK;
-    if (e) return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot create: %s", r->dir, strerror(e));
+    char asked[1024];
+    snprintf(asked, sizeof asked, "%s", r->dir);
+    int e = r->unique ? make_unique(r) : mkdir_p(r->dir, r->made, sizeof r->made), rc = DB_OK;
+    if (e) return db_fail(err, errlen, DB_ERUNTIME, "%s: cannot create: %s", asked, strerror(e));
     /* claim DIR: another run started with the same --out (or in the same second) would mix
      * its rows with ours */
     char done[1200];

@@ -50,11 +50,17 @@ typedef struct {
     char made[1024];  /* fresh run: the topmost directory it created ("" when none) */
     int rotate_meta;  /* resume: the previous meta.json not yet kept as meta.<k>.json */
     int done_fix;     /* points.done read with CRs, blanks, duplicates or a cut line */
+    int unique;       /* fresh run in a default directory (set after db_results_open): DIR is
+                       * made with an exclusive mkdir, as DIR-2, DIR-3, ... when taken, so two
+                       * runs started in the same second never share one; dir holds the name */
 } db_results;
 
 /* "<base>/YYYYmmdd-HHMMSS[-label]" in UTC, base from db_results_base ("results" when the current
- * directory is writable) */
+ * directory is writable), with "-2", "-3", ... when that name is taken */
 int db_results_default_dir(char *buf, size_t n, const char *label, time_t now);
+/* --resume DIR: DIR is a directory holding this tool's results (a meta.json or a points.done);
+ * DB_EINPUT naming DIR otherwise. Reads only: called before anything is written to DIR. */
+int db_results_check_resumable(const char *dir, char *err, size_t errlen);
 /* Before any model loads, creating nothing: a fresh run needs DIR absent or an empty directory
  * (not the current or the root directory), and its nearest existing ancestor writable (a directory made there and removed at
  * once proves it); resume needs DIR to exist and be writable. DB_EINPUT naming DIR. */
