@@ -4,7 +4,7 @@
 #   meson install --destdir D puts bin/dflash-bench and share/dflash-bench/{models,datasets,
 #   configs}, every file equal to the source tree's, and README.md + docs/ in share/doc;
 #   a failing run from / (a bad dataset) creates nothing in /;
-#   D/.../bin/dflash-bench run -n 8 --max-samples 1 (--label: its own directory), run from / with no DFLASH_BENCH_DATA and no
+#   D/.../bin/dflash-bench run -n 8 --max-samples 1 --min-time 0 -r 1 -c 1 (--label: its own directory), run from / with no DFLASH_BENCH_DATA and no
 #   source tree above it, exits 0 and writes the default sweep under ./results (here /results;
 #   $XDG_DATA_HOME/dflash-bench/results when / is not writable), its meta.json naming the
 #   installed models;
@@ -67,7 +67,7 @@ ok $? "a failing run from / exits 2 and creates nothing in / (rc $rc)"
 
 # the documented command from /
 # (a label of its own: two of these tests started in the same second share no directory)
-(cd / && "$IBIN" run -n 8 --max-samples 1 --label "install-test-$$") >"$tmp/stdout" 2>"$tmp/stderr"
+(cd / && "$IBIN" run -n 8 --max-samples 1 --min-time 0 -r 1 -c 1 --label "install-test-$$") >"$tmp/stdout" 2>"$tmp/stderr"
 rc=$?
 out=$(sed -n 's/^results in //p' "$tmp/stderr" | tail -n 1)
 case "$out" in /*) abs=$out ;; *) abs="/$out" ;; esac
@@ -78,7 +78,7 @@ case "$abs" in
     inplace=0
     made_results=$abs ;;
 esac
-ok "$rc" "installed binary: run -n 8 --max-samples 1 from / exits 0 (rc $rc)"
+ok "$rc" "installed binary: run -n 8 --max-samples 1 --min-time 0 -r 1 -c 1 from / exits 0 (rc $rc)"
 [ "$rc" = 0 ] || tail -n 5 "$tmp/stderr" | diag
 ok "$inplace" "results where expected: $abs (under $want)"
 rows=$( (tail -n +2 "$abs/summary.csv" 2>/dev/null || true) | wc -l)

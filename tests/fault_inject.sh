@@ -35,8 +35,9 @@ run_args=(run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-sampl
           --max-new-tokens 4 --warmup 0 --threads 1 --variant ar,dflash2 -c 1 -B 4 -o csv)
 gen_args=(generate --target "$TARGET" --drafter "$DRAFTER" --prompt "Hello there" -n 4 --threads 1)
 
-# the error lines of a stderr: progress lines and the closing "results in" are not errors
-errors() { grep -v -E '^\[[0-9]+/[0-9]+\] |^results in |^warning: ' "$1"; } # progress, warnings aside
+# the error lines of a stderr: progress lines, warnings, the estimate and the closing "results in"
+# are not errors
+errors() { grep -v -E '^\[[0-9]+/[0-9]+( points)?\] |^[0-9]+/[0-9]+ points in |^results in |^warning: |^estimate: ' "$1"; }
 
 # one failing allocation: status, one line, no sanitizer report, consistent results
 fault_case() { # name, N, site, args...
