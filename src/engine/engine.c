@@ -155,6 +155,8 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->use_sel = db_variant_uses_selector(p->variant);
     e->use_markov = db_variant_uses_markov(p->variant);
     e->sampling = p->temperature > 0;
+    /* a count an earlier engine's failed point left on the backend is not this engine's */
+    if (e->sampling) (void)e->be->ops->nonfinite(e->be);
     /* dspark's walk builds its q rows on the host: it stays on the host path */
     e->dev = e->be->ops->sample && e->be->ops->accept && !e->hooks.host_path &&
              !e->hooks.broken_accept && !e->use_markov;
