@@ -273,8 +273,16 @@ static int val_id_desc(const void *a, const void *b)
 int db_probs_host(float *x, int n, float temperature, float top_p, int top_k)
 {
     float mx = -INFINITY;
-    for (int i = 0; i < n; i++)
+    int nan = 0;
+    for (int i = 0; i < n; i++) {
         if (x[i] > mx) mx = x[i];
+        nan |= isnan(x[i]);
+    }
+    /* NaN / Inf logits: zeros, before the sort (a NaN breaks its order) */
+    if (nan || !isfinite(mx)) {
+        memset(x, 0, sizeof(float) * (size_t)n);
+        return 1;
+    }
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
         x[i] = expf((x[i] - mx) / temperature);

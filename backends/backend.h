@@ -111,9 +111,19 @@ typedef struct {
      * ids[N*k], vals[N*k] (vals may be NULL). */
     int (*topk)(db_backend *be, int *ids, float *vals, const float *logits, int n, int v, int k);
     /* in place: logits[N, V] -> the sampling distribution: softmax(x / temperature) restricted
-     * to the top_k largest (0 = all) and to the top_p nucleus (1 = all), renormalised. */
+     * to the top_k largest (0 = all) and to the top_p nucleus (1 = all), renormalised. A row
+     * holding a NaN, or whose largest logit is not finite (+Inf, or every entry -Inf), has no
+     * distribution (NaN / Inf weights, an overflow): it becomes all zeros and is counted for
+     * `nonfinite`. */
     void (*probs)(db_backend *be, float *x, int n, int v, float temperature, float top_p,
                   int top_k);
+    /* The rows the probs calls since the last call found non-finite (above); the count restarts
+     * at 0. A sampled point is garbage from such a row on: the engine asks after each probs call
+     * and stops the point. A device backend counts on the device and copies the count to the
+     * host with the results of every op that waits for its queue (topk, sample, accept,
+     * download, sync): asked after one of those, it costs no synchronisation. 0 or more, or -1
+     * with the message in be->err. */
+    int (*nonfinite)(db_backend *be);
 
     /* DFlash 2 two-tap dynamic convolution (docs/checkpoints.md) over rows grouped in blocks
      * of B, one phase (0 = prepare, 1 = finish):
@@ -226,7 +236,9 @@ void db_weight_free(db_backend *be, db_weight *w);
 /* Host reference of the probs op for one row of n scores, in place: softmax(x / temperature)
  * restricted to the top_k largest (0 = all; ties -> smaller index) and the top_p nucleus
  * (1 = all), renormalised. Backends and the engine share it so both sides filter alike.
- * 0, or -1 when the filter's sort buffer cannot be allocated (x is then unfiltered). */
+ * 0; 1 when the row holds a NaN or its largest score is not finite (x is then all zeros: no
+ * distribution, and no sort over NaNs); or -1 when the filter's sort buffer cannot be allocated
+ * (x is then unfiltered). */
 int db_probs_host(float *x, int n, float temperature, float top_p, int top_k);
 
 /* Sampling references (sampling.c), shared by the engine's host path and the backends' ops.
@@ -254,7 +266,8 @@ int db_accept_sample_u(const int *draft, const float *p, const float *q, const i
  * s = 0); pairs [steps, k, k]. Temperature 0: the pick = argmax S_s, ties to the smaller
  * cand[s*k + c]; else db_probs_host(S_s, k, temperature, top_p, top_k), which goes to
  * q[s*k..] (q may be NULL), and the pick = db_sample_index_u(S_s, k, u[s]).
- * draft[s] = cand[s*k + pick]. scores [k] scratch. 0, or -1 when db_probs_host fails. */
+ * draft[s] = cand[s*k + pick]. scores [k] scratch. 0, or -1 when db_probs_host cannot
+ * allocate (non-finite scores are no failure: their all-zero row picks candidate 0). */
 int db_select_walk_u(const float *uvals, const float *pairs, const int *cand, int steps, int k,
                      float temperature, float top_p, int top_k, const double *u, float *scores,
                      float *q, int *draft);

@@ -88,7 +88,9 @@ int db_select_walk_u(const float *uvals, const float *pairs, const int *cand, in
             for (int c = 1; c < k; c++)
                 if (scores[c] > scores[pick] || (scores[c] == scores[pick] && cs[c] < cs[pick])) pick = c;
         } else {
-            if (db_probs_host(scores, k, temperature, top_p, top_k) != 0) return -1;
+            /* non-finite scores give all zeros (db_probs_host's 1): pick 0, q 0, so the
+             * rejection rule draws from the target alone */
+            if (db_probs_host(scores, k, temperature, top_p, top_k) < 0) return -1;
             pick = db_sample_index_u(scores, k, u[st]);
             if (q)
                 for (int c = 0; c < k; c++) q[(size_t)st * k + c] = scores[c];

@@ -10,7 +10,8 @@
 #   --prompt-ids-file, --config, --acceptance-profile or meta.json: exit 2 at once naming it;
 #   a config.json over its cap (docs/limits.md): exit 2;
 #   a config.json whose num_hidden_layers is below the checkpoint's layers: exit 2;
-#   NaN weights (greedy): exit 1 naming the target call and the model;
+#   NaN weights in the target or the drafter, greedy and sampled (T 0.7): exit 1 naming the
+#   call (target call N, drafter call N) and the model;
 #   -t A,B: B's tokenizer must hash as A's (vocabulary + merges) and its shapes be A's: exit 2;
 #   prompt + max_new_tokens + block beyond max_position_embeddings: exit 2 (generate, run),
 #   unless --allow-long-context;
@@ -121,25 +122,55 @@ sed 's/"num_hidden_layers": 4/"num_hidden_layers": 3/' "$TINY/config.json" >"$d/
 expect_refused "config of 3 layers over a checkpoint of 4: exit 2 naming the config and layer 3" \
     "$d/config.json" "num_hidden_layers is 3" "layer 3" -- generate --target "$d" --prompt-ids 1,2 -n 2
 
-# NaN weights: the greedy point stops, exit 1 naming the target call and the model (it used to
-# decode token 0 at every step, and with a drafter report tau 11 and a speedup)
+# NaN weights: the point stops, exit 1 naming the call and the model. Greedy points used to
+# decode token 0 at every step and, with a drafter agreeing, report tau 11 and a speedup; sampled
+# points drew tokens from NaN distributions. Sampled (T 0.7) through every path that turns logits
+# into distributions: ar (sample op), selector-off (drafter rows sampled, dense accept), dflash2
+# (the selector's walk, sparse accept), dspark (the host path's downloaded rows).
 if [ -x /usr/bin/python3 ]; then
-    d=$(mkmodel nan-weights)
-    /usr/bin/python3 - "$d/model.safetensors" <<'PY'
+    nan_tensor() { # $1 model.safetensors: tensor $2 all NaN
+        /usr/bin/python3 - "$1" "$2" <<'PY'
 import json, struct, sys
-p = sys.argv[1]
+p, name = sys.argv[1], sys.argv[2]
 b = bytearray(open(p, 'rb').read())
 n = struct.unpack('<Q', b[:8])[0]
-s, e = json.loads(b[8:8 + n])['model.norm.weight']['data_offsets']
+s, e = json.loads(b[8:8 + n])[name]['data_offsets']
 b[8 + n + s:8 + n + e] = b'\xff' * (e - s)  # NaN in bf16 and f32 alike
 open(p, 'wb').write(b)
 PY
-    for v in ar dflash2; do
-        run generate --target "$d" --drafter "$ROOT/models/tiny-qwen3-dflash2-b16" --variant "$v" --prompt-ids 1,2 -n 8
-        ok "$([ "$rc" = 1 ] && [ "$(wc -l <"$errf")" = 1 ] && grep -q "target call 1: non-finite logits .* $d/config.json" "$errf"; echo $?)" \
-            "NaN weights, $v: exit 1 naming the target call and the model (rc $rc)"
+    }
+    mkdrafter() { # a copy of drafter $1 in $tmp/$2 whose final norm is NaN
+        mkdir -p "$tmp/$2"
+        cp "$ROOT/models/$1"/config.json "$ROOT/models/$1"/model.safetensors "$tmp/$2/"
+        nan_tensor "$tmp/$2/model.safetensors" norm.weight
+        echo "$tmp/$2"
+    }
+    nan_stops() { # $1 description, $2 the message's call, $3 the model's config.json, then generate's flags
+        local desc=$1 call=$2 cfg=$3
+        shift 3
+        run generate "$@" --prompt-ids 1,2 -n 8
+        ok "$([ "$rc" = 1 ] && [ "$(wc -l <"$errf")" = 1 ] && grep -q "$call: non-finite logits .* $cfg" "$errf"; echo $?)" \
+            "$desc: exit 1 naming the $call and the model (rc $rc)"
         [ "$rc" = 1 ] || diag <"$errf"
+    }
+    d=$(mkmodel nan-weights)
+    nan_tensor "$d/model.safetensors" model.norm.weight
+    D2="$ROOT/models/tiny-qwen3-dflash2-b16" DS="$ROOT/models/tiny-qwen3-dspark-b16"
+    for v in ar dflash2; do
+        nan_stops "NaN target, greedy $v" "target call 1" "$d/config.json" --target "$d" --drafter "$D2" --variant "$v"
     done
+    for v in ar selector-off dflash2; do
+        nan_stops "NaN target, T 0.7 $v" "target call 1" "$d/config.json" --target "$d" --drafter "$D2" --variant "$v" -T 0.7
+    done
+    nan_stops "NaN target, T 0.7 dspark" "target call 1" "$d/config.json" --target "$d" --drafter "$DS" --variant dspark -T 0.7
+    # the drafter's first call (after the prefill's target call) stops the point
+    nd=$(mkdrafter tiny-qwen3-dflash2-b16 nan-dflash2)
+    for v in selector-off dflash2; do
+        nan_stops "NaN drafter, T 0.7 $v" "drafter call 1" "$nd/config.json" --target "$TINY" --drafter "$nd" --variant "$v" -T 0.7
+    done
+    nan_stops "NaN drafter, greedy dflash2" "drafter call 1" "$nd/config.json" --target "$TINY" --drafter "$nd" --variant dflash2
+    nd=$(mkdrafter tiny-qwen3-dspark-b16 nan-dspark)
+    nan_stops "NaN drafter, T 0.7 dspark" "drafter call 1" "$nd/config.json" --target "$TINY" --drafter "$nd" --variant dspark -T 0.7
 else
     ok 0 "NaN weights need python3 # SKIP"
 fi

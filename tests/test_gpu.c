@@ -33,7 +33,12 @@
  * tests/data/dflash2-f32 drafter, variants ar, dflash, selector-off, conv-off, dflash2 at
  * concurrency 2, deterministic and fast mode, must give the CPU backend's tokens, and
  * `dflash-bench check-lossless --backend NAME` must pass. Sampled generation (ar, selector-off,
- * dflash2) on the device path must give the host path's tokens on the same backend. */
+ * dflash2) on the device path must give the host path's tokens on the same backend.
+ *
+ * Non-finite logits: probs turns rows holding a NaN or no finite largest value into zeros and
+ * counts them (== the CPU backend's rows and count), the count read back with the results of
+ * sample, accept, topk, download or asked alone; a NaN planted past the prefill of a sampled
+ * point (engine_test.h) stops it naming the target or drafter call and the model. */
 #include "config.h"
 #include "backend.h"
 #include "model/model_test.h"
@@ -751,6 +756,84 @@ static void test_accept(db_backend *g, const char *name)
     }
 }
 
+/* ------------------------------------------------------------------------ non-finite logits */
+
+enum { NF_ROWS = 6, NF_BAD = 4 };
+
+/* NF_ROWS rows of v logits, NF_BAD of them without a distribution: row 1 one NaN in the middle,
+ * row 3 one +Inf, row 4 all -Inf, row 5 all NaN; rows 0 and 2 finite */
+static float *nonfinite_logits(int v)
+{
+    float *x = rand_floats((size_t)NF_ROWS * v, -8, 8);
+    x[(size_t)v + v / 2] = NAN;
+    x[(size_t)3 * v + v - 1] = INFINITY;
+    for (int i = 0; i < v; i++) x[(size_t)4 * v + i] = -INFINITY, x[(size_t)5 * v + i] = NAN;
+    return x;
+}
+
+/* the op that takes the GPU's probs results to the host (the count comes back with it), or none
+ * (nonfinite asked alone: its own wait) */
+static int nonfinite_readback(db_backend *g, int via, float *xg, int v)
+{
+    int ids[NF_ROWS], acc[2], bonus[2], draft[NF_ROWS] = {0, 1, 2, 0, 3, 4};
+    double u[NF_ROWS] = {0.1, 0.5, 0.9, 0.3, 0.7, 0.2};
+    if (via == 0) return g->ops->sample(g, ids, xg, NF_ROWS, v, u);
+    if (via == 2) return g->ops->topk(g, ids, NULL, xg, NF_ROWS, v, 1);
+    if (via == 3) return 0;
+    float *q = malloc(sizeof(float) * 4 * v); /* accept: 2 requests of block 3, dense q */
+    for (int r = 0; r < 4; r++) prob_row(q + (size_t)r * v, v, 0);
+    float *qg = dev_put(g, q, sizeof(float) * 4 * v);
+    int rc = g->ops->accept(g, acc, bonus, xg, qg, NULL, NULL, 0, draft, u, 2, 3, v);
+    g->ops->dfree(g, qg);
+    free(q);
+    return rc;
+}
+
+/* probs on rows of no distribution: zeros and a count of NF_BAD (the CPU backend's rows and
+ * count), read back with sample / accept / topk or asked alone, then 0 */
+static void test_nonfinite(db_backend *g, const char *name)
+{
+    static const char *const via_name[] = {"sample", "accept", "topk", "nothing (nonfinite waits)"};
+    const int v = 2 * DB_SAMPLE_CHUNK + 5;
+    size_t len = (size_t)NF_ROWS * v;
+    for (int via = 0; via < 4; via++) {
+        float *x = nonfinite_logits(v);
+        float *xc = dev_put(cpu, x, sizeof(float) * len), *xg = dev_put(g, x, sizeof(float) * len);
+        float top_p = via == 3 ? 1.0f : 0.9f;
+        int top_k = via == 3 ? 0 : 20;
+        cpu->ops->probs(cpu, xc, NF_ROWS, v, 0.8f, top_p, top_k);
+        g->ops->probs(g, xg, NF_ROWS, v, 0.8f, top_p, top_k);
+        int nc = cpu->ops->nonfinite(cpu), rb = nonfinite_readback(g, via, xg, v);
+        if (rb) tap_diag("%s", g->err);
+        int ng = g->ops->nonfinite(g), again = g->ops->nonfinite(g);
+        int zeros = 1; /* the CPU's bad rows are zeros; the GPU's too unless accept rewrote p */
+        for (int r = 1; r < NF_ROWS; r += r == 1 ? 2 : 1)
+            for (int i = 0; i < v; i++) zeros &= xc[(size_t)r * v + i] == 0.0f;
+        double e = 0.0;
+        if (via != 1) {
+            float *h = dev_get(g, xg, len);
+            e = rel_err(h, xc, len);
+            free(h);
+        }
+        tap_ok(rb == 0 && nc == NF_BAD && ng == NF_BAD && again == 0 && zeros && e <= 1e-5,
+               "%s: probs on %d rows, %d without a distribution (a NaN, an +Inf, all -Inf, "
+               "all NaN): zeros, counted %d (cpu %d) read back with %s, then %d; rows vs cpu "
+               "rel err %.2e",
+               name, NF_ROWS, NF_BAD, ng, nc, via_name[via], again, e);
+        cpu->ops->dfree(cpu, xc), g->ops->dfree(g, xg);
+        free(x);
+    }
+    /* a download takes the count back too */
+    float *x = nonfinite_logits(v), *h = malloc(sizeof(float) * len);
+    float *xg = dev_put(g, x, sizeof(float) * len);
+    g->ops->probs(g, xg, NF_ROWS, v, 1.0f, 1.0f, 0);
+    int rd = g->ops->download(g, h, xg, sizeof(float) * len), ng = g->ops->nonfinite(g);
+    tap_ok(rd == 0 && ng == NF_BAD, "%s: probs then download: the count read back with it (%d)",
+           name, ng);
+    g->ops->dfree(g, xg);
+    free(x), free(h);
+}
+
 /* ------------------------------------------------------------------------ DFlash 2 ops */
 
 static void test_dynconv(db_backend *g, const char *name)
@@ -862,6 +945,7 @@ static db_backend *make_backend(const db_backend_ops *ops, int deterministic, ch
 /* generation of three prompts at concurrency 2 on backend `ops`: greedy (temperature 0) or
  * sampled (top_p 0.95, top_k 20), on the device path or (host_path) the host one */
 static db_dtype pipeline_kv = DB_F32; /* generate_t's K/V cache dtype */
+static struct db_engine_test_hooks pipeline_hooks; /* generate_t's hooks (host_path its own) */
 
 static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v, int max_new, float temperature,
                       int host_path, int out[NPROMPT][MAX_NEW], int nout[NPROMPT])
@@ -886,7 +970,9 @@ static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v
                        .top_k = temperature > 0 ? 20 : 0, .temperature = temperature,
                        .max_new_tokens = max_new, .seed = 1, .kv_dtype = pipeline_kv};
     db_engine *e = NULL;
-    db_engine_set_test_hooks(&(struct db_engine_test_hooks){.host_path = host_path});
+    struct db_engine_test_hooks hooks = pipeline_hooks;
+    hooks.host_path = host_path;
+    db_engine_set_test_hooks(&hooks);
     if (!rc) rc = db_engine_create(&e, &t, has_d ? &d : NULL, &p, 2, 12, err, sizeof err);
     db_engine_set_test_hooks(NULL);
     if (!rc) {
@@ -940,6 +1026,43 @@ static void test_sampling_paths(const db_backend_ops *ops, int max_new)
     }
 }
 
+/* A NaN planted in one logit of a call past the prefill of a sampled point (T = 0.9): the point
+ * stops with the engine's line naming that call and the model. Target call 2 (an ar step, or a
+ * verify whose rows go to accept), drafter call 1 (its rows sampled, or dspark's corrected rows
+ * downloaded); device and host paths (dspark: the host path only). Used to run on, drawing from
+ * a NaN distribution. */
+static void test_nonfinite_pipeline(const db_backend_ops *ops, int max_new)
+{
+    static const struct {
+        db_variant v;
+        int drafter;
+    } cs[] = {{DB_VAR_AR, 0},           {DB_VAR_SELECTOR_OFF, 0}, {DB_VAR_DFLASH2, 0},
+              {DB_VAR_SELECTOR_OFF, 1}, {DB_VAR_DSPARK, 0},       {DB_VAR_DSPARK, 1}};
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+        for (int host = cs[ci].v == DB_VAR_DSPARK; host <= 1; host++) {
+            int out[NPROMPT][MAX_NEW], nout[NPROMPT], call = cs[ci].drafter ? 1 : 2;
+            pipeline_hooks =
+                (struct db_engine_test_hooks){.nan_target_call = cs[ci].drafter ? 0 : call,
+                                              .nan_drafter_call = cs[ci].drafter ? call : 0};
+            int rc = generate_t(ops, 1, cs[ci].v, max_new, 0.9f, host, out, nout);
+            pipeline_hooks = (struct db_engine_test_hooks){0};
+            char want[64];
+            snprintf(want, sizeof want, "%s call %d: non-finite logits (1 of ",
+                     cs[ci].drafter ? "drafter" : "target", call);
+            const char *model = !cs[ci].drafter             ? tu_data("qwen3-f32-tied")
+                                : cs[ci].v == DB_VAR_DSPARK ? tu_data("dspark-f32")
+                                                            : tu_data("dflash2-f32");
+            int ok =
+                rc == DB_ERUNTIME && strncmp(err, want, strlen(want)) == 0 && strstr(err, model);
+            if (!ok) tap_diag("rc %d: %s", rc, rc ? err : "(none)");
+            tap_ok(ok,
+                   "%s: sampled %s, %s path, a NaN in %s call %d's logits: stops naming the call "
+                   "and the model",
+                   ops->name, db_variant_name(cs[ci].v), host ? "host" : "device",
+                   cs[ci].drafter ? "drafter" : "target", call);
+        }
+}
+
 /* every variant, deterministic and fast mode: the GPU's tokens == the CPU backend's. The CPU's
  * speculative variants equal its ar (test_drafter), so equality here also makes every GPU
  * variant lossless. `quick` (the emulation): ar, dflash2-bare and dflash2 deterministic, dflash2
@@ -984,6 +1107,8 @@ static void test_pipeline(const db_backend_ops *ops, int quick)
     pipeline_kv = DB_F32;
     test_sampling_paths(ops, max_new);
     if (quick) test_sampling_paths(&db_cpu_backend_ops, max_new);
+    test_nonfinite_pipeline(ops, max_new);
+    if (quick) test_nonfinite_pipeline(&db_cpu_backend_ops, max_new);
 }
 
 __attribute__((unused)) static void test_check_lossless(const char *name)
@@ -1139,6 +1264,7 @@ static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_ini
     test_markov_bias(g, name);
     test_sample(g, name);
     test_accept(g, name);
+    test_nonfinite(g, name);
     test_select_walk(g, name);
     test_fill_random(g, name);
     int rc = g->ops->sync(g);

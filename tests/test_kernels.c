@@ -932,6 +932,12 @@ static void op_scale_softcap(db_backend *be)
         tap_ok(!bad, "scale_softcap mult %.1f cap %g, |x| <= %g: within 1e-6 of double (worst %.3g)",
                mult, cap, range[ci], worst);
     }
+    /* non-finite logits stay visible: NaN stays NaN (the clamp made it +-cap), +-Inf -> +-cap */
+    float nf[4] = {NAN, -NAN, INFINITY, -INFINITY};
+    be->ops->scale_softcap(be, nf, 4, 1.0f, 30.0f);
+    tap_ok(isnan(nf[0]) && isnan(nf[1]) && nf[2] == 30.0f && nf[3] == -30.0f,
+           "scale_softcap cap 30: NaN stays NaN, +-Inf -> +-30 (got %g %g %g %g)", (double)nf[0],
+           (double)nf[1], (double)nf[2], (double)nf[3]);
     free(x);
     free(y);
     free(ref);

@@ -64,6 +64,7 @@ typedef struct {
     db_attn_scratch attn; /* attention's score rows and task list, reused across calls */
     int f16c;     /* the CPU converts f32 -> f16 in hardware (the f16 cache's stores) */
     int failed;   /* latched: the first message stays in be->err */
+    int nonfinite; /* probs rows with NaN / Inf logits since the last nonfinite() */
 } cpu_ctx;
 
 static void latch(db_backend *be, const char *what, size_t bytes)
@@ -619,12 +620,26 @@ static int cpu_topk(db_backend *be, int *ids, float *vals, const float *logits, 
 static void cpu_probs(db_backend *be, float *x, int n, int v, float temperature, float top_p,
                       int top_k)
 {
-    int failed = 0;
+    int failed = 0, bad = 0;
 #if HAVE_OPENMP
-#pragma omp parallel for schedule(static) reduction(| : failed) if (n > 1 && (size_t)n * v > 65536)
+#pragma omp parallel for schedule(static) reduction(| : failed) reduction(+ : bad) if (n > 1 && (size_t)n * v > 65536)
 #endif
-    for (int r = 0; r < n; r++) failed |= db_probs_host(x + (size_t)r * v, v, temperature, top_p, top_k) != 0;
+    for (int r = 0; r < n; r++) {
+        int rc = db_probs_host(x + (size_t)r * v, v, temperature, top_p, top_k);
+        failed |= rc < 0;
+        bad += rc == 1;
+    }
+    ((cpu_ctx *)be->ctx)->nonfinite += bad;
     if (failed) latch(be, "probs (top-k / top-p filter)", sizeof(int) * 2 * (size_t)v);
+}
+
+/* probs ran on the host: its count is already here */
+static int cpu_nonfinite(db_backend *be)
+{
+    cpu_ctx *c = be->ctx;
+    int n = c->nonfinite;
+    c->nonfinite = 0;
+    return n;
 }
 
 /* sample / accept: the host references themselves (backend.h), rows of host memory */
@@ -873,6 +888,7 @@ const db_backend_ops db_cpu_backend_ops = {
     .scale_softcap = cpu_scale_softcap,
     .topk = cpu_topk,
     .probs = cpu_probs,
+    .nonfinite = cpu_nonfinite,
     .dynconv = cpu_dynconv,
     .pair_scores = cpu_pair_scores,
     .markov_bias = cpu_markov_bias,

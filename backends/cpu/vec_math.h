@@ -68,14 +68,16 @@ static inline float db_exp_vec(float x)
 
 /* tanh(x) = sign(x) * -e / (2 + e), e = expm1(-2|x|) = 2^n (p(r) + 1) - 1; for small |x|, n = 0 and
  * e = p(r) keeps the relative precision (tanh x ~ x). |x| is clamped at 10 (tanh = 1 in float
- * from 9.01). */
+ * from 9.01). A NaN stays NaN, as tanhf's: the clamp would make it +-1, and a softcap would hide
+ * NaN logits (NaN weights) behind finite ones. */
 static inline float db_tanh_vec(float x)
 {
-    uint32_t xb = vm_bits(x), ab = xb & 0x7fffffffu, sign = xb & 0x80000000u;
-    ab = ab < 0x41200000u ? ab : 0x41200000u;
+    uint32_t xb = vm_bits(x), a0 = xb & 0x7fffffffu, sign = xb & 0x80000000u;
+    uint32_t ab = a0 < 0x41200000u ? a0 : 0x41200000u;
     float r, n = vm_reduce(-2.0f * vm_float(ab), &r), s = vm_pow2(n);
     float e = s * vm_expm1_small(r) + (s - 1.0f), t = -e / (2.0f + e);
-    return vm_float((vm_bits(t) & 0x7fffffffu) | sign);
+    uint32_t y = (vm_bits(t) & 0x7fffffffu) | sign;
+    return vm_float(a0 > 0x7f800000u ? xb : y);
 }
 
 #endif

@@ -12,6 +12,11 @@
  * to one non-blocking stream in call order; upload / download / results for the host (topk,
  * pair_scores) synchronise that stream.
  *
+ * Non-finite logits: k_probs counts the rows it finds non-finite in a device counter; every op
+ * that waits for the stream to hand results to the host (sync_results) copies the counter in
+ * the same wait, so the engine's nonfinite() after a sample / accept / topk / download costs
+ * no synchronisation of its own.
+ *
  * Index arrays arrive from the host per call (ids, positions, row maps, attention rows,
  * selector ids): each op reserves room for all of its arrays (and its small device results) in
  * one device arena, copies them there and launches. The arena grows (after a stream sync)
@@ -92,6 +97,10 @@ struct gpu_ctx {
     size_t conv_cap;
     alloc_entry *tab; /* open addressing: device pointer -> bytes */
     size_t tab_cap, tab_n;
+    unsigned *nonfinite_dev;  /* device: non-finite rows k_probs met, a running count */
+    unsigned nonfinite_host;  /* its last copy */
+    unsigned nonfinite_taken; /* the count nonfinite() reported up to */
+    int nonfinite_stale;      /* a k_probs was queued after the last copy */
 };
 
 gpu_ctx *ctx_of(db_backend *be) { return (gpu_ctx *)be->ctx; }
@@ -144,6 +153,20 @@ int check_launch(db_backend *be, const char *kernel, const char *file, int line)
 #define LAUNCH_CHECK(be, kernel) check_launch((be), "launch " kernel, __FILE__, __LINE__)
 
 unsigned blocks_for(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
+
+/* Wait for the stream, by an op whose results the host reads: the non-finite count of the
+ * k_probs queued before comes back in the same wait (a 4-byte copy, no synchronisation more). */
+int sync_results(db_backend *be)
+{
+    gpu_ctx *c = ctx_of(be);
+    if (c->nonfinite_stale) {
+        if (CUDA_CHECK(be, cudaMemcpyAsync(&c->nonfinite_host, c->nonfinite_dev, sizeof(unsigned),
+                                           cudaMemcpyDeviceToHost, c->stream)))
+            return -1;
+        c->nonfinite_stale = 0;
+    }
+    return CUDA_CHECK(be, cudaStreamSynchronize(c->stream));
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* allocation table                                                                         */
@@ -374,6 +397,16 @@ __device__ __forceinline__ float key_value(unsigned k)
 /* ---------------------------------------------------------------------------------------- */
 /* lifetime and memory                                                                      */
 
+/* a context whose init failed after its stream was made (be->err says why) */
+int init_fail(db_backend *be, gpu_ctx *c)
+{
+    if (c->nonfinite_dev) (void)cudaFree(c->nonfinite_dev);
+    (void)cudaStreamDestroy(c->stream);
+    free(c);
+    be->ctx = nullptr;
+    return -1;
+}
+
 int gpu_init(db_backend *be, const db_backend_opts *opts)
 {
     int count = 0, dev = opts ? opts->device : 0;
@@ -407,23 +440,21 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
     c->cc_minor = prop.minor;
     if (c->warp < 1 || c->warp > 64 || 256 % c->warp != 0) {
         snprintf(be->err, sizeof be->err, "unsupported warp size %d", c->warp);
-        (void)cudaStreamDestroy(c->stream);
-        free(c);
-        be->ctx = nullptr;
-        return -1;
+        return init_fail(be, c);
     }
+    /* outside the allocation table: bytes_in_use counts the pipeline's buffers only */
+    if (CUDA_CHECK(be, cudaMalloc((void **)&c->nonfinite_dev, sizeof(unsigned))) ||
+        CUDA_CHECK(be, cudaMemsetAsync(c->nonfinite_dev, 0, sizeof(unsigned), c->stream)))
+        return init_fail(be, c);
     const char *no_blas = getenv("DB_GPU_NO_BLAS"); /* testing: the own tiled GEMM on CUDA too */
     c->use_blas = DB_GPU_BLAS && !(no_blas && *no_blas && strcmp(no_blas, "0") != 0);
     /* tuning and tests: where fast mode hands matmuls to the GEMM (1 .. 4096 rows) */
     const char *min_rows = getenv("DB_GPU_BLAS_MIN_ROWS");
     c->blas_min_rows = min_rows && atoi(min_rows) >= 1 && atoi(min_rows) <= 4096 ? atoi(min_rows) : GPU_BLAS_MIN_ROWS;
 #if DB_GPU_BLAS
-    if (BLAS_CHECK(be, cublasCreate(&c->blas)) || BLAS_CHECK(be, cublasSetStream(c->blas, c->stream))) {
-        (void)cudaStreamDestroy(c->stream);
-        free(c);
-        be->ctx = nullptr;
-        return -1;
-    }
+    if (BLAS_CHECK(be, cublasCreate(&c->blas)) ||
+        BLAS_CHECK(be, cublasSetStream(c->blas, c->stream)))
+        return init_fail(be, c);
 #endif
     /* DB_GPU_PAGEABLE_UPLOADS=1 (measurements): index arrays copied from pageable memory */
     const char *pageable = getenv("DB_GPU_PAGEABLE_UPLOADS");
@@ -463,6 +494,7 @@ void gpu_free(db_backend *be)
     if (c->arena) (void)cudaFree(c->arena);
     if (c->conv) (void)cudaFree(c->conv);
     if (c->stage) (void)cudaFreeHost(c->stage);
+    if (c->nonfinite_dev) (void)cudaFree(c->nonfinite_dev);
     (void)cudaStreamDestroy(c->stream);
     free(c->tab);
     free(c);
@@ -522,15 +554,27 @@ int gpu_download(db_backend *be, void *dst, const void *src, size_t bytes)
     gpu_ctx *c = ctx_of(be);
     if (!bytes) return c->failed ? -1 : 0;
     if (CUDA_CHECK(be, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream))) return -1;
-    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    if (sync_results(be)) return -1;
     return c->failed ? -1 : 0;
 }
 
 int gpu_sync(db_backend *be)
 {
     gpu_ctx *c = ctx_of(be);
-    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    if (sync_results(be)) return -1;
     return c->failed ? -1 : 0;
+}
+
+/* the count since the last call; a wait of its own only when no op read it back since the
+ * last k_probs (the engine always asks after one that did) */
+int gpu_nonfinite(db_backend *be)
+{
+    gpu_ctx *c = ctx_of(be);
+    if (c->nonfinite_stale && sync_results(be)) return -1;
+    if (c->failed) return -1;
+    int n = (int)(c->nonfinite_host - c->nonfinite_taken);
+    c->nonfinite_taken = c->nonfinite_host;
+    return n;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -598,6 +642,7 @@ extern "C" const db_backend_ops DB_GPU_OPS = {
     .scale_softcap = gpu_scale_softcap,
     .topk = gpu_topk,
     .probs = gpu_probs,
+    .nonfinite = gpu_nonfinite,
     .dynconv = gpu_dynconv,
     .pair_scores = gpu_pair_scores,
     .markov_bias = gpu_markov_bias,

@@ -158,7 +158,7 @@ int gpu_topk(db_backend *be, int *ids, float *vals, const float *logits, int n, 
     if (LAUNCH_CHECK(be, "k_topk")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(ids, dids, nb, cudaMemcpyDeviceToHost, c->stream))) return -1;
     if (vals && CUDA_CHECK(be, cudaMemcpyAsync(vals, dvals, nb, cudaMemcpyDeviceToHost, c->stream))) return -1;
-    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    if (sync_results(be)) return -1;
     return c->failed ? -1 : 0;
 }
 
@@ -234,13 +234,15 @@ __device__ int walk_cut(const float *row, int v, int keep, unsigned long long qp
     return hit;
 }
 
-/* In place, per row, as db_probs_host: softmax(x / temperature) (sum in double); when
+/* In place, per row, as db_probs_host: a row with a NaN or no finite largest value becomes
+ * zeros and counts in *nonfinite; else softmax(x / temperature) (sum in double); when
  * filtering, the order is (probability desc, id asc): top-k keeps the first `keep` entries,
  * whose mass is kmass; the nucleus is the shortest prefix of those whose mass reaches
  * top_p * kmass (the top-k-renormalised distribution's top_p); kept entries are renormalised
  * by their sum, the rest set to 0. Two radix walks find the two cuts (top-k, then the nucleus
  * inside it); in a tie bucket the smallest ids come first. */
-__global__ void k_probs(float *x, int v, float temperature, float top_p, int top_k)
+__global__ void k_probs(float *x, int v, float temperature, float top_p, int top_k,
+                        unsigned *nonfinite)
 {
     __shared__ double dred[MAX_WARPS];
     __shared__ float fred[MAX_WARPS];
@@ -248,8 +250,16 @@ __global__ void k_probs(float *x, int v, float temperature, float top_p, int top
     __shared__ int wtot[MAX_WARPS];
     float *row = x + (size_t)blockIdx.x * v;
     float mx = -INFINITY;
-    for (int i = threadIdx.x; i < v; i += blockDim.x) mx = fmaxf(mx, row[i]);
+    /* a NaN counts as +Inf here (fmaxf would drop it), so one test of the max finds NaN, +Inf
+     * and a row of -Inf alike */
+    for (int i = threadIdx.x; i < v; i += blockDim.x)
+        mx = fmaxf(mx, row[i] != row[i] ? INFINITY : row[i]);
     mx = block_max(mx, fred);
+    if (!isfinite(mx)) { /* the block's max: every thread leaves here together */
+        for (int i = threadIdx.x; i < v; i += blockDim.x) row[i] = 0.0f;
+        if (threadIdx.x == 0) atomicAdd(nonfinite, 1u);
+        return;
+    }
     double sum = 0.0;
     for (int i = threadIdx.x; i < v; i += blockDim.x) {
         float e = expf((row[i] - mx) / temperature);
@@ -302,8 +312,11 @@ __global__ void k_probs(float *x, int v, float temperature, float top_p, int top
 
 void gpu_probs(db_backend *be, float *x, int n, int v, float temperature, float top_p, int top_k)
 {
+    gpu_ctx *c = ctx_of(be);
     if (n <= 0 || v <= 0) return;
-    launch_kernel(k_probs, n, SELECT_THREADS, 0, ctx_of(be)->stream, x, v, temperature, top_p, top_k);
+    launch_kernel(k_probs, n, SELECT_THREADS, 0, c->stream, x, v, temperature, top_p, top_k,
+                  c->nonfinite_dev);
+    c->nonfinite_stale = 1; /* the next sync_results copies the count */
     LAUNCH_CHECK(be, "k_probs");
 }
 
@@ -481,7 +494,7 @@ int gpu_sample(db_backend *be, int *out, const float *probs, int n, int v, const
     launch_kernel(k_sample, n, SELECT_THREADS, 0, c->stream, dout, probs, du, v);
     if (LAUNCH_CHECK(be, "k_sample")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
-    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    if (sync_results(be)) return -1;
     return c->failed ? -1 : 0;
 }
 
@@ -509,6 +522,6 @@ int gpu_accept(db_backend *be, int *accepted, int *bonus, float *p, const float 
     if (LAUNCH_CHECK(be, "k_accept")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(accepted, dacc, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(bonus, dbonus, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
-    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    if (sync_results(be)) return -1;
     return c->failed ? -1 : 0;
 }

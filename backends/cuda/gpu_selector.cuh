@@ -77,7 +77,7 @@ int gpu_pair_scores(db_backend *be, float *out, const float *g, const int *prev,
     pair_scores_device(be, dout, g, dprev, dcand, pred, succ, n, k, r);
     if (LAUNCH_CHECK(be, "k_pair_scores")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream))) return -1;
-    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    if (sync_results(be)) return -1;
     return c->failed ? -1 : 0;
 }
 
@@ -149,12 +149,19 @@ void gpu_markov_bias(db_backend *be, float *x, const int *prev, const db_weight 
 /* selector walk: db_select_walk_u (backends/sampling.c) over pair scores kept on the device   */
 
 /* db_probs_host on k <= MAX_TOPK scores, by one thread: the same operations in the same order
- * (the filter's order: value descending, index ascending, by insertion sort) */
+ * (the filter's order: value descending, index ascending, by insertion sort); non-finite scores
+ * give zeros, as there */
 __device__ void probs_small(float *x, int n, float temperature, float top_p, int top_k)
 {
     float mx = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (x[i] > mx) mx = x[i];
+    for (int i = 0; i < n; i++) {
+        float xi = x[i] != x[i] ? INFINITY : x[i]; /* a NaN counts as +Inf: one test below */
+        if (xi > mx) mx = xi;
+    }
+    if (!isfinite(mx)) {
+        for (int i = 0; i < n; i++) x[i] = 0.0f;
+        return;
+    }
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
         x[i] = expf((x[i] - mx) / temperature);
@@ -273,6 +280,6 @@ int gpu_select_walk(db_backend *be, int *draft, float *q, const float *g, const 
     if (LAUNCH_CHECK(be, "k_select_walk")) return -1;
     if (CUDA_CHECK(be, cudaMemcpyAsync(draft, ddraft, db, cudaMemcpyDeviceToHost, c->stream))) return -1;
     if (sampled && q && CUDA_CHECK(be, cudaMemcpyAsync(q, dq, ib, cudaMemcpyDeviceToHost, c->stream))) return -1;
-    if (CUDA_CHECK(be, cudaStreamSynchronize(c->stream))) return -1;
+    if (sync_results(be)) return -1;
     return c->failed ? -1 : 0;
 }

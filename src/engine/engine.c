@@ -25,6 +25,7 @@
 #include "base/util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +61,8 @@ struct db_engine {
     db_selector sel;           /* when the drafter has a selector */
     int *draft, *targ;         /* [N*B] */
     float *targv;              /* [N*B] greedy: the largest logit of each target row */
-    long target_calls;         /* greedy target calls checked so far (the step of a message) */
+    long target_calls;         /* target / drafter calls so far: the step a message names */
+    long drafter_calls;
     float *p_host, *q_host;    /* [N*B*V] when sampling on the host path */
     float *q_sel;              /* [N*(B-1)*sk] the selector's q_t at its candidates (device path) */
     double *u;                 /* [N*B] uniforms handed to the sample / accept ops */
@@ -153,6 +155,8 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->use_sel = db_variant_uses_selector(p->variant);
     e->use_markov = db_variant_uses_markov(p->variant);
     e->sampling = p->temperature > 0;
+    /* a count an earlier engine's failed point left on the backend is not this engine's */
+    if (e->sampling) (void)e->be->ops->nonfinite(e->be);
     /* dspark's walk builds its q rows on the host: it stays on the host path */
     e->dev = e->be->ops->sample && e->be->ops->accept && !e->hooks.host_path &&
              !e->hooks.broken_accept && !e->use_markov;
@@ -289,17 +293,62 @@ static int commit_token(db_engine *e, db_request *r, int req_index, int tok)
     return r->n_out >= e->p.max_new_tokens;
 }
 
-/* Greedy: the n target rows' largest logits. NaN or Inf weights (or an overflow) give rows
- * whose argmax is token 0 at every step, and with a drafter agreeing on it a perfect acceptance
- * and a speedup: the point stops instead. */
-static int check_finite(db_engine *e, int n, char *err, size_t errlen)
+/* ---- non-finite logits: NaN or Inf weights (or an overflow) give greedy rows whose argmax is
+ * token 0 at every step (with a drafter agreeing on it, a perfect acceptance and a speedup) and
+ * sampled rows of no distribution: the point stops, naming the call and the model ---- */
+
+/* engine_test.h's nan_*_call: one NaN in the middle of the last of `rows` logits rows */
+static int plant_nan(db_engine *e, float *logits, int rows, int width, char *err, size_t errlen)
+{
+    const float nan = NAN;
+    float *at = logits + (size_t)(rows - 1) * width + width / 2; /* a device pointer, offset */
+    if (rows > 0 && e->be->ops->upload(e->be, at, &nan, sizeof nan) != 0)
+        return db_fail(err, errlen, DB_ERUNTIME, "%s", e->be->err);
+    return DB_OK;
+}
+
+/* one target call, counted for those messages */
+static int forward(db_engine *e, int m, int nl, char *err, size_t errlen)
 {
     e->target_calls++;
-    for (int r = 0; r < n; r++)
-        if (!isfinite(e->targv[r]))
-            return db_fail(err, errlen, DB_ERUNTIME, "target call %ld: non-finite logits (largest %g) from %s",
-                           e->target_calls, (double)e->targv[r], e->t->cfg.path);
+    int rc = db_target_forward(e->t, e->rows, m, e->logit_rows, nl, err, errlen);
+    if (!rc && e->hooks.nan_target_call == e->target_calls)
+        rc = plant_nan(e, db_target_logits(e->t), nl, e->V, err, errlen);
+    return rc;
+}
+
+static int nonfinite_fail(db_engine *e, int drafter, const char *what, char *err, size_t errlen)
+{
+    return db_fail(err, errlen, DB_ERUNTIME, "%s call %ld: non-finite logits (%s) from %s",
+                   drafter ? "drafter" : "target", drafter ? e->drafter_calls : e->target_calls,
+                   what, drafter ? e->d->cfg.base.path : e->t->cfg.path);
+}
+
+/* the largest logit of each of n rows, vals[r * stride] (a top-k's first value), on the host */
+static int check_largest(db_engine *e, int drafter, const float *vals, int n, int stride, char *err,
+                         size_t errlen)
+{
+    for (int r = 0; r < n; r++) {
+        float x = vals[(size_t)r * stride];
+        if (isfinite(x)) continue;
+        char what[48];
+        snprintf(what, sizeof what, "largest %g", (double)x);
+        return nonfinite_fail(e, drafter, what, err, errlen);
+    }
     return DB_OK;
+}
+
+/* Sampling: the rows of the last probs call (n rows) that had no distribution, as the backend
+ * counted them; asked after the op that took that call's results to the host, so a device
+ * backend has the count at hand (backend.h, nonfinite) */
+static int check_probs(db_engine *e, int drafter, int n, char *err, size_t errlen)
+{
+    int bad = e->be->ops->nonfinite(e->be);
+    if (bad < 0) return db_fail(err, errlen, DB_ERUNTIME, "%s", e->be->err);
+    if (bad == 0) return DB_OK;
+    char what[48];
+    snprintf(what, sizeof what, "%d of %d rows", bad, n);
+    return nonfinite_fail(e, drafter, what, err, errlen);
 }
 
 /* Greedy argmax or a sample (filtered, seeded per request) for each of n logits rows. */
@@ -310,20 +359,21 @@ static int pick_tokens(db_engine *e, float *logits, int n, const int *slot_of_ro
     if (!e->sampling) {
         if (be->ops->topk(be, out, e->targv, logits, n, e->V, 1) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-        return check_finite(e, n, err, errlen);
+        return check_largest(e, 0, e->targv, n, 1, err, errlen);
     }
     be->ops->probs(be, logits, n, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
     if (e->dev) {
         for (int i = 0; i < n; i++) e->u[i] = db_rng_uniform(&e->slots[slot_of_row[i]].rng);
         if (be->ops->sample(be, out, logits, n, e->V, e->u) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-        return DB_OK;
+        return check_probs(e, 0, n, err, errlen);
     }
     if (be->ops->download(be, e->p_host, logits, sizeof(float) * (size_t)n * e->V) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-    for (int i = 0; i < n; i++)
+    int rc = check_probs(e, 0, n, err, errlen);
+    for (int i = 0; i < n && !rc; i++)
         out[i] = db_sample_index(e->p_host + (size_t)i * e->V, e->V, &e->slots[slot_of_row[i]].rng);
-    return DB_OK;
+    return rc;
 }
 
 static void finish_request(db_engine *e, int slot, double t0)
@@ -395,7 +445,7 @@ static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, ch
                 off = 0;
             }
         }
-        rc = db_target_forward(t, e->rows, m, e->logit_rows, nl, err, errlen);
+        rc = forward(e, m, nl, err, errlen);
         if (!rc && e->d)
             rc = db_drafter_add_context(e->d, db_target_taps(t), e->ctx_slot, e->ctx_pos, m, err, errlen);
         if (!rc && nl > 0) rc = pick_tokens(e, db_target_logits(t), nl, e->active, e->targ, err, errlen);
@@ -422,7 +472,7 @@ static int step_ar(db_engine *e, int na, double t0, char *err, size_t errlen)
         e->rows[j] = (db_row){s, db_target_len(t, s), e->slots[s].anchor};
         e->logit_rows[j] = j;
     }
-    int rc = db_target_forward(t, e->rows, na, e->logit_rows, na, err, errlen);
+    int rc = forward(e, na, na, err, errlen);
     if (!rc) rc = pick_tokens(e, db_target_logits(t), na, e->active, e->targ, err, errlen);
     if (rc) return rc;
     double tb = db_now();
@@ -468,6 +518,8 @@ static int dspark_walk(db_engine *e, int na, char *err, size_t errlen)
             be->ops->probs(be, corr, na, Vd, e->p.temperature, e->p.top_p, e->p.top_k);
             if (be->ops->download(be, e->mk_q, corr, sizeof(float) * (size_t)na * Vd) != 0)
                 return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+            int rc = check_probs(e, 1, na, err, errlen);
+            if (rc) return rc;
         }
         for (int j = 0; j < na; j++) {
             int pick = e->topk_ids[((size_t)j * (B - 1) + t - 1) * k];
@@ -493,7 +545,11 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
     double ta = db_now();
     int rc = db_drafter_block(d, e->active, e->anchors, na, B, e->use_conv, err, errlen);
     if (rc) return rc;
+    e->drafter_calls++;
     float *logits = db_drafter_logits(d);
+    if (e->hooks.nan_drafter_call == e->drafter_calls &&
+        (rc = plant_nan(e, logits, R1, e->use_markov ? d->markov.vd : e->V, err, errlen)))
+        return rc;
     if (e->use_markov) {
         double tb = db_now();
         for (int j = 0; j < na; j++) e->draft[j * B] = e->anchors[j];
@@ -505,6 +561,9 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
     }
     if (be->ops->topk(be, e->topk_ids, e->topk_vals, logits, R1, e->V, k) != 0)
         return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+    /* the top values are here anyway: the selector's walk, which never runs probs on these
+     * rows, is covered too */
+    if ((rc = check_largest(e, 1, e->topk_vals, R1, k, err, errlen))) return rc;
     double tb = db_now();
     for (int j = 0; j < na; j++) e->draft[j * B] = e->anchors[j];
     if (e->use_sel && e->dev && be->ops->select_walk) { /* scores and walk on the device */
@@ -542,6 +601,7 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
                 return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
             e->draft[j * B + t] = db_sample_index(q, e->V, &e->slots[e->active[j]].rng);
         }
+        if ((rc = check_probs(e, 1, R1, err, errlen))) return rc;
     }
     *t_draft = tb - ta;
     *t_select = db_now() - tb;
@@ -586,13 +646,13 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
             e->logit_rows[j * B + i] = j * B + i;
         }
     }
-    rc = db_target_forward(t, e->rows, NB, e->logit_rows, NB, err, errlen);
+    rc = forward(e, NB, NB, err, errlen);
     if (rc) return rc;
     float *logits = db_target_logits(t);
     if (!e->sampling) {
         if (be->ops->topk(be, e->targ, e->targv, logits, NB, e->V, 1) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-        if ((rc = check_finite(e, NB, err, errlen))) return rc;
+        if ((rc = check_largest(e, 0, e->targv, NB, 1, err, errlen))) return rc;
     } else {
         be->ops->probs(be, logits, NB, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
         if (e->dev && e->p.replay_rates) { /* only the argmax of each row is needed */
@@ -609,6 +669,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
         } else if (be->ops->download(be, e->p_host, logits, sizeof(float) * (size_t)NB * e->V) != 0) {
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
         }
+        if ((rc = check_probs(e, 0, NB, err, errlen))) return rc;
     }
     double tc = db_now();
     /* commit */
