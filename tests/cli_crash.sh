@@ -21,7 +21,7 @@ export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 # one group of 3 points (ar, dflash2 at B 4 and 8): a kill between their commits leaves a group
 # written in part, which the resume forgets and runs again
 sweep=(run --target "$ROOT/models/tiny-qwen3" --drafter "$ROOT/models/tiny-qwen3-dflash2-b16"
-       --dataset math --max-samples 2 --max-new-tokens 8 --warmup 0 -r 1 --threads 1
+       --dataset math --max-samples 2 --max-new-tokens 8 --warmup 0 -r 1 --min-time 0 --threads 1
        --variant ar,dflash2 -c 1 -B 4,8 -o md)
 points=3
 # a run killed at boundary $1 (the shell's "Killed" note kept out of the test's output)

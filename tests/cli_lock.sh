@@ -17,7 +17,7 @@ cd "$ROOT" || exit 1
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 
 # 4 points in 2 groups (c1, c2); the template lacks the c2 group, which a resume runs again
-sweep=(--dataset math --max-samples 3 -n 16 --warmup 0 -r 1 --threads 1 -v ar,dflash2 -c 1,2 -B 4)
+sweep=(--dataset math --max-samples 3 -n 16 --warmup 0 -r 1 --min-time 0 --threads 1 -v ar,dflash2 -c 1,2 -B 4)
 points=4
 "$BIN" run "${sweep[@]}" --out "$tmp/full" >/dev/null 2>"$tmp/full.err"
 rc=$?

@@ -26,7 +26,7 @@ need_models
 make_tmp cli-resume
 cd "$ROOT" || exit 1
 
-sweep=(--dataset math --max-samples 3 -n 16 --warmup 0 -r 1 --threads 1 -v ar,dflash2 -c 1,2,3 -B 4,8)
+sweep=(--dataset math --max-samples 3 -n 16 --warmup 0 -r 1 --min-time 0 --threads 1 -v ar,dflash2 -c 1,2,3 -B 4,8)
 ids() { cut -d, -f2 "$1/summary.csv" | tail -n +2 | sort; }
 snapshot() { (cd "$1" && ls -A && cat -- *) | md5sum; }
 
@@ -108,7 +108,7 @@ ok "$([ "$rc" = 0 ] && [ "$(ids "$tmp/lost")" = "$(ids "$tmp/ref")" ] && grep -q
 # a dataset file edited between the run and its resume: refused naming it (DIR unchanged);
 # --allow-changed-inputs resumes anyway
 cp "$ROOT/datasets/math.jsonl" "$tmp/ds.jsonl"
-dsweep=(--dataset "$tmp/ds.jsonl" --max-samples 1 -n 4 --warmup 0 -r 1 --threads 1 -v ar,dflash2 -c 1 -B 4)
+dsweep=(--dataset "$tmp/ds.jsonl" --max-samples 1 -n 4 --warmup 0 -r 1 --min-time 0 --threads 1 -v ar,dflash2 -c 1 -B 4)
 "$BIN" run "${dsweep[@]}" --out "$tmp/ds" >/dev/null 2>&1
 sed -i '$d' "$tmp/ds/points.done"
 rec=$("$PY" -c "import json,sys; print(sum(i['kind'] == 'dataset' and i['path'] == sys.argv[2] and len(i['sha256']) == 64

@@ -21,7 +21,7 @@ out="$tmp/stdout"
 errf="$tmp/stderr"
 SAME="$ROOT/tests/results_same.py"
 
-sweep=(--dataset math,code -c 1,2 -v ar,dflash2 -B 8 -n 8 --max-samples 2 -r 1 --warmup 0 --threads 1 -o csv)
+sweep=(--dataset math,code -c 1,2 -v ar,dflash2 -B 8 -n 8 --max-samples 2 -r 1 --min-time 0 --warmup 0 --threads 1 -o csv)
 ids() { sort "$1/points.done"; }
 
 "$BIN" run "${sweep[@]}" --out "$tmp/whole" >/dev/null 2>"$tmp/whole.err"

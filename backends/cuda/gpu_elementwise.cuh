@@ -179,31 +179,23 @@ void gpu_embed(db_backend *be, float *out, const db_weight *table, const int *id
 __device__ __forceinline__ void store_elem(float *d, float x) { *d = x; }
 __device__ __forceinline__ void store_elem(uint16_t *d, float x) { *d = __half_as_ushort(__float2half_rn(x)); }
 
-/* rows must not overlap between dst and src (the pipeline never asks for that) */
-template <typename D>
-__global__ void k_copy_rows(D *dst, int dst_stride, const int *dst_idx, const float *src, int src_stride,
+/* f32 rows whose widths, strides and bases are multiples of 4 floats move as float4: 16-byte
+ * loads and stores of the same values (a long copy runs near the device's copy bandwidth, which
+ * `bench` measures through this op) */
+__device__ __forceinline__ void store_elem(float4 *d, float4 x) { *d = x; }
+
+/* rows must not overlap between dst and src (the pipeline never asks for that); S: float, or
+ * float4 with D float4 (strides and width then in float4s) */
+template <typename D, typename S = float>
+__global__ void k_copy_rows(D *dst, int dst_stride, const int *dst_idx, const S *src, int src_stride,
                             const int *src_idx, int n, int width)
 {
     for (int r = blockIdx.y; r < n; r += gridDim.y) {
         size_t d = (size_t)(dst_idx ? dst_idx[r] : r), s = (size_t)(src_idx ? src_idx[r] : r);
         D *dr = dst + d * (size_t)dst_stride;
-        const float *sr = src + s * (size_t)src_stride;
+        const S *sr = src + s * (size_t)src_stride;
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x)
             store_elem(dr + i, sr[i]);
-    }
-}
-
-/* f32 rows whose widths, strides and bases are multiples of 4 floats: 16-byte loads and stores
- * (the same values; a long copy runs near the device's copy bandwidth, which `bench` measures
- * through this op) */
-__global__ void k_copy_rows_vec4(float4 *dst, int dst_stride4, const int *dst_idx, const float4 *src, int src_stride4,
-                                 const int *src_idx, int n, int width4)
-{
-    for (int r = blockIdx.y; r < n; r += gridDim.y) {
-        size_t d = (size_t)(dst_idx ? dst_idx[r] : r), s = (size_t)(src_idx ? src_idx[r] : r);
-        float4 *dr = dst + d * (size_t)dst_stride4;
-        const float4 *sr = src + s * (size_t)src_stride4;
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width4; i += gridDim.x * blockDim.x) dr[i] = sr[i];
     }
 }
 
@@ -223,7 +215,7 @@ void launch_copy_rows(db_backend *be, D *dst, int dst_stride, const int *dst_idx
     unsigned bx = blocks_for((size_t)(vec4 ? width / 4 : width), 256);
     dim3 grid(bx < 64 ? bx : 64, (unsigned)n < MAX_GRID_Y ? (unsigned)n : MAX_GRID_Y);
     if (vec4)
-        launch_kernel(k_copy_rows_vec4, grid, 256, 0, c->stream, (float4 *)(void *)dst, dst_stride / 4, di,
+        launch_kernel(k_copy_rows<float4, float4>, grid, 256, 0, c->stream, (float4 *)(void *)dst, dst_stride / 4, di,
                       (const float4 *)src, src_stride / 4, si, n, width / 4);
     else
         launch_kernel(k_copy_rows<D>, grid, 256, 0, c->stream, dst, dst_stride, di, src, src_stride, si, n, width);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -161,7 +162,13 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
     if (rc) return rc;
     if (c->resume) snprintf(c->out_dir, sizeof c->out_dir, "%s", c->resume);
     else if (sw->out[0]) snprintf(c->out_dir, sizeof c->out_dir, "%s", sw->out);
-    else db_results_default_dir(c->out_dir, sizeof c->out_dir, sw->label, time(NULL));
+    else {
+        db_results_default_dir(c->out_dir, sizeof c->out_dir, sw->label, time(NULL));
+        /* a run started in the same second may have taken the name since: the exclusive mkdir at
+         * the first point moves on to the next free suffix (results_dir.h), nothing to refuse */
+        struct stat st;
+        if (stat(c->out_dir, &st) == 0) return DB_OK;
+    }
     return db_results_check_writable(c->out_dir, c->resume != NULL, err, errlen);
 }
 
