@@ -19,7 +19,7 @@ export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 
 # 10 points: ar + dflash2-bare and dflash2 at B 4 and 8, concurrency 1 and 2
 sweep=(run --target "$ROOT/models/tiny-qwen3" --drafter "$ROOT/models/tiny-qwen3-dflash2-b16"
-       --dataset math --max-samples 2 --max-new-tokens 8 --warmup 0 --min-time 0 --threads 1
+       --dataset math --max-samples 2 --max-new-tokens 8 --warmup 0 --min-time 0 -r 2 --max-rounds 2 --threads 1
        --variant ar,dflash2-bare,dflash2 -c 1,2 -B 4,8 -o md)
 points=10
 

@@ -31,7 +31,7 @@ make_tmp cli-run
 cd "$ROOT" || exit 1
 
 common=(--target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 3 --max-new-tokens 16
-        --warmup 0 --threads 1 --max-rounds 3)
+        --warmup 0 --threads 1 -r 2 --max-rounds 2)
 
 # ---- the tiny sweep, stdout as CSV ----
 "$BIN" run "${common[@]}" --variant ar,dflash2 -c 1,2 -B 4,8 --out "$tmp/r1" -o csv \

@@ -32,7 +32,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:exitcode=
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 
 run_args=(run --target "$TARGET" --drafter "$DRAFTER" --dataset math --max-samples 1
-          --max-new-tokens 4 --warmup 0 --min-time 0 --threads 1 --variant ar,dflash2 -c 1 -B 4 -o csv)
+          --max-new-tokens 4 --warmup 0 --min-time 0 -r 1 --threads 1 --variant ar,dflash2 -c 1 -B 4 -o csv)
 gen_args=(generate --target "$TARGET" --drafter "$DRAFTER" --prompt "Hello there" -n 4 --threads 1)
 
 # the error lines of a stderr: progress lines, warnings, the estimate and the closing "results in"
