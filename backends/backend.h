@@ -225,6 +225,8 @@ void db_backend_destroy(db_backend *be);
  * closed by a sync; the best copy in bytes per second. 0 with be->err set when the buffers
  * cannot be allocated or the device fails. One definition for `bench` and bench-gpu-gemv. */
 double db_backend_copy_bandwidth(db_backend *be, size_t bytes, int reps);
+/* monotonic seconds, for the backends' own timing (they do not link src/base's db_now) */
+double db_backend_seconds(void);
 
 /* Upload a host matrix in its file dtype (no conversion: bf16 stays bf16 on the device). */
 int db_weight_upload(db_backend *be, db_weight *w, const void *host, db_dtype dtype, int rows,

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum {
     P_MATMUL, P_RMSNORM, P_ROPE, P_ATTENTION, P_SWIGLU, P_EMBED, P_ADD, P_COPY_ROWS,
@@ -32,23 +31,16 @@ static struct {
     long calls;
 } tot[P_N];
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void done(db_backend *be, int op, double t0)
 {
     real->sync(be);
-    tot[op].sec += now() - t0;
+    tot[op].sec += db_backend_seconds() - t0;
     tot[op].calls++;
 }
 
 static void p_matmul(db_backend *be, float *y, const float *x, const db_weight *w, int n, int acc)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->matmul(be, y, x, w, n, acc);
     done(be, P_MATMUL, t0);
 }
@@ -56,14 +48,14 @@ static void p_matmul(db_backend *be, float *y, const float *x, const db_weight *
 static void p_rmsnorm(db_backend *be, float *y, const float *x, const float *w, int n, int d,
                       float eps)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->rmsnorm(be, y, x, w, n, d, eps);
     done(be, P_RMSNORM, t0);
 }
 
 static void p_rope(db_backend *be, float *x, const int *pos, int n, int nheads, int hd, float theta)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->rope(be, x, pos, n, nheads, hd, theta);
     done(be, P_ROPE, t0);
 }
@@ -72,28 +64,28 @@ static void p_attention(db_backend *be, float *out, const float *q, const float 
                         const float *vc, int cap, const db_attn_row *rows, int n, int nh, int nkv,
                         int hd, float scale)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->attention(be, out, q, kc, vc, cap, rows, n, nh, nkv, hd, scale);
     done(be, P_ATTENTION, t0);
 }
 
 static void p_swiglu(db_backend *be, float *out, const float *gate, const float *up, size_t n)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->swiglu(be, out, gate, up, n);
     done(be, P_SWIGLU, t0);
 }
 
 static void p_embed(db_backend *be, float *out, const db_weight *table, const int *ids, int n)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->embed(be, out, table, ids, n);
     done(be, P_EMBED, t0);
 }
 
 static void p_add(db_backend *be, float *y, const float *x, size_t n)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->add(be, y, x, n);
     done(be, P_ADD, t0);
 }
@@ -101,21 +93,21 @@ static void p_add(db_backend *be, float *y, const float *x, size_t n)
 static void p_copy_rows(db_backend *be, float *dst, int dst_stride, const int *dst_idx,
                         const float *src, int src_stride, const int *src_idx, int n, int width)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->copy_rows(be, dst, dst_stride, dst_idx, src, src_stride, src_idx, n, width);
     done(be, P_COPY_ROWS, t0);
 }
 
 static void p_scale_softcap(db_backend *be, float *x, size_t n, float mult, float cap)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->scale_softcap(be, x, n, mult, cap);
     done(be, P_SCALE_SOFTCAP, t0);
 }
 
 static int p_topk(db_backend *be, int *ids, float *vals, const float *logits, int n, int v, int k)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     int rc = real->topk(be, ids, vals, logits, n, v, k);
     done(be, P_TOPK, t0);
     return rc;
@@ -124,7 +116,7 @@ static int p_topk(db_backend *be, int *ids, float *vals, const float *logits, in
 static void p_probs(db_backend *be, float *x, int n, int v, float temperature, float top_p,
                     int top_k)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->probs(be, x, n, v, temperature, top_p, top_k);
     done(be, P_PROBS, t0);
 }
@@ -132,7 +124,7 @@ static void p_probs(db_backend *be, float *x, int n, int v, float temperature, f
 static void p_dynconv(db_backend *be, float *out, const float *in, const float *base,
                       const float *delta, int phase, int n_blocks, int block, int h, int k, int g)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->dynconv(be, out, in, base, delta, phase, n_blocks, block, h, k, g);
     done(be, P_DYNCONV, t0);
 }
@@ -141,7 +133,7 @@ static int p_pair_scores(db_backend *be, float *out, const float *g, const int *
                          const int *cand, const db_weight *pred, const db_weight *succ, int n,
                          int k, int r)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     int rc = real->pair_scores(be, out, g, prev, cand, pred, succ, n, k, r);
     done(be, P_PAIR_SCORES, t0);
     return rc;
@@ -150,14 +142,14 @@ static int p_pair_scores(db_backend *be, float *out, const float *g, const int *
 static void p_markov_bias(db_backend *be, float *x, const int *prev, const db_weight *w1,
                           const db_weight *w2, float scale, int n)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->markov_bias(be, x, prev, w1, w2, scale, n);
     done(be, P_MARKOV_BIAS, t0);
 }
 
 static int p_upload(db_backend *be, void *dst, const void *src, size_t bytes)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     int rc = real->upload(be, dst, src, bytes);
     done(be, P_UPLOAD, t0);
     return rc;
@@ -165,7 +157,7 @@ static int p_upload(db_backend *be, void *dst, const void *src, size_t bytes)
 
 static int p_download(db_backend *be, void *dst, const void *src, size_t bytes)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     int rc = real->download(be, dst, src, bytes);
     done(be, P_DOWNLOAD, t0);
     return rc;
@@ -174,7 +166,7 @@ static int p_download(db_backend *be, void *dst, const void *src, size_t bytes)
 static void p_kv_store_f16(db_backend *be, uint16_t *dst, const int *dst_idx, const float *src,
                            int n, int width)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->kv_store_f16(be, dst, dst_idx, src, n, width);
     done(be, P_KV_STORE_F16, t0);
 }
@@ -183,14 +175,14 @@ static void p_attention_f16(db_backend *be, float *out, const float *q, const ui
                             const uint16_t *vc, int cap, const db_attn_row *rows, int n, int nh,
                             int nkv, int hd, float scale)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     real->attention_f16(be, out, q, kc, vc, cap, rows, n, nh, nkv, hd, scale);
     done(be, P_ATTENTION_F16, t0);
 }
 
 static int p_sample(db_backend *be, int *out, const float *probs, int n, int v, const double *u)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     int rc = real->sample(be, out, probs, n, v, u);
     done(be, P_SAMPLE, t0);
     return rc;
@@ -200,7 +192,7 @@ static int p_accept(db_backend *be, int *accepted, int *bonus, float *p, const f
                     const float *q_vals, const int *q_ids, int q_k, const int *draft,
                     const double *u, int nq, int block, int v)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     int rc = real->accept(be, accepted, bonus, p, q, q_vals, q_ids, q_k, draft, u, nq, block, v);
     done(be, P_ACCEPT, t0);
     return rc;
@@ -211,7 +203,7 @@ static int p_select_walk(db_backend *be, int *draft, float *q, const float *g, c
                          const float *uvals, const double *u, int nq, int steps, int k, int r,
                          float temperature, float top_p, int top_k)
 {
-    double t0 = now();
+    double t0 = db_backend_seconds();
     int rc = real->select_walk(be, draft, q, g, prev, cand, pred, succ, uvals, u, nq, steps, k, r,
                                temperature, top_p, top_k);
     done(be, P_SELECT_WALK, t0);
