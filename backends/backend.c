@@ -1,5 +1,5 @@
-/* backend.c — backend registry, dtype conversions and weight upload helpers shared by every
- * backend. */
+/* backend.c — creating a backend by name (the registry and module loading: backend_module.c),
+ * dtype conversions and weight upload helpers shared by every backend. */
 #include "config.h"
 #include "alloc.h"
 #include "backend.h"
@@ -10,25 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-extern const db_backend_ops db_cpu_backend_ops;
-#if HAVE_CUDA
-extern const db_backend_ops db_cuda_backend_ops;
-#endif
-#if HAVE_HIP
-extern const db_backend_ops db_hip_backend_ops;
-#endif
-
-const db_backend_ops *const db_backends[] = {
-    &db_cpu_backend_ops,
-#if HAVE_CUDA
-    &db_cuda_backend_ops,
-#endif
-#if HAVE_HIP
-    &db_hip_backend_ops,
-#endif
-    NULL,
-};
 
 static const struct {
     const char *name;
@@ -53,22 +34,12 @@ const char *db_dtype_name(db_dtype t)
     return (unsigned)t < DB_NUM_DTYPES ? dtype_info[t].name : "?";
 }
 
-const db_backend_ops *db_backend_find(const char *name)
-{
-    for (int i = 0; name && db_backends[i]; i++)
-        if (strcmp(db_backends[i]->name, name) == 0) return db_backends[i];
-    return NULL;
-}
-
 int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
                       size_t errlen)
 {
     *out = NULL;
-    const db_backend_ops *ops = db_backend_find(name);
-    if (!ops) {
-        snprintf(err, errlen, "backend '%s' is not compiled into this binary (see --version)", name);
-        return -2;
-    }
+    const db_backend_ops *ops = db_backend_load(name, err, errlen);
+    if (!ops) return -2; /* not built, or its module cannot be loaded here: exit 2 */
     db_backend *be = db_calloc(1, sizeof *be);
     if (!be) {
         snprintf(err, errlen, "out of memory creating backend %s", name);

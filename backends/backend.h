@@ -208,14 +208,33 @@ struct db_backend {
     char err[256];
 };
 
-/* Backends compiled into this binary, NULL-terminated. */
-extern const db_backend_ops *const db_backends[];
+/* The backends this binary was built with, NULL-terminated: "cpu", then each GPU backend whose
+ * module was built (cuda, hip). Only the CPU backend is linked in: a GPU backend is a shared
+ * module (dflash-bench-NAME.so) that db_backend_load() opens on first use, so its runtime
+ * (libcudart, libcublas: hundreds of MB) loads only in a command that asks for that backend.
+ * The module is looked for in $DB_BACKEND_DIR when set, then beside the executable (the build
+ * tree), then in the executable's ../lib/dflash-bench (the installed tree, DB_MODULEDIR_REL). */
+extern const char *const db_backend_names[];
 
-/* the compiled-in backend of that name, or NULL */
+/* A module exports `const int db_backend_module_abi = DB_BACKEND_ABI`, checked before its ops
+ * are used: a module of another build whose op table differs is refused rather than called.
+ * The sizes catch an added member; bump the version when a member changes its meaning. */
+#define DB_BACKEND_ABI_VERSION 1
+#define DB_BACKEND_ABI                                                                             \
+    ((DB_BACKEND_ABI_VERSION << 20) | ((int)sizeof(db_backend_ops) << 10) |                        \
+     (int)sizeof(struct db_backend))
+#define DB_BACKEND_ABI_SYMBOL "db_backend_module_abi"
+
+/* The ops of backend `name`, its module opened on the first call (once per process; later
+ * calls return the same table). NULL with a one-line message in err (err may be NULL) when no
+ * backend of that name is built, or its module or the libraries it needs cannot be loaded. */
+const db_backend_ops *db_backend_load(const char *name, char *err, size_t errlen);
+/* db_backend_load without the message */
 const db_backend_ops *db_backend_find(const char *name);
 /* Create by name ("cpu", "cuda", "hip"). 0, or with the message in err: -2 when no backend of
- * that name is compiled in (a bad argument), -1 when it failed to start (no device, out of
- * memory: a runtime failure). */
+ * that name is built, or its module cannot be loaded (a bad argument for this machine), -1 when
+ * it failed to start (out of memory, a device fault: a runtime failure; no device: -2, see
+ * init). */
 int db_backend_create(const char *name, const db_backend_opts *opts, db_backend **out, char *err,
                       size_t errlen);
 void db_backend_destroy(db_backend *be);

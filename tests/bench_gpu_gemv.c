@@ -40,10 +40,11 @@ int main(int argc, char **argv)
     }
     db_backend *be = NULL;
     char err[512] = "no GPU backend compiled into this binary (-Dcuda / -Dhip)";
-    for (int i = 0; db_backends[i] && !be; i++) {
-        if (strcmp(db_backends[i]->name, "cpu") == 0) continue;
+    setenv("DB_BACKEND_DIR", DB_BUILD_DIR, 0); /* this build tree's modules, when run by hand */
+    for (int i = 0; db_backend_names[i] && !be; i++) {
+        if (strcmp(db_backend_names[i], "cpu") == 0) continue;
         db_backend_opts o = {.device = 0};
-        if (db_backend_create(db_backends[i]->name, &o, &be, err, sizeof err) != 0) be = NULL;
+        if (db_backend_create(db_backend_names[i], &o, &be, err, sizeof err) != 0) be = NULL;
     }
     if (!be) {
         printf("bench-gpu-gemv: skipped: %s\n", err);

@@ -3,6 +3,8 @@
 # DB_SOURCE_ROOT, DB_BUILD_ROOT and DB_MESON.
 #   meson install --destdir D puts bin/dflash-bench and share/dflash-bench/{models,datasets,
 #   configs}, every file equal to the source tree's, and README.md + docs/ in share/doc;
+#   the GPU backends' modules (lib/.../dflash-bench/dflash-bench-cuda.so) installed, and loaded
+#   by the installed binary from its own tree (its `info` on them as the build tree's);
 #   a failing run from / (a bad dataset) creates nothing in /;
 #   D/.../bin/dflash-bench run -n 8 --max-samples 1 --min-time 0 -r 1 -c 1 (--label: its own directory), run from / with no DFLASH_BENCH_DATA and no
 #   source tree above it, exits 0 and writes the default sweep under ./results (here /results;
@@ -54,6 +56,25 @@ ok "$bad" "every file of models/ datasets/ configs/ installed as it is ($count f
 DOC="$(dirname "$SHARE")/doc/dflash-bench"
 cmp -s "$ROOT/README.md" "$DOC/README.md" && cmp -s "$ROOT/docs/architecture.md" "$DOC/docs/architecture.md"
 ok $? "README.md and docs/ installed under share/doc/dflash-bench"
+
+# the GPU backends' modules (dflash-bench-cuda.so, -hip.so): installed, and found by the installed
+# binary wherever the tree is (relative to it, no $DB_BACKEND_DIR): its info on every backend
+# reads as the build tree's (usable, or no device; never a module that is not found)
+gpus=$("$BIN" --version | sed -n 's/^backends: //p' | tr ' ' '\n' | grep -vx cpu)
+if [ -n "$gpus" ]; then
+    bad=0
+    for g in $gpus; do
+        m=$(find "$D" -type f -name "dflash-bench-$g.so" | head -n 1)
+        [ -n "$m" ] || { bad=1; echo "# dflash-bench-$g.so not installed"; }
+    done
+    (unset DB_BACKEND_DIR; "$BIN" info) | grep '^| backend ' >"$tmp/info.build"
+    (unset DB_BACKEND_DIR; cd / && "$IBIN" info) | grep '^| backend ' >"$tmp/info.inst"
+    cmp -s "$tmp/info.build" "$tmp/info.inst" && ! grep -q 'module' "$tmp/info.inst" || bad=1
+    ok "$bad" "GPU backend modules installed and loaded by the installed binary ($(echo $gpus))"
+    [ "$bad" = 0 ] || diag <"$tmp/info.inst"
+else
+    ok 0 "GPU backend modules installed # SKIP no GPU backend built"
+fi
 
 # a failing run from /: nothing new in / (but results/, which tests running in parallel may
 # make), and nothing of this run's under /results

@@ -621,7 +621,11 @@ size_t gpu_mem_available(db_backend *be)
 
 } /* namespace */
 
-#if !defined(__HIP_DEVICE_COMPILE__) /* hip-clang would put this constant on the device too */
+#if !defined(__HIP_DEVICE_COMPILE__) /* hip-clang would put these constants on the device too */
+#if !(defined(DB_GPU_EMU) && DB_GPU_EMU)
+/* the module's layout of backend.h, checked by the loader (backends/backend_module.c) */
+extern "C" const int db_backend_module_abi = DB_BACKEND_ABI;
+#endif
 extern "C" const db_backend_ops DB_GPU_OPS = {
     .name = DB_GPU_NAME,
     .init = gpu_init,

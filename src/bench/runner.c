@@ -258,9 +258,9 @@ int db_sweep_runner_init(db_sweep_runner *sr, db_sweep *sw, char *err, size_t er
         if (strcmp(sw->backend[b], sw->backend[0]) != 0)
             return db_fail(err, errlen, DB_EINPUT, "one backend per invocation for now (got %s and %s)",
                            sw->backend[0], sw->backend[b]);
-    if (!db_backend_find(sw->backend[0]))
-        return db_fail(err, errlen, DB_EINPUT, "backend '%s' is not compiled into this binary (see --version)",
-                       sw->backend[0]);
+    char lerr[512];
+    if (!db_backend_load(sw->backend[0], lerr, sizeof lerr)) /* not built, or its module does not load */
+        return db_fail(err, errlen, DB_EINPUT, "%s", lerr);
     for (int d = 0; d < sw->n_dataset && !rc && !synth_only(sr); d++) {
         char path[1024];
         if (!db_dataset_is_synthetic(sw->dataset[d], NULL))

@@ -1,5 +1,6 @@
 /* cli_info.c — `dflash-bench info`: compiled backends, usable devices, CPU topology, as a
- * markdown list (default) or JSON (-o json). */
+ * markdown list (default) or JSON (-o json). A GPU backend is compiled when its module was built
+ * (--version lists it without loading it); usable when the module loads and finds a device. */
 #include "config.h"
 #include "base/json_build.h"
 #include "backend.h"
@@ -45,13 +46,14 @@ int db_cmd_info(int argc, char **argv, char *err, size_t errlen)
     J(cJSON_AddNumberToObject(cpu, "l3_bytes", (double)ci->l3));
     J(cJSON_AddStringToObject(cpu, "topology_source", ci->source));
     cJSON *bes = J(cJSON_AddArrayToObject(root, "backends"));
-    for (int i = 0; db_backends[i]; i++) {
+    /* every backend built (a GPU one: its module), opened to see whether it is usable here */
+    for (int i = 0; db_backend_names[i]; i++) {
         cJSON *b = J(cJSON_CreateObject());
-        J(cJSON_AddStringToObject(b, "name", db_backends[i]->name));
+        J(cJSON_AddStringToObject(b, "name", db_backend_names[i]));
         db_backend *be = NULL;
-        char e2[256];
+        char e2[768];
         db_backend_opts bo = {0};
-        if (db_backend_create(db_backends[i]->name, &bo, &be, e2, sizeof e2) == 0) {
+        if (db_backend_create(db_backend_names[i], &bo, &be, e2, sizeof e2) == 0) {
             J(cJSON_AddBoolToObject(b, "usable", 1));
             J(cJSON_AddStringToObject(b, "device", be->device_name));
             J(cJSON_AddStringToObject(b, "simd", be->simd));

@@ -19,7 +19,7 @@ static void print_version(void)
 {
     printf("dflash-bench %s (commit %s, %s, %s)\nbackends:", DB_VERSION, DB_GIT_COMMIT,
            DB_COMPILER, DB_BUILDTYPE);
-    for (int i = 0; db_backends[i]; i++) printf(" %s", db_backends[i]->name);
+    for (int i = 0; db_backend_names[i]; i++) printf(" %s", db_backend_names[i]); /* (built, not loaded) */
     printf("\nfeatures: openmp=%d openblas=%d hwloc=%d mpi=%d\n", HAVE_OPENMP, HAVE_OPENBLAS, HAVE_HWLOC, HAVE_MPI);
 }
 
