@@ -8,6 +8,7 @@
 #   --resume of a directory holding no results of this tool: exit 2, nothing written into it;
 #   two runs started in the same second with the default --out both keep their results;
 #   run / bench / generate -b cuda without a device: exit 2 (skipped with a device or no CUDA);
+#   a GPU backend's module missing, or not loadable: exit 2, one line naming it;
 #   plan --target-config /nonexist.json names the path as given;
 #   configs/paper-h200.ini's recipe for real checkpoints, run as its comment writes it;
 #   scripts/plot keys series by every axis that varies (here temperature and acceptance profile);
@@ -116,6 +117,26 @@ else
         { [ "$r" = 2 ] && grep -q "no CUDA device" "$errf"; } || bad="$bad ${cmd%% *}:$r"
     done
     ok "$([ -z "$bad" ]; echo $?)" "run / bench / generate -b cuda without a device: exit 2${bad:+ (got$bad)}"
+fi
+
+# a GPU backend built whose module is not beside the binary, or does not load: exit 2, one line
+# naming the module (a copy of the binary alone in a folder; then a module that is no ELF file)
+gpu=$("$BIN" --version | sed -n 's/^backends: //p' | tr ' ' '\n' | grep -vx cpu | head -n 1)
+if [ -n "$gpu" ]; then
+    mkdir -p "$tmp/lone"
+    cp "$BIN" "$tmp/lone/dflash-bench"
+    BIN_KEEP=$BIN BIN=$tmp/lone/dflash-bench DIR_KEEP=${DB_BACKEND_DIR-}
+    unset DB_BACKEND_DIR # (meson's: the build tree, where the module is)
+    expect_refused "-b $gpu, its module missing: exit 2, one line naming it" \
+        "dflash-bench-$gpu.so" "$tmp/lone" -- generate -b "$gpu" --target "$ROOT/models/tiny-qwen3" --prompt-ids 1,2 -n 2
+    echo "not a module" >"$tmp/lone/dflash-bench-$gpu.so"
+    expect_refused "run -b $gpu, its module does not load: exit 2, one line naming it" \
+        "cannot load $tmp/lone/dflash-bench-$gpu.so" -- run "${tiny[@]}" -v ar -b "$gpu" --out "$tmp/lone/r"
+    ok "$([ ! -e "$tmp/lone/r" ]; echo $?)" "run -b $gpu, its module does not load: no results directory"
+    BIN=$BIN_KEEP
+    [ -n "$DIR_KEEP" ] && export DB_BACKEND_DIR=$DIR_KEEP
+else
+    ok 0 "# SKIP GPU backend modules: none built"
 fi
 
 # config paths as given
