@@ -90,7 +90,7 @@ double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d,
                 .flops = (sw->gflops > 0 ? sw->gflops : 1000) * 1e9};
     double tau = 1;
     for (int i = 1; draft && i < B; i++) tau += pow(0.8, i);
-    double wave = db_roofline_wave(t, d, dt, &hw, k, N, mean_prompt, mean_prompt + k->max_new_tokens / 2.0,
+    double wave = db_roofline_wave(t, d, dt, &hw, k, N, mean_prompt, k->max_new_tokens,
                                    tau, ceil(k->max_new_tokens / tau), kv);
     double waves = ceil((double)n / N), pass = waves * wave;
     /* a warm-up is one wave; a calibrated round lasts a whole number of uncalibrated passes,
