@@ -106,10 +106,10 @@ static void test_parse(void)
     rc = db_device_preset_write(path, &m, "bench run (test)", err, sizeof err);
     if (!rc) rc = db_device_preset_load(path, &back, err, sizeof err);
     int same = !rc && near(back.bw, m.bw) && near(back.op_s, m.op_s);
-    static const int rows[] = {1, 8, 16, 64, 256};
-    for (int i = 0; same && i < 5; i++) same = fabs(db_hw_rate(&back, rows[i]) / db_hw_rate(&m, rows[i]) - 1) < 1e-9;
+    static const int rows[] = {1, 3, 8, 16, 64, 100, 256, 512, 2048};
+    for (int i = 0; same && i < 9; i++) same = fabs(db_hw_rate(&back, rows[i]) / db_hw_rate(&m, rows[i]) - 1) < 1e-9;
     for (int i = 0; same && i < DB_HW_ATTN_ROWS; i++) same = near(back.attn_rate[i], m.attn_rate[i]);
-    tap_ok(same, "a written preset reads back to the measured figures (rates at 1..256 rows, attention, op) %s", err);
+    tap_ok(same, "a written preset reads back to the measured figures (rates at 1..2048 rows, attention, op) %s", err);
     remove(path);
 }
 

@@ -70,7 +70,7 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
  * norms, the head, the KV and the cycle's host work stay the roofline's to predict. */
 #define DB_HW_RATE_ROWS 9 /* rows 1, 2, 4, ..., 256 */
 #define DB_HW_ATTN_ROWS 5 /* query rows of one request 1, 2, 4, 8, 16 */
-#define DB_HW_EFF_MAX 8   /* rows of a preset's matmul efficiency table */
+#define DB_HW_EFF_MAX 12  /* rows of a preset's matmul efficiency table */
 /* Attention and the small ops (measured with the rate table; 0 when not): a forward's
  * attention of R query rows per request runs at attn_rate (FLOP / s of q.k and p.v, the KV
  * cache read from memory inside the figure), and each of its elementwise ops (norms, RoPE,

@@ -128,8 +128,8 @@ int db_device_preset_write(const char *path, const db_hw *hw, const char *source
     ok = ok && cJSON_AddNumberToObject(root, "bandwidth_efficiency", hw->peak_bw > 0 ? hw->bw / hw->peak_bw : 1.0);
     ok = ok && cJSON_AddNumberToObject(root, "peak_matmul_gflops", peak / 1e9);
     ok = ok && (eff = cJSON_AddObjectToObject(root, "matmul_efficiency")) != NULL;
-    static const int tab_rows[] = {1, 8, 16, 64, 256, 1024};
-    for (int i = 0; ok && i < 6; i++) {
+    static const int tab_rows[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}; /* the probe's rows */
+    for (int i = 0; ok && i < 10; i++) {
         snprintf(rows, sizeof rows, "%d", tab_rows[i]);
         double e = peak > 0 ? db_hw_rate(hw, tab_rows[i]) / peak : 1;
         ok = cJSON_AddNumberToObject(eff, rows, fmin(1.0, fmax(1e-6, e))) != NULL;
