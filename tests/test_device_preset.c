@@ -11,6 +11,7 @@
  *   scripts/plan-validate: 15 cells, the table's columns, a summary line. */
 #include "bench/capacity.h"
 #include "bench/device_preset.h"
+#include "bench/sweep.h"
 #include "tap.h"
 #include "base/util.h"
 
@@ -230,6 +231,22 @@ static void test_cli_bad(void)
            "plan --device-config with a key missing: exit 2, one line naming the file and the key: %s", line);
     remove(path);
     remove(out);
+    /* run's key: refused when set, naming the key, the file and its key */
+    db_sweep *sw = calloc(1, sizeof *sw);
+    char e2[1024] = "";
+    if (sw) db_sweep_init(sw);
+    f = fopen(path, "w");
+    if (f) fprintf(f, "%.*s%s", (int)(at - GOOD), GOOD, at + strlen("\"sampled_token_us\": 10,"));
+    if (f) fclose(f);
+    rc = sw ? db_sweep_set(sw, "device_config", path, e2, sizeof e2) : -99;
+    tap_ok(rc == DB_EINPUT && strstr(e2, "device_config: ") && strstr(e2, path) && strstr(e2, "sampled_token_us: missing") &&
+               sw->device_config[0] == 0,
+           "run --device-config BAD: refused when given: %s", e2);
+    snprintf(cmd, sizeof cmd, "%s/configs/devices/h200.json", root);
+    rc = sw ? db_sweep_set(sw, "device_config", cmd, e2, sizeof e2) : -99;
+    tap_ok(rc == DB_OK && !strcmp(sw->device_config, cmd), "run --device-config configs/devices/h200.json is taken");
+    free(sw);
+    remove(path);
 }
 
 int main(void)
