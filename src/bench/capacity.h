@@ -26,7 +26,10 @@
  *             verify   target forward over N*B rows (KV of ctx + B positions, N*B logits)
  *   tok/s = N * tau / cycle time (ar: N / step time). Activation traffic is counted
  *   (2 x 4 bytes x (3H + 2*q + 2*kv + 3I) per row and layer); kernel launch, host work and
- *   imperfect overlap are not, which is what measured / predicted shows. */
+ *   imperfect overlap are not, which is what measured / predicted shows, unless a device preset
+ *   (device_preset.h) gives them: a fixed cost a forward and one a sampled row at T > 0.
+ * A whole request (db_roofline_request) is the prefill plus the steps summed over a context
+ * growing from the prompt to prompt + n, each at its own context. */
 #ifndef DB_CAPACITY_H
 #define DB_CAPACITY_H
 
