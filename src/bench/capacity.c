@@ -107,8 +107,21 @@ static double interp_pow2(const double *t, int n, double beyond, double rows)
     return t[i] * pow(hi / t[i], l - i);
 }
 
+/* a preset's table: log-linear between its rows, flat beyond the ends */
+static double preset_rate(const db_hw *hw, double rows)
+{
+    const double *r = hw->eff_rows, *e = hw->eff;
+    int n = hw->n_eff;
+    if (rows <= r[0]) return hw->peak_flops * e[0];
+    for (int i = 0; i + 1 < n; i++)
+        if (rows <= r[i + 1])
+            return hw->peak_flops * e[i] * pow(e[i + 1] / e[i], log(rows / r[i]) / log(r[i + 1] / r[i]));
+    return hw->peak_flops * e[n - 1];
+}
+
 double db_hw_rate(const db_hw *hw, double rows)
 {
+    if (hw->n_eff > 0) return preset_rate(hw, rows);
     if (hw->rate[0] <= 0) return hw->flops;
     return interp_pow2(hw->rate, DB_HW_RATE_ROWS, hw->flops, rows); /* 256 -> 512: to flops */
 }
@@ -220,8 +233,10 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     memset(out, 0, sizeof *out);
     double es = db_dtype_weight_bytes(dt), N = s->concurrency, B = s->block, V = t->vocab,
            H = t->hidden, ctx = s->ctx, kvs = (double)db_dtype_size(s->kv_dtype);
+    double smp = s->sampling ? hw->sample_s : 0; /* seconds a sampled row */
     if (s->block <= 1 || !d) {
         out->verify = stack_cost(t, es, kvs, hw, N, N, N * ctx, ctx + 1, N, V, H);
+        out->verify.t += hw->fwd_s + N * smp;
         out->t = out->verify.t;
         out->tok_s = out->t > 0 ? N / out->t : 0;
         return;
@@ -254,6 +269,10 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     out->verify = stack_cost(t, es, kvs, hw, N * B, N, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
     add(&out->verify, vocab_pass(hw, N * B * V * 4, 1)); /* the argmax (top-1) of every row */
     out->verify.bytes += N * B * T * H * 4; /* tap features */
+    /* a preset's fixed costs: one draft and one verify forward; every verify row's target
+     * distribution and every drafted row's are sampled at T > 0 */
+    out->draft.t += hw->fwd_s + N * (B - 1) * smp;
+    out->verify.t += hw->fwd_s + N * B * smp;
     out->t = out->draft.t + out->select.t + out->ctx.t + out->verify.t;
     out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
 }
@@ -270,6 +289,7 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
         /* a chunk's rows attend to about half a prompt; the head runs for the last rows */
         add(&c, stack_cost(t, es, (double)db_dtype_size(kv), hw, per, fmax(1.0, (double)reqs / chunks), per * prompt / 2, prompt / 2, (double)reqs / chunks,
                            t->vocab, t->hidden));
+        c.t += hw->fwd_s;
         if (d) {
             const db_model_config *m = &d->base;
             double Hd = m->hidden, Ld = m->n_layers, kvd = (double)m->n_kv_heads * m->head_dim,
@@ -302,7 +322,7 @@ double db_roofline_point(const db_model_config *t, const db_drafter_config *d, d
     if (N < 1 || out <= 0) return 0;
     double decode_cycles = cycles; /* the prefill is no cycle */
     double tau = decode_cycles > 0 ? cycle_tokens / decode_cycles : 1;
-    double wave = db_roofline_wave(t, d, dt, hw, k, N, prompt, prompt + out / 2, tau, decode_cycles, kv);
+    double wave = db_roofline_wave(t, d, dt, hw, k, N, prompt, out, tau, decode_cycles, kv);
     return wave > 0 ? N * out / wave : 0;
 }
 
@@ -315,16 +335,49 @@ db_step_shape db_variant_step(db_variant v, int concurrency, int block, double c
                            .use_sel = draft && db_variant_uses_selector(v), .kv_dtype = kv};
 }
 
+double db_roofline_decode(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                          const db_hw *hw, const db_step_shape *s, double ctx0, double gen, double steps)
+{
+    if (!(steps > 0)) return 0;
+    int K = steps < DB_REQUEST_SEGMENTS ? (int)ceil(steps) : DB_REQUEST_SEGMENTS;
+    double m = steps / K, per = gen / steps, total = 0; /* steps a segment, context a step */
+    for (int k = 0; k < K; k++) {
+        db_step_shape sh = *s;
+        sh.ctx = ctx0 + per * (k * m + (m - 1) / 2); /* the mean context of the segment's steps */
+        db_step_cost c;
+        db_roofline_step(t, d, dt, hw, &sh, &c);
+        total += m * c.t;
+    }
+    return total;
+}
+
+void db_roofline_request(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                         const db_hw *hw, const db_step_shape *s, double prompt, double n,
+                         db_request_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    const db_drafter_config *dd = s->block > 1 ? d : NULL;
+    int N = s->concurrency, NB = N * (dd ? s->block : 1);
+    out->prefill_s = db_roofline_prefill(t, dd, dt, hw, N, prompt, NB > DB_PREFILL_CHUNK ? NB : DB_PREFILL_CHUNK,
+                                         s->kv_dtype).t;
+    if (s->sampling) out->prefill_s += N * hw->sample_s; /* the first token, drawn */
+    double gen = n > 1 ? n - 1 : 0, tau = dd && s->tau > 1 ? s->tau : 1;
+    out->steps = gen / tau;
+    out->decode_s = db_roofline_decode(t, dd, dt, hw, s, prompt + 1, gen, out->steps);
+    double T = out->prefill_s + out->decode_s;
+    out->tok_s = T > 0 ? N * n / T : 0;
+}
+
 double db_roofline_wave(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                        const db_hw *hw, const db_point_key *k, int N, double prompt, double ctx,
+                        const db_hw *hw, const db_point_key *k, int N, double prompt, double gen,
                         double tau, double cycles, db_dtype kv)
 {
     db_variant v = db_variant_lookup(k->variant);
     const db_drafter_config *dd = d && db_variant_uses_drafter(v) ? d : NULL; /* else the target alone */
-    db_step_shape s = db_variant_step(dd ? v : DB_VAR_AR, N, k->block_size, ctx, tau, kv);
-    db_step_cost sc;
-    db_roofline_step(t, dd, dt, hw, &s, &sc);
+    db_step_shape s = db_variant_step(dd ? v : DB_VAR_AR, N, k->block_size, prompt, tau, kv);
+    s.sampling = k->temperature > 0;
     int NB = N * s.block;
     db_cost pf = db_roofline_prefill(t, dd, dt, hw, N, prompt, NB > DB_PREFILL_CHUNK ? NB : DB_PREFILL_CHUNK, kv);
-    return pf.t + cycles * sc.t; /* N requests from admission to their last token */
+    /* N requests from admission to their last token, the context growing over the output */
+    return pf.t + db_roofline_decode(t, dd, dt, hw, &s, prompt, gen, cycles);
 }

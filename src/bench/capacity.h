@@ -26,7 +26,10 @@
  *             verify   target forward over N*B rows (KV of ctx + B positions, N*B logits)
  *   tok/s = N * tau / cycle time (ar: N / step time). Activation traffic is counted
  *   (2 x 4 bytes x (3H + 2*q + 2*kv + 3I) per row and layer); kernel launch, host work and
- *   imperfect overlap are not, which is what measured / predicted shows. */
+ *   imperfect overlap are not, which is what measured / predicted shows, unless a device preset
+ *   (device_preset.h) gives them: a fixed cost a forward and one a sampled row at T > 0.
+ * A whole request (db_roofline_request) is the prefill plus the steps summed over a context
+ * growing from the prompt to prompt + n, each at its own context. */
 #ifndef DB_CAPACITY_H
 #define DB_CAPACITY_H
 
@@ -70,6 +73,7 @@ int db_mem_check(const db_mem_need *n, size_t avail, const char *what, char *err
  * norms, the head, the KV and the cycle's host work stay the roofline's to predict. */
 #define DB_HW_RATE_ROWS 9 /* rows 1, 2, 4, ..., 256 */
 #define DB_HW_ATTN_ROWS 5 /* query rows of one request 1, 2, 4, 8, 16 */
+#define DB_HW_EFF_MAX 12  /* rows of a preset's matmul efficiency table */
 /* Attention and the small ops (measured with the rate table; 0 when not): a forward's
  * attention of R query rows per request runs at attn_rate (FLOP / s of q.k and p.v, the KV
  * cache read from memory inside the figure), and each of its elementwise ops (norms, RoPE,
@@ -83,6 +87,14 @@ typedef struct {
     double attn_rate[DB_HW_ATTN_ROWS]; /* FLOP / s at 2^i query rows per request; 0: not measured */
     double op_s;    /* seconds of one small elementwise op (dispatch) */
     char bw_source[200], flops_source[200];
+    /* a device preset (device_preset.h); n_eff 0 = none. The matmul rate at R rows is then
+     * peak_flops x eff at R (log-linear between eff_rows, flat beyond the ends), and every
+     * forward costs fwd_s more, every sampled row (T > 0) sample_s. */
+    int n_eff;
+    double eff_rows[DB_HW_EFF_MAX], eff[DB_HW_EFF_MAX]; /* [n_eff], rows ascending */
+    double peak_flops, peak_bw, bw_eff;                 /* FLOP / s, bytes / s, fraction */
+    double fwd_s, sample_s;                             /* seconds */
+    char name[96], preset[512];                         /* the device; the preset's path */
 } db_hw;
 /* the matmul rate at `rows` rows: log-linear between the measured row counts, flops from 512 */
 double db_hw_rate(const db_hw *hw, double rows);
@@ -120,6 +132,8 @@ typedef struct {
     double tau;             /* accepted + bonus per cycle: context rows materialized per request */
     int use_conv, use_sel;
     db_dtype kv_dtype;      /* the caches' dtype (0 = DB_F32): bytes of the KV traffic */
+    int sampling;           /* T > 0: every row whose token is drawn costs hw->sample_s (ar: N
+                             * rows; a cycle: N*B verify rows and N*(B-1) drafted rows) */
 } db_step_shape;
 
 typedef struct {
@@ -135,6 +149,27 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
 db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                             const db_hw *hw, int reqs, double prompt, int max_rows, db_dtype kv);
 
+/* The whole decode of N requests from a context of ctx0 positions while each generates `gen`
+ * more tokens in `steps` steps (cycles: gen / tau): the sum of db_roofline_step over the
+ * steps, each at its own context ctx0 + j * gen / steps (j = 0 .. steps - 1), not one step at
+ * the midpoint: summed in at most DB_REQUEST_SEGMENTS runs of steps, each at the mean context
+ * of its steps (exact while a step's cost is linear in its context). Seconds. */
+#define DB_REQUEST_SEGMENTS 1024
+double db_roofline_decode(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                          const db_hw *hw, const db_step_shape *s, double ctx0, double gen, double steps);
+
+/* One wave of N requests of `prompt` tokens generating n tokens each, as a serving benchmark
+ * times it: the batched prefill (it commits the first token), then n - 1 tokens decoded in
+ * (n - 1) / tau cycles (ar: steps) over a context growing from prompt + 1 to prompt + n
+ * (db_roofline_decode). */
+typedef struct {
+    double prefill_s, decode_s, steps; /* seconds, seconds, decode steps / cycles */
+    double tok_s;                      /* N * n / (prefill_s + decode_s) */
+} db_request_cost;
+void db_roofline_request(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
+                         const db_hw *hw, const db_step_shape *s, double prompt, double n,
+                         db_request_cost *out);
+
 /* The step of variant v (variant.h: its convolutions and selector): block 1 and tau 1 for `ar` */
 db_step_shape db_variant_step(db_variant v, int concurrency, int block, double ctx, double tau,
                               db_dtype kv);
@@ -142,17 +177,18 @@ db_step_shape db_variant_step(db_variant v, int concurrency, int block, double c
 /* The cost model of a sweep point, one for `run --predict` (db_roofline_point: the point's own
  * cycles and tau) and `run --shard` (db_shard_point_cost, shard.h: tau assumed): seconds of one
  * wave, N of the point's requests of `prompt` tokens prefilled together (target calls of
- * max(N*B, DB_PREFILL_CHUNK) rows, engine.h), then `cycles` steps of the N at context ctx and
- * acceptance tau (db_roofline_step of db_variant_step). d NULL, or an `ar` point: the target
- * alone. */
+ * max(N*B, DB_PREFILL_CHUNK) rows, engine.h), then `cycles` steps of the N while each
+ * generates `gen` tokens, the context growing from prompt (db_roofline_decode), at acceptance
+ * tau; sampled rows cost hw->sample_s when the point's temperature is > 0. d NULL, or an `ar`
+ * point: the target alone. */
 double db_roofline_wave(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                        const db_hw *hw, const db_point_key *k, int N, double prompt, double ctx,
+                        const db_hw *hw, const db_point_key *k, int N, double prompt, double gen,
                         double tau, double cycles, db_dtype kv);
 
 /* Predicted throughput of a measured sweep point, in the same terms as throughput_tok_s
  * (tokens / wall seconds of a repetition, prefill included): its requests run in waves of N,
  * each wave a batched prefill then the point's own mean number of cycles per request at its
- * own mean acceptance length, at the mean context (prompt + half the output). d may be NULL
+ * own mean acceptance length, the context growing from the prompt over the output. d may be NULL
  * for ar. 0 when the point has no requests. */
 double db_roofline_point(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                          const db_hw *hw, const db_point_raw *raw, db_dtype kv);

@@ -1,5 +1,6 @@
 /* runner.c — the measurement procedure and a sweep's runner (runner.h). */
 #include "bench/runner.h"
+#include "bench/device_preset.h"
 
 #include "base/paths.h"
 #include "base/util.h"
@@ -456,6 +457,7 @@ int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "backend %s has no f16 KV cache (--kv-dtype f16); use --kv-dtype f32",
                        sr->s.be->ops->name);
     if (!sw->predict) return DB_OK;
+    if (sw->device_config[0]) return db_device_preset_load(sw->device_config, &sr->hw, err, errlen);
     db_dtype dt;
     if ((rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, 0), &dt, err, errlen))) return rc;
     db_model_config t0; /* the matmul rates on the first target's matrix shapes */

@@ -3,6 +3,7 @@
  * Values are parsed into a scratch copy of the axis and copied over only when the whole value
  * is good, so a failed db_sweep_set leaves the sweep as it was. */
 #include "bench/sweep.h"
+#include "bench/device_preset.h"
 #include "base/parse.h"
 #include "base/util.h"
 #include "engine/variant.h"
@@ -317,6 +318,19 @@ static int set_gflops(db_sweep *s, const char *k, const char *v, char *err, size
     return positive(k, v, &s->gflops, err, errlen);
 }
 
+/* a preset that does not parse is refused when it is given, naming the file and its key */
+static int set_device_config(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    db_hw hw;
+    char e2[700];
+    if (v && v[0] && db_device_preset_load(v, &hw, e2, sizeof e2))
+        return db_fail(err, errlen, DB_EINPUT, "%s: %s", k, e2);
+    if (v && strlen(v) >= sizeof s->device_config)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path longer than %zu characters", k, sizeof s->device_config - 1);
+    snprintf(s->device_config, sizeof s->device_config, "%s", v ? v : "");
+    return DB_OK;
+}
+
 static int set_seed(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
     return db_parse_u64(k, v, &s->seed, err, errlen);
@@ -386,6 +400,7 @@ static const sweep_key keys[] = {
     BOOL("predict", predict),
     FN("bandwidth_gbs", set_bandwidth),
     FN("gflops", set_gflops),
+    FN("device_config", set_device_config),
 };
 
 const char *db_sweep_key(int i) { return i >= 0 && i < COUNT(keys) ? keys[i].name : NULL; }
@@ -742,6 +757,7 @@ static int get_fn(const db_sweep *s, const char *k, char *buf, size_t n)
                 o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", o ? "," : "", db_variant_table[i].name, s->variant_drafter[i]);
     }
     else if (!strcmp(k, "min_time")) snprintf(buf, n, "%.9g", s->min_time);
+    else if (!strcmp(k, "device_config")) snprintf(buf, n, "%s", s->device_config);
     else if (!strcmp(k, "bandwidth_gbs") || !strcmp(k, "gflops")) {
         double x = k[0] == 'b' ? s->bandwidth_gbs : s->gflops;
         if (!(x > 0)) return 1;

@@ -96,6 +96,8 @@ typedef struct {
     int n_profile;
     int predict;            /* roofline prediction in every row (predicted_tok_s) */
     double bandwidth_gbs, gflops; /* device figures for the prediction; 0 = measure */
+    char device_config[512]; /* a device preset (bench/device_preset.h) for the prediction and
+                              * --shard's cost model instead of those; "" = none */
 } db_sweep;
 
 /* the default sweep (configs/default.ini spells out the same values) */

@@ -20,6 +20,7 @@
  * (time_points). */
 #include "config.h"
 #include "bench/capacity.h"
+#include "bench/device_preset.h"
 #include "bench/device_probe.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -37,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -193,6 +195,35 @@ static int device_limits(db_session *s, bench_limits *lim, char *err, size_t err
     snprintf(lim->unit_buf, sizeof lim->unit_buf, "matmul rate, %s", hw.flops_source);
     lim->peak_unit = lim->unit_buf;
     return DB_OK;
+}
+
+/* --write-device-config: plan's device probe (capacity.h db_hw_measure: a GEMV's bandwidth, the
+ * matmul rates at 1..256 rows of one target layer, attention, a small op) on the target's
+ * shapes, written as a preset whose peak matmul rate is the FMA peak (CPU) or the 512-row rate
+ * and whose efficiencies are the measured rates over it; the bandwidth is the GEMV's (efficiency
+ * 1). No fixed cost a forward beyond the small ops, none a sampled row (not measured here). */
+static int write_device_config(db_session *s, const char *path, db_dtype dt, double peak_gflops, char *err,
+                               size_t errlen)
+{
+    fprintf(stderr, "bench: measuring the roofline's device figures for %s\n", path);
+    db_hw hw;
+    int rc = db_hw_measure(s->be, dt, 0, &s->target.cfg, &hw, err, errlen);
+    if (rc) return rc;
+    /* the peak: the FMA peak, or a measured rate above it (a busy machine's FMA measurement runs
+     * low), so that every efficiency is <= 1 and the rates read back as measured */
+    double peak = hw.flops;
+    for (int i = 0; i < DB_HW_RATE_ROWS; i++) peak = fmax(peak, hw.rate[i]);
+    for (int i = 0; i < DB_HW_ATTN_ROWS; i++) peak = fmax(peak, hw.attn_rate[i]);
+    int fma = peak_gflops * 1e9 > peak;
+    hw.peak_flops = fma ? peak_gflops * 1e9 : peak;
+    hw.peak_bw = hw.bw;
+    snprintf(hw.name, sizeof hw.name, "%.60s (%.12s, %d threads)", s->be->device_name, s->be->ops->name, s->be->threads);
+    char src[1024], when[32];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    snprintf(src, sizeof src, "bench --write-device-config on %s at %s (%s; %s; peak: %s)", hw.name, when, hw.bw_source,
+             hw.flops_source, peak_gflops * 1e9 > hw.flops ? "the FMA peak" : "the 512-row matmul rate");
+    return db_device_preset_write(path, &hw, src, err, errlen);
 }
 
 /* ---------------------------------------------------------------- timing */
@@ -519,7 +550,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
 {
     const char *target = "models/tiny-qwen3", *drafter = NULL, *rows_s = "1,2,4,8,16,32,64",
                *ctx_s = "128", *mode = "batch", *dtype_s = "bf16", *output = "md", *backend = "cpu",
-               *kv_s = "auto";
+               *kv_s = "auto", *write_dev = NULL;
     int reps = 9, threads = 0, synthetic = 0, deterministic = 0, block = 8, help = 0, seed = 0;
     const db_opt opts[] = {
         {"target", 't', "DIR", "target checkpoint (default models/tiny-qwen3); with --synthetic its config.json", NULL, DB_OPT_STR, &target},
@@ -537,6 +568,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &backend},
         {"threads", 0, "N", "CPU threads (default: all cores; at most 4x them)", NULL, DB_OPT_INT, &threads},
         {"output", 'o', "FMT", "md (default), csv or json", NULL, DB_OPT_STR, &output},
+        {"write-device-config", 0, "FILE", "also measure the roofline's figures on the target's shapes (plan's probe) and write them as a device preset (plan --device-config)", NULL, DB_OPT_STR, &write_dev},
     };
     const db_cmd_opts cmd = {"bench",
                              "Forward time of the target (and drafter) vs rows and context depth, with\n"
@@ -581,6 +613,10 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         lim.copy_gbs = copy / 1e9;
         lim.peak_gflops = fma_peak(s.be->simd, &lim.peak_unit) / 1e9;
     } else if ((rc = device_limits(&s, &lim, err, errlen))) {
+        db_session_close(&s);
+        return rc;
+    }
+    if (write_dev && (rc = write_device_config(&s, write_dev, dt, lim.peak_gflops, err, errlen))) {
         db_session_close(&s);
         return rc;
     }

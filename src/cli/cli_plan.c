@@ -24,6 +24,7 @@
  * --tp LIST adds the tensor-parallel prediction (cluster/tp.h): per GPU memory, compute and
  * all-reduce time and tok/s for each degree and concurrency, on the --link preset. */
 #include "bench/capacity.h"
+#include "bench/device_preset.h"
 #include "bench/device_probe.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -62,6 +63,7 @@ typedef struct {
     double ar_ms, ar_tok_s;               /* measured */
     double cyc_ms, cyc_tok_s, tau_meas;
     double draft_ms, select_ms, verify_ms, host_ms;
+    db_request_cost ar_req, cyc_req; /* whole requests: prefill + decode over the growing context */
 } plan_row;
 
 /* one timed run (repetition k of raw): mean step (cycle) time and decode tokens per step over
@@ -127,6 +129,11 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
     printf("- device: %s; %.2f GiB free\n", device, (double)avail / DB_GIB);
     printf("- bandwidth %.1f GB/s (%s)\n- matmul %.1f GFLOP/s (%s)\n", hw->bw / 1e9, hw->bw_source,
            hw->flops / 1e9, hw->flops_source);
+    if (hw->n_eff > 0) {
+        printf("- preset %s (%s): matmul efficiency by rows:", hw->preset, hw->name);
+        for (int i = 0; i < hw->n_eff; i++) printf("%s %.0f: %.3f", i ? "," : "", hw->eff_rows[i], hw->eff[i]);
+        printf("; %.1f us a forward, %.1f us a sampled row\n", hw->fwd_s * 1e6, hw->sample_s * 1e6);
+    }
     if (hw->rate[0] > 0) { /* the roofline's arithmetic runs at the rate of its row count */
         printf("- matmul GFLOP/s by rows (one target layer's matrices, weights from memory):");
         print_by_rows(hw->rate, DB_HW_RATE_ROWS);
@@ -167,6 +174,19 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         printf("| %s | %d | %.0f | %.2f (meas %s) | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
                variant, r->conc, r->ctx, r->tau, e, tot.bytes / DB_GIB, tot.flops / 1e9,
                bound(&r->cyc.verify), 1e3 * r->cyc.t, r->cyc.tok_s, a, b, c, mem);
+    }
+    printf("\nWhole requests (%s): prefill, then the context growing from the prompt to prompt + n, "
+           "predicted:\n\n| c | ar prefill ms | ar decode s | ar tok/s | %s prefill ms | %s decode s | %s tok/s | speedup |\n"
+           "|--:|--:|--:|--:|--:|--:|--:|--:|\n", d ? "ar and the variant" : "ar", variant, variant, variant);
+    for (int i = 0; i < nrows; i++) {
+        const plan_row *r = &rows[i];
+        char a[32], b[32], c[32], e[32];
+        fmt(a, sizeof a, "%.2f", 1e3 * r->cyc_req.prefill_s);
+        fmt(b, sizeof b, "%.3f", r->cyc_req.decode_s);
+        fmt(c, sizeof c, "%.1f", r->cyc_req.tok_s);
+        fmt(e, sizeof e, "%.2fx", ratio(r->cyc_req.tok_s, r->ar_req.tok_s));
+        printf("| %d | %.2f | %.3f | %.1f | %s | %s | %s | %s |\n", r->conc, 1e3 * r->ar_req.prefill_s, r->ar_req.decode_s,
+               r->ar_req.tok_s, a, b, c, e);
     }
     if (!d) return;
     printf("\nCycle split, ms (predicted draft / select / context / verify; measured draft incl. "
@@ -218,6 +238,12 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
     J(cJSON_AddStringToObject(root, "bandwidth_source", hw->bw_source));
     J(cJSON_AddNumberToObject(root, "gflops", hw->flops / 1e9));
     J(cJSON_AddStringToObject(root, "gflops_source", hw->flops_source));
+    if (hw->n_eff > 0) {
+        J(cJSON_AddStringToObject(root, "device_config", hw->preset));
+        J(cJSON_AddStringToObject(root, "device_name", hw->name));
+        J(cJSON_AddNumberToObject(root, "forward_fixed_us", hw->fwd_s * 1e6));
+        J(cJSON_AddNumberToObject(root, "sampled_token_us", hw->sample_s * 1e6));
+    }
     if (hw->rate[0] > 0) add_by_rows(root, "gflops_by_rows", hw->rate, DB_HW_RATE_ROWS);
     if (hw->attn_rate[0] > 0) {
         add_by_rows(root, "attention_gflops_by_rows", hw->attn_rate, DB_HW_ATTN_ROWS);
@@ -239,6 +265,17 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
         J(cJSON_AddNumberToObject(o, "weights_bytes", r->mem.weights));
         J(cJSON_AddNumberToObject(o, "kv_bytes", r->mem.kv));
         J(cJSON_AddNumberToObject(o, "activation_bytes", r->mem.act));
+        cJSON *rq = J(cJSON_AddObjectToObject(o, "request"));
+        J(cJSON_AddNumberToObject(rq, "ar_prefill_ms", 1e3 * r->ar_req.prefill_s));
+        J(cJSON_AddNumberToObject(rq, "ar_decode_s", r->ar_req.decode_s));
+        J(cJSON_AddNumberToObject(rq, "ar_tok_s", r->ar_req.tok_s));
+        if (d) {
+            J(cJSON_AddNumberToObject(rq, "prefill_ms", 1e3 * r->cyc_req.prefill_s));
+            J(cJSON_AddNumberToObject(rq, "decode_s", r->cyc_req.decode_s));
+            J(cJSON_AddNumberToObject(rq, "cycles", r->cyc_req.steps));
+            J(cJSON_AddNumberToObject(rq, "tok_s", r->cyc_req.tok_s));
+            num_or_null(rq, "speedup", ratio(r->cyc_req.tok_s, r->ar_req.tok_s));
+        }
         cJSON *a = J(cJSON_AddObjectToObject(o, "ar"));
         JADD(a, "predicted", cost_json(&r->ar.verify));
         J(cJSON_AddNumberToObject(a, "predicted_tok_s", r->ar.tok_s));
@@ -281,7 +318,8 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
 typedef struct {
     /* options */
     const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output, *kv_s;
-    const char *tp_s, *link_s;
+    const char *tp_s, *link_s, *device_s;
+    float temperature;
     float link_gbs, link_lat_us, gpu_mem_gib;
     int block, prompt_tokens, max_new, threads, no_measure, seed, warmup, context, reps;
     float tau_arg, bw_arg, gf_arg;
@@ -334,6 +372,8 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &p->kv_s},
         {"bandwidth-gbs", 0, "X", "device memory bandwidth, GB/s (default: measured)", NULL, DB_OPT_FLOAT, &p->bw_arg},
         {"gflops", 0, "X", "device matmul rate, GFLOP/s (default: measured)", NULL, DB_OPT_FLOAT, &p->gf_arg},
+        {"device-config", 0, "FILE", "device preset (configs/devices/*.json): its bandwidth, matmul efficiency by rows and fixed costs instead of measured figures", NULL, DB_OPT_STR, &p->device_s},
+        {"temperature", 0, "X", "sampling temperature of the predicted requests: > 0 adds the preset's cost per sampled row (default 0)", NULL, DB_OPT_FLOAT, &p->temperature},
         {"no-measure", 0, NULL, "predict only (no synthetic run)", NULL, DB_OPT_FLAG, &p->no_measure},
         {"warmup", 0, "N", "untimed runs before each measurement (default 1)", NULL, DB_OPT_INT, &p->warmup},
         {"repetitions", 'r', "N", "timed rounds, ar and the cycle run alternating; medians reported (default 3, <= 15)", NULL, DB_OPT_INT, &p->reps},
@@ -376,6 +416,9 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
     if (trc) return trc;
     if (p->reps < 1 || p->reps > MAX_REPS)
         return db_fail(err, errlen, DB_EINPUT, "--repetitions %d outside 1..%d", p->reps, MAX_REPS);
+    if (p->device_s && (p->bw_arg > 0 || p->gf_arg > 0))
+        return db_fail(err, errlen, DB_EINPUT, "give --device-config or --bandwidth-gbs / --gflops, not both");
+    if (!(p->temperature >= 0)) return db_fail(err, errlen, DB_EINPUT, "--temperature %g: must be >= 0", (double)p->temperature);
     if (p->tau_arg != 0 && p->profile_s)
         return db_fail(err, errlen, DB_EINPUT, "give --tau or --acceptance-profile, not both");
     if (p->tau_arg != 0 && !(p->tau_arg >= 1 && p->tau_arg <= p->block))
@@ -503,6 +546,7 @@ static void predict_at_measured_tau(const plan_ctx *p, plan_row *r)
 {
     if (!p->d) return;
     db_step_shape cy = db_variant_step(p->variant, r->conc, p->block, r->ctx, r->tau_meas, p->kv_dtype);
+    cy.sampling = p->temperature > 0;
     db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc_mt);
 }
 
@@ -519,9 +563,13 @@ static void predict(plan_ctx *p)
         r->conc = p->conc[i], r->ctx = ctx, r->tau = p->tau;
         if (r->measured) predict_at_measured_tau(p, r);
         db_step_shape ar = db_variant_step(DB_VAR_AR, r->conc, 1, ctx, 1, p->kv_dtype);
+        ar.sampling = p->temperature > 0;
         db_roofline_step(&p->tc, NULL, p->dt, &p->hw, &ar, &r->ar);
+        db_roofline_request(&p->tc, NULL, p->dt, &p->hw, &ar, p->prompt_tokens, p->max_new, &r->ar_req);
         db_step_shape cy = db_variant_step(p->variant, r->conc, p->block, ctx, p->tau, p->kv_dtype);
+        cy.sampling = p->temperature > 0;
         if (p->d) db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc);
+        if (p->d) db_roofline_request(&p->tc, p->d, p->dt, &p->hw, &cy, p->prompt_tokens, p->max_new, &r->cyc_req);
         db_engine_shape es = {r->conc, p->d ? p->block : 1, p->prompt_tokens, p->max_new, 0, p->kv_dtype};
         double kv, act;
         db_engine_bytes(&p->tc, p->d, &es, &kv, &act);
@@ -554,6 +602,7 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
     /* allow_long_context: a plan times random weights at the sizes asked for; no token of it is
      * read, so the config's trained positions do not bound it */
     pts[0] = (db_run_point){.p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = p->max_new,
+                                  .temperature = p->temperature,
                                   .seed = seed, .ignore_eos = 1, .kv_dtype = p->kv_dtype, .allow_long_context = 1},
                             .ps = &ps, .concurrency = r->conc};
     pts[1] = pts[0];
@@ -603,6 +652,8 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
  * at once. */
 static int probe_start(plan_ctx *p, char *err, size_t errlen)
 {
+    if (p->device_s) /* a preset: nothing to measure */
+        return db_device_preset_load(p->device_s, &p->hw, err, errlen);
     if (p->bw_arg > 0 && p->gf_arg > 0) { /* both given: nothing to measure */
         db_hw_apply_given(&p->hw, p->bw_arg, p->gf_arg);
         return DB_OK;

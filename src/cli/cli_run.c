@@ -100,6 +100,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"predict", 0, NULL, "roofline prediction per row (predicted_tok_s)", "predict", DB_OPT_SWEEP, NULL},
         {"bandwidth-gbs", 0, "X", "device bandwidth for --predict, GB/s (default: measured)", "bandwidth_gbs", DB_OPT_SWEEP, NULL},
         {"gflops", 0, "X", "device matmul rate for --predict, GFLOP/s (default: measured)", "gflops", DB_OPT_SWEEP, NULL},
+        {"device-config", 0, "FILE", "device preset (configs/devices/*.json) for --predict and --shard's cost model instead of measured figures", "device_config", DB_OPT_SWEEP, NULL},
     };
     char names[200];
     snprintf(vhelp, sizeof vhelp, "variants: %s (default: all; table below)", db_variant_names(names, sizeof names, 0));

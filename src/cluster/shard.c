@@ -1,5 +1,6 @@
 /* shard.c — the partition of a sweep into shards (model and rules in shard.h). */
 #include "cluster/shard.h"
+#include "bench/device_preset.h"
 #include "base/sha256.h"
 #include "base/util.h"
 #include "engine/variant.h"
@@ -88,9 +89,12 @@ double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d,
     int N = k->concurrency < n ? k->concurrency : n;
     db_hw hw = {.bw = (sw->bandwidth_gbs > 0 ? sw->bandwidth_gbs : 100) * 1e9,
                 .flops = (sw->gflops > 0 ? sw->gflops : 1000) * 1e9};
+    char e2[700];
+    if (sw->device_config[0] && db_device_preset_load(sw->device_config, &hw, e2, sizeof e2)) /* checked when set */
+        hw = (db_hw){.bw = 100e9, .flops = 1000e9};
     double tau = 1;
     for (int i = 1; draft && i < B; i++) tau += pow(0.8, i);
-    double wave = db_roofline_wave(t, d, dt, &hw, k, N, mean_prompt, mean_prompt + k->max_new_tokens / 2.0,
+    double wave = db_roofline_wave(t, d, dt, &hw, k, N, mean_prompt, k->max_new_tokens,
                                    tau, ceil(k->max_new_tokens / tau), kv);
     double waves = ceil((double)n / N), pass = waves * wave;
     /* a warm-up is one wave; a calibrated round lasts a whole number of uncalibrated passes,
