@@ -1,6 +1,8 @@
 /* point.c — a point's id and its samples' memory (point.h). */
 #include "result/point.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 
 #include <stdio.h>
@@ -15,7 +17,8 @@ int db_point_key_equal(const db_point_key *a, const db_point_key *b)
     return strcmp(x, y) == 0;
 }
 
-#define AXIS(col, prefix, type, field) {col, prefix, type, offsetof(db_point_key, field)}
+#define AXIS(col, prefix, type, field)                                                             \
+    {col, prefix, type, offsetof(db_point_key, field), sizeof(((db_point_key *)0)->field)}
 const db_axis db_point_axes[] = {
     AXIS("backend", "", DB_AXIS_STR, backend),
     AXIS("dataset", "", DB_AXIS_STR, dataset),
@@ -51,6 +54,27 @@ void db_point_id(const db_point_key *k, char *buf, size_t n)
     }
     for (char *c = buf; *c; c++)
         if ((unsigned char)*c < 32 || *c == 127) *c = '?';
+}
+
+int db_point_axis_set(db_point_key *k, const db_axis *a, const char *value)
+{
+    char *f = (char *)k + a->offset, *end;
+    if (a->type == DB_AXIS_STR) {
+        if (strlen(value) >= a->size) return -1;
+        memcpy(f, value, strlen(value) + 1);
+        return 0;
+    }
+    errno = 0;
+    if (a->type == DB_AXIS_INT) {
+        long v = strtol(value, &end, 10);
+        if (!value[0] || *end || errno || v < INT_MIN || v > INT_MAX) return -1;
+        *(int *)(void *)f = (int)v;
+    } else {
+        float v = strtof(value, &end);
+        if (!value[0] || *end || errno) return -1;
+        *(float *)(void *)f = v;
+    }
+    return 0;
 }
 
 void db_point_raw_free(db_point_raw *p)

@@ -90,10 +90,14 @@ typedef struct {
     const char *column;    /* its column in the tables ("block_size") */
     const char *id_prefix; /* before its value in db_point_id ("B") */
     db_axis_type type;     /* char[] / int / float field */
-    size_t offset;         /* of the field in db_point_key */
+    size_t offset, size;   /* of the field in db_point_key */
 } db_axis;
 extern const db_axis db_point_axes[];
 extern const int db_point_n_axes;
+
+/* set axis a of k from its text in a table (the column's value); -1 when it is no number where
+ * the axis wants one, or too long */
+int db_point_axis_set(db_point_key *k, const db_axis *a, const char *value);
 
 /* 1 when the keys name the same point */
 int db_point_key_equal(const db_point_key *a, const db_point_key *b);
