@@ -125,9 +125,10 @@ static int judge(db_compare *c, db_cmp_row *row)
     double lo = c->metric == DB_CMP_SPEEDUP ? row->spd_lo : row->thr_lo;
     double hi = c->metric == DB_CMP_SPEEDUP ? row->spd_hi : row->thr_hi;
     row->significant = isfinite(lo) && isfinite(hi) ? lo > 1 || hi < 1 : -1;
-    if (B->stable != 1 || N->stable != 1) row->verdict = "unstable";
-    else if (row->significant == 1 && fabs(r - 1) >= c->min_change) row->verdict = r > 1 ? "faster" : "slower";
-    else row->verdict = "same";
+    row->change = row->significant < 0 ? "unknown"
+                  : row->significant && fabs(r - 1) >= c->min_change ? (r > 1 ? "faster" : "slower")
+                                                                      : "same";
+    row->verdict = B->stable != 1 || N->stable != 1 ? "unstable" : row->change;
     row->tau_diff = N->tau - B->tau;
     row->acc_diff = 0;
     int blk = B->key.block_size > 0 ? B->key.block_size : 1;
@@ -276,6 +277,7 @@ static void row_cols(const db_compare *c, const db_cmp_row *r, cols *k)
         col(k, db_point_axes[a].column, v, db_point_axes[a].type != DB_AXIS_STR);
     }
     col(k, "verdict", r->verdict, 0);
+    col(k, "change", r->change ? r->change : "", 0);
     coln(k, "throughput_base", B ? B->throughput : NAN);
     coln(k, "throughput_new", N ? N->throughput : NAN);
     coln(k, "throughput_ratio", both ? r->thr : NAN);
@@ -309,6 +311,7 @@ static int print_md(const db_compare *c, FILE *f)
     fprintf(f, "| point | BASE tok/s | NEW tok/s | throughput NEW/BASE [95%% CI] | speedup BASE -> NEW | "
                "speedup NEW/BASE [95%% CI] | tau diff | accept diff | verdict |\n"
                "|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    int unstable_change = 0;
     for (int i = 0; i < c->n; i++) {
         const db_cmp_row *r = &c->rows[i];
         if (r->b < 0 || r->n < 0) {
@@ -323,8 +326,12 @@ static int print_md(const db_compare *c, FILE *f)
         char ad[32] = "-";
         if (isfinite(r->acc_diff)) snprintf(ad, sizeof ad, "%.4g", r->acc_diff);
         else if (isinf(r->acc_diff)) snprintf(ad, sizeof ad, "one side");
+        char v[48];
+        int shown = !strcmp(r->verdict, "unstable") && strcmp(r->change, "same");
+        unstable_change += shown;
+        snprintf(v, sizeof v, shown ? "%s (%s?)" : "%s", r->verdict, r->change);
         fprintf(f, "| %s | %.1f | %.1f | %s | %s | %s | %+.4g | %s | %s |\n", name, B->throughput, N->throughput, t, sp, s,
-                r->tau_diff, ad, r->verdict);
+                r->tau_diff, ad, v);
         k[!strcmp(r->verdict, "faster") ? 0 : !strcmp(r->verdict, "slower") ? 1 : !strcmp(r->verdict, "same") ? 2 : 3]++;
     }
     for (int side = 0; side < 2; side++) {
@@ -337,6 +344,9 @@ static int print_md(const db_compare *c, FILE *f)
             }
         fprintf(f, "\n");
     }
+    if (unstable_change)
+        fprintf(f, "\nunstable (faster? / slower?): a row not stable on a side whose interval alone says faster / "
+                   "slower (csv / json: column change)\n");
     return fprintf(f, "\n%d matched rows: %d faster, %d slower, %d same, %d unstable (verdicts on %s NEW/BASE: "
                       "95%% percentile bootstrap over prompts and rounds, significant when the interval excludes 1, "
                       "a change under %.0f%% is same; unstable: a side's row is not stable)\n",

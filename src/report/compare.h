@@ -17,10 +17,11 @@
  *             its `ar` within a side (their rounds were interleaved) and independent draws for
  *             BASE and NEW (other runs). Unknown (NAN) below 2 rounds or 2 clusters on a side.
  *   significant  the CI of the --metric ratio excludes 1 (level 95%, two-sided).
+ *   change    what the interval says alone: "faster" / "slower" when significant and the ratio
+ *             is at least min_change away from 1 (a real but tiny drift between two runs is
+ *             "same": asv's factor rule), else "same" ("unknown" without an interval).
  *   verdict   "unstable" when either side's row is not stable (its `stable` column 0 or empty,
- *             report.h); else "faster" / "slower" when significant and the ratio is at least
- *             min_change away from 1 (a real but tiny drift between two runs is "same": asv's
- *             factor rule); else "same". Rows of one side only: "only-base" / "only-new".
+ *             report.h), else the change. Rows of one side only: "only-base" / "only-new".
  *   tau_diff  tau(NEW) - tau(BASE); acceptance_max_diff the largest |difference| of the
  *             per-position conditional acceptance rates: both exactly 0 between two runs of one
  *             build at T = 0 (deterministic), so anything else is a change of the decoding. */
@@ -42,7 +43,7 @@ typedef struct {
     double thr, thr_lo, thr_hi; /* T(NEW) / T(BASE) and its CI */
     double spd, spd_lo, spd_hi; /* S(NEW) / S(BASE) and its CI */
     int significant;    /* the metric's CI excludes 1; -1 unknown */
-    const char *verdict;
+    const char *change, *verdict;
     double tau_diff, acc_diff;
 } db_cmp_row;
 

@@ -113,6 +113,28 @@ static void common(row *r, const db_run_meta *m, const db_point_key *k)
     put_str(r, "weights", k->weights);
 }
 
+int db_provenance_csv(FILE *out, const db_run_meta *m)
+{
+    static db_run_meta zero;
+    const db_run_meta *v = m ? m : &zero;
+    row *r = db_malloc(sizeof *r);
+    if (!r) return -1;
+    r->n = r->used = r->overflow = 0;
+    put_str(r, "tool_version", v->tool_version);
+    put_str(r, "git_commit", v->git_commit);
+    put_str(r, "test_time", v->test_time);
+    put_str(r, "cpu_model", v->cpu.model);
+    put_int(r, "cpu_cores", v->cpu.cores);
+    put_int(r, "cpu_threads", v->cpu.pus);
+    put_str(r, "compiler", v->compiler);
+    put_str(r, "build_type", v->build_type);
+    int bad = r->overflow;
+    for (int j = 0; !bad && j < r->n; j++)
+        bad = db_csv_field(out, m ? r->arena + r->off[j] : r->name[j], 1) != 0 || fputc(',', out) == EOF;
+    free(r);
+    return bad ? -1 : 0;
+}
+
 static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
                         const db_point_summary *s, int idx)
 {

@@ -34,6 +34,11 @@ int db_table_header(db_table t, FILE *out);
 /* all rows of table t for one point; 0 or -1 on an I/O error or out of memory */
 int db_table_rows(db_table t, const db_run_meta *m, const db_point_raw *raw,
                   const db_point_summary *s, FILE *out);
+/* For the CSV of the commands outside a results directory (bench, plan): the provenance columns
+ * run's tables carry, spelled and formatted as there: tool_version, git_commit, test_time,
+ * cpu_model, cpu_cores, cpu_threads, compiler, build_type. m NULL: their names. Each field
+ * is followed by a comma (they lead a row). 0 or -1 on an I/O error. */
+int db_provenance_csv(FILE *out, const db_run_meta *m);
 /* the summary row as one JSON object (numbers as numbers, absent values as null); NULL when out
  * of memory */
 cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_point_summary *s);
