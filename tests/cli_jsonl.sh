@@ -15,10 +15,10 @@ make_tmp jsonl
 sweep=(run --dataset math -v ar,dflash2 -B 4 -c 1 -n 8 --max-samples 2 -r 2 --min-time 0 --warmup 0
        -t "$ROOT/models/tiny-qwen3" -d "$ROOT/models/tiny-qwen3-dflash2-b16")
 
-same() { # DIR: every .jsonl equals its CSV, row for row; each point once in summary
-    "$PY" - "$1" <<'PYEOF'
+same() { # DIR [POINTS]: every .jsonl equals its CSV, row for row; each point once in summary
+    "$PY" - "$1" "${2:-2}" <<'PYEOF'
 import csv, json, sys
-d = sys.argv[1]
+d, npts = sys.argv[1], int(sys.argv[2])
 for t in ('summary', 'acceptance', 'histogram', 'requests'):
     rows = list(csv.reader(open(f'{d}/{t}.csv', newline='')))
     objs = [json.loads(l) for l in open(f'{d}/{t}.jsonl')]
@@ -31,7 +31,7 @@ for t in ('summary', 'acceptance', 'histogram', 'requests'):
                  (isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x - float(v)) <= 1e-12 * max(1, abs(x)))
             assert ok, (t, k, v, x)
 ids = [r['point_id'] for r in csv.DictReader(open(f'{d}/summary.csv'))]
-assert len(ids) == len(set(ids)) == 2, ids
+assert len(ids) == len(set(ids)) == npts, ids
 PYEOF
 }
 
@@ -53,4 +53,13 @@ ok $(($? == 0)) "killed at boundary $k (the last point's requests.jsonl append)"
 ok $? "resume ($(tail -1 "$tmp/err"))"
 same "$tmp/c" 2>"$tmp/py"
 ok $? "after the resume every .jsonl is its CSV again, each point once ($(tail -1 "$tmp/py"))"
+
+# two shards of a 4-point sweep merged: the merged directory has its twins too (with host)
+for k in 0 1; do
+    "$BIN" "${sweep[@]}" -c 1,2 --format-files csv,json --shard $k/2 --out "$tmp/s$k" >/dev/null 2>&1 || echo "shard $k failed" >&2
+done
+"$BIN" merge "$tmp/m" "$tmp/s0" "$tmp/s1" 2>"$tmp/err"
+ok $? "merge of two --format-files csv,json shards ($(tail -1 "$tmp/err"))"
+same "$tmp/m" 4 2>"$tmp/py"
+ok $? "the merged .jsonl files are the merged CSV rows ($(tail -1 "$tmp/py"))"
 done_testing
