@@ -24,18 +24,40 @@ static void key_id(const db_point_key *k, const int *keep, char *buf, size_t n)
     db_point_id(&x, buf, n);
 }
 
-/* the index of point i's `ar` baseline on its side, -1 when none (the point's own for `ar`) */
-static int baseline_of(const db_results_read *r, int i)
+/* a side's points by id (key_id over `keep`), sorted for bsearch */
+typedef struct {
+    char id[DB_POINT_ID_MAX];
+    int i;
+} id_ix;
+
+static int cmp_ix(const void *a, const void *b) { return strcmp(((const id_ix *)a)->id, ((const id_ix *)b)->id); }
+
+static id_ix *index_side(const db_results_read *r, const int *keep)
 {
-    char want[DB_POINT_ID_MAX], id[DB_POINT_ID_MAX];
+    id_ix *x = db_malloc(sizeof *x * (size_t)(r->n ? r->n : 1));
+    for (int i = 0; x && i < r->n; i++) {
+        key_id(&r->pt[i].key, keep, x[i].id, sizeof x[i].id);
+        x[i].i = i;
+    }
+    if (x) qsort(x, (size_t)r->n, sizeof *x, cmp_ix);
+    return x;
+}
+
+static int lookup(const id_ix *x, int n, const db_point_key *k, const int *keep)
+{
+    id_ix want;
+    key_id(k, keep, want.id, sizeof want.id);
+    const id_ix *hit = bsearch(&want, x, (size_t)n, sizeof *x, cmp_ix);
+    return hit ? hit->i : -1;
+}
+
+/* the index of point i's `ar` baseline on its side (x: the side's index over its own axes), -1
+ * when none */
+static int baseline_of(const db_results_read *r, const id_ix *x, int i)
+{
     db_point_key ar;
     db_point_baseline_key(&r->pt[i].key, &ar);
-    key_id(&ar, r->has_axis, want, sizeof want);
-    for (int j = 0; j < r->n; j++) {
-        key_id(&r->pt[j].key, r->has_axis, id, sizeof id);
-        if (!strcmp(id, want)) return j;
-    }
-    return -1;
+    return lookup(x, r->n, &ar, r->has_axis);
 }
 
 /* the bootstrap of one side's point and its baseline: clusters, draws */
@@ -111,10 +133,10 @@ static int bootstrap(db_cmp_row *row, const db_point_raw *pb, const db_point_raw
 }
 
 /* ratios, CIs, verdict and differences of BASE point b and NEW point n */
-static int judge(db_compare *c, db_cmp_row *row)
+static int judge(db_compare *c, db_cmp_row *row, const id_ix *xb, const id_ix *xn)
 {
     const db_read_point *B = &c->base->pt[row->b], *N = &c->new_->pt[row->n];
-    int ib = baseline_of(c->base, row->b), in = baseline_of(c->new_, row->n), ar = is_ar(&B->key);
+    int ib = baseline_of(c->base, xb, row->b), in = baseline_of(c->new_, xn, row->n), ar = is_ar(&B->key);
     const db_point_raw *ab = ar || ib < 0 || in < 0 ? NULL : &c->base->pt[ib].raw;
     const db_point_raw *an = ab ? &c->new_->pt[in].raw : NULL;
     row->thr = db_throughput(&N->raw) / db_throughput(&B->raw);
@@ -158,26 +180,21 @@ int db_compare_init(db_compare *c, const db_results_read *base, const db_results
     }
     c->rows = db_calloc((size_t)(base->n + new_->n + 1), sizeof *c->rows);
     char *used = db_calloc((size_t)(new_->n + 1), 1);
-    if (!c->rows || !used) {
-        free(used);
-        db_compare_free(c);
-        return db_fail(err, errlen, DB_ERUNTIME, "out of memory comparing %d and %d rows", base->n, new_->n);
-    }
-    char ib[DB_POINT_ID_MAX], in[DB_POINT_ID_MAX];
+    /* NEW by the shared key; each side by its own axes (baselines) */
+    id_ix *xm = index_side(new_, c->key_axis), *xb = index_side(base, base->has_axis), *xn = index_side(new_, new_->has_axis);
     int rc = DB_OK;
+    if (!c->rows || !used || !xm || !xb || !xn)
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory comparing %d and %d rows", base->n, new_->n);
     for (int i = 0; !rc && i < base->n; i++) {
         db_cmp_row *row = &c->rows[c->n++];
         row->b = i, row->n = -1, row->verdict = "only-base";
-        key_id(&base->pt[i].key, c->key_axis, ib, sizeof ib);
-        for (int j = 0; j < new_->n && row->n < 0; j++) {
-            key_id(&new_->pt[j].key, c->key_axis, in, sizeof in);
-            if (!strcmp(ib, in) && !used[j]) row->n = j, used[j] = 1;
-        }
-        if (row->n >= 0 && judge(c, row)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory in the bootstrap");
+        int j = lookup(xm, new_->n, &base->pt[i].key, c->key_axis);
+        if (j >= 0 && !used[j]) row->n = j, used[j] = 1;
+        if (row->n >= 0 && judge(c, row, xb, xn)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory in the bootstrap");
     }
-    for (int j = 0; j < new_->n; j++)
+    for (int j = 0; !rc && j < new_->n; j++)
         if (!used[j]) c->rows[c->n++] = (db_cmp_row){.b = -1, .n = j, .verdict = "only-new"};
-    free(used);
+    free(used), free(xm), free(xb), free(xn);
     /* md names a row by the main axes and those that vary */
     static const char *const main_axes[] = {"dataset", "variant", "block_size", "concurrency", "temperature"};
     for (int a = 0; a < db_point_n_axes; a++) {
