@@ -200,14 +200,20 @@ int db_compare_init(db_compare *c, const db_results_read *base, const db_results
     for (int a = 0; a < db_point_n_axes; a++) {
         for (size_t m = 0; m < sizeof main_axes / sizeof *main_axes; m++)
             c->show_axis[a] |= !strcmp(db_point_axes[a].column, main_axes[m]);
-        char *first = NULL;
-        for (int s = 0; s < 2 && !c->show_axis[a]; s++) {
-            const db_results_read *r = s ? new_ : base;
+        /* an axis that varies among rows of one variant (the drafter that comes with a variant
+         * names no row) */
+        int vcol[2] = {db_csv_col(&base->summary, "variant"), db_csv_col(&new_->summary, "variant")};
+        const char *fv[64] = {0}, *fx[64] = {0};
+        int nf = 0;
+        for (int sd = 0; sd < 2 && !c->show_axis[a]; sd++) {
+            const db_results_read *r = sd ? new_ : base;
             int col = db_csv_col(&r->summary, db_point_axes[a].column);
-            for (int i = 0; col >= 0 && i < r->n && !c->show_axis[a]; i++) {
-                char *v = r->summary.rec[r->pt[i].rec].field[col];
-                if (!first) first = v;
-                else if (strcmp(first, v)) c->show_axis[a] = 1;
+            for (int i = 0; col >= 0 && vcol[sd] >= 0 && i < r->n && !c->show_axis[a]; i++) {
+                char *const *f = r->summary.rec[r->pt[i].rec].field;
+                int k = 0;
+                while (k < nf && strcmp(fv[k], f[vcol[sd]])) k++;
+                if (k == nf && nf < 64) fv[nf] = f[vcol[sd]], fx[nf++] = f[col];
+                else if (k < nf && strcmp(fx[k], f[col])) c->show_axis[a] = 1;
             }
         }
     }
