@@ -27,6 +27,38 @@ trap 'rm -rf "$tmp"' EXIT
 "$BIN" bench --target "$TARGET" --drafter "$DRAFTER" --rows 1,3 --context 0,40 --repetitions 2 -B 4 \
     --threads 1 -o csv >"$tmp/b.csv" 2>"$tmp/err"
 ok $? "bench -o csv exits 0"
+ver=$("$BIN" --version | head -1) # "dflash-bench 0.1.0 (commit abc, gcc ..., release)"
+"$PY" - "$tmp/b.csv" "$ver" <<'PYEOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ver = sys.argv[2]
+want = ['tool_version', 'git_commit', 'test_time', 'cpu_model', 'cpu_cores', 'cpu_threads', 'compiler', 'build_type']
+assert list(rows[0])[:8] == want, list(rows[0])[:8]
+for r in rows:
+    assert ver.startswith(f"dflash-bench {r['tool_version']} (commit {r['git_commit']}, {r['compiler']}, {r['build_type']})"), (ver, r)
+    assert r['cpu_model'] and int(r['cpu_cores']) >= 1 and int(r['cpu_threads']) >= 1 and r['test_time'].endswith('Z'), r
+PYEOF
+ok $? "bench -o csv: every row leads with run's provenance columns, version and commit as --version prints them"
+# plan -o csv: the -o json plan's rows, tidy (ar and the cycle per concurrency), same provenance
+plan=(plan -t "$ROOT/configs/models/qwen3-8b.json" -d "$ROOT/configs/models/qwen3-8b-dflash2.json" --no-measure
+      --bandwidth-gbs 100 --gflops 1000 -c 1,8)
+"$BIN" "${plan[@]}" -o csv >"$tmp/plan.csv" 2>/dev/null && "$BIN" "${plan[@]}" -o json >"$tmp/plan.json" 2>/dev/null
+ok $? "plan -o csv and -o json exit 0"
+"$PY" - "$tmp/plan.csv" "$tmp/plan.json" "$ver" <<'PYEOF'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+j = json.load(open(sys.argv[2]))
+assert len(rows) == 2 * len(j['rows']), (len(rows), len(j['rows']))
+for k, jr in enumerate(j['rows']):
+    a, c = rows[2 * k], rows[2 * k + 1]
+    assert a['variant'] == 'ar' and c['variant'] == j['variant'], (a['variant'], c['variant'])
+    assert int(a['concurrency']) == int(c['concurrency']) == jr['concurrency']
+    assert abs(float(a['predicted_tok_s']) - jr['ar']['predicted_tok_s']) <= 1e-6 * jr['ar']['predicted_tok_s']
+    assert abs(float(c['predicted_tok_s']) - jr['cycle']['predicted_tok_s']) <= 1e-6 * jr['cycle']['predicted_tok_s']
+    assert abs(float(c['tau']) - jr['cycle']['tau']) < 1e-6 and abs(float(a['memory_bytes']) - jr['memory_bytes']) <= 1e-9 * jr['memory_bytes']
+    assert a['measured_tok_s'] == '' and sys.argv[3].startswith(f"dflash-bench {a['tool_version']} (commit {a['git_commit']},")
+PYEOF
+ok $? "plan -o csv: two rows a concurrency with the JSON plan's figures, empty where not measured, provenance first"
 "$PY" - "$tmp/b.csv" <<'PYEOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -59,6 +59,8 @@ for cmd in $cmds; do
     expect_refused "$cmd -Z: unknown short flag" "unknown option '-Z'" -- "$cmd" -Z
     if [ "$cmd" = merge ]; then # takes OUT DIR...
         expect_refused "merge stray: wants OUT and a directory" "want OUT DIR..." -- "$cmd" stray
+    elif [ "$cmd" = compare ]; then # takes BASE NEW
+        expect_refused "compare stray: wants BASE and NEW" "want BASE NEW" -- "$cmd" stray
     else
         expect_refused "$cmd stray: unexpected argument" "unexpected argument 'stray'" -- "$cmd" stray
     fi

@@ -23,6 +23,7 @@
 static const char *const backends[] = {"cpu", "cuda", "hip"};
 static const char *const templates[] = DB_NAMES_ARRAY(DB_CHAT_TEMPLATES);
 static const char *const outputs[] = {"md", "csv", "json"};
+static const char *const format_files[] = {"csv", "csv,json"};
 static const char *const dtypes[] = DB_NAMES_ARRAY(DB_SYNTH_DTYPES);
 static const char *const kv_dtypes[] = DB_NAMES_ARRAY(DB_KV_DTYPES);
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
@@ -80,6 +81,7 @@ void db_sweep_init(db_sweep *s)
     strcpy(s->variant_drafter[DB_VAR_DSPARK], "models/tiny-qwen3-dspark-b16");
     strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
+    strcpy(s->format_files, "csv");
     strcpy(s->dtype, "bf16");
     strcpy(s->kv_dtype, "auto");
     s->prompt_tokens = 128;
@@ -392,6 +394,7 @@ static const sweep_key keys[] = {
     STR("out", out),
     FN("label", set_label),
     CHOICE("output", output, outputs),
+    CHOICE("format_files", format_files, format_files),
     BOOL("synthetic", synthetic),
     STR("target_config", target_config),
     STR("drafter_config", drafter_config),

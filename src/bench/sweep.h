@@ -80,6 +80,7 @@ typedef struct {
     int thinking, no_baseline, deterministic;
     int allow_long_context; /* past max_position_embeddings (db_gen_params.allow_long_context) */
     char output[8];         /* stdout format: md, csv, json */
+    char format_files[16];  /* the tables' files: csv, or csv,json (JSON Lines beside each CSV) */
     int threads;            /* 0 = all cores */
     char kv_dtype[8];       /* K/V caches of target and drafter: auto (default), f32 or f16 */
     /* capacity planning (capacity.h, synthetic.h, profile.h) */

@@ -15,6 +15,7 @@ int db_cmd_run(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_plan(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_bench(int argc, char **argv, char *err, size_t errlen);
 int db_cmd_merge(int argc, char **argv, char *err, size_t errlen);
+int db_cmd_compare(int argc, char **argv, char *err, size_t errlen);
 /* run, or under an MPI launcher one shard per rank and rank 0 merging (cli_mpi.c) */
 int db_cmd_run_mpi(int argc, char **argv, char *err, size_t errlen);
 

@@ -31,6 +31,8 @@
 #include "base/quantile.h"
 #include "base/json_build.h"
 #include "base/util.h"
+#include "report/report_csv.h"
+#include "result/run_meta.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -444,17 +446,23 @@ static void print_md(const bench_row *rows, int n, const bench_limits *lim, cons
 static void print_csv(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
                       const char *mode)
 {
+    /* the provenance columns of run's tables lead every row (report_csv.h) */
+    db_run_meta m;
+    db_run_meta_init(&m, 0, NULL, 0, NULL, time(NULL));
+    db_provenance_csv(stdout, NULL);
     printf("model,mode,rows,requests,ctx,ms_median,ms_best,rows_per_s,gb_s,gflop_s,copy_gb_s,"
            "fma_peak_gflop_s,x_one_row,kernel,threads,kv_dtype\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         double sec = r->ms / 1e3;
+        db_provenance_csv(stdout, &m);
         printf("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%s,%d,%s\n", r->model,
                strcmp(r->model, "drafter") ? mode : "draft", r->rows, r->reqs, r->ctx, r->ms,
                r->ms_min, r->rows / sec, r->bytes / sec / 1e9, r->flops / sec / 1e9, lim->copy_gbs,
                lim->peak_gflops, isfinite(r->x1) ? r->x1 : 0.0, s->be->simd, s->be->threads,
                db_dtype_name(s->target.kv.dtype));
     }
+    db_run_meta_free(&m);
 }
 
 /* every cJSON result checked (base/util.h db_json_ok); -1 when out of memory, nothing printed */

@@ -40,12 +40,16 @@
 #include "base/quantile.h"
 #include "base/json_build.h"
 #include "base/util.h"
+#include "base/csv_io.h"
+#include "report/report_csv.h"
+#include "result/run_meta.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* DFlash (5-layer, Qwen3-4B class) on GSM8K, T = 0, per-position Recall@1, counted
  * where every earlier position was right, i.e. the conditional acceptance of greedy DFlash */
@@ -315,6 +319,52 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
     return txt ? 0 : -1;
 }
 
+/* -o csv: one tidy row per concurrency and model (ar, then the cycle), the provenance columns of
+ * run's tables first (report_csv.h); an unknown value (not measured) is an empty field */
+static void csv_num(double v, const char *f)
+{
+    if (isfinite(v) && v > 0) printf(f, v);
+    printf(",");
+}
+
+static void print_csv(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
+                      const db_drafter_config *d, const char *variant, int B, const char *acc,
+                      const char *device, db_dtype dt)
+{
+    db_run_meta m;
+    db_run_meta_init(&m, 0, NULL, 0, NULL, time(NULL));
+    db_provenance_csv(stdout, NULL);
+    printf("device,target,drafter,dtype,variant,block_size,acceptance,concurrency,context,tau,measured_tau,"
+           "bytes_per_step,flops_per_step,bound,predicted_ms,predicted_tok_s,measured_ms,measured_tok_s,"
+           "measured_over_predicted,memory_bytes,bandwidth_gbs,gflops\n");
+    for (int i = 0; i < nrows; i++) {
+        const plan_row *r = &rows[i];
+        for (int cyc = 0; cyc <= (d != NULL); cyc++) {
+            db_cost tot = cyc ? r->cyc.draft : r->ar.verify;
+            if (cyc) {
+                tot.bytes += r->cyc.select.bytes + r->cyc.ctx.bytes + r->cyc.verify.bytes;
+                tot.flops += r->cyc.select.flops + r->cyc.ctx.flops + r->cyc.verify.flops;
+            }
+            const db_step_cost *pc = cyc ? &r->cyc : &r->ar;
+            db_provenance_csv(stdout, &m);
+            db_csv_field(stdout, device, 1);
+            db_csv_field(stdout, t->path, 0);
+            db_csv_field(stdout, cyc ? d->base.path : "", 0);
+            printf(",%s,%s,%d,", db_dtype_name(dt), cyc ? variant : "ar", cyc ? B : 1);
+            db_csv_field(stdout, cyc ? acc : "", 1);
+            printf(",%d,%.0f,%.10g,", r->conc, r->ctx, cyc ? r->tau : 1.0);
+            csv_num(cyc ? r->tau_meas : (r->measured ? 1.0 : NAN), "%.10g");
+            printf("%.10g,%.10g,%s,", tot.bytes, tot.flops, bound(cyc ? &r->cyc.verify : &r->ar.verify));
+            printf("%.10g,%.10g,", 1e3 * pc->t, pc->tok_s);
+            csv_num(cyc ? r->cyc_ms : r->ar_ms, "%.10g");
+            csv_num(cyc ? r->cyc_tok_s : r->ar_tok_s, "%.10g");
+            csv_num(cyc ? ratio(r->cyc_tok_s, r->cyc_mt.tok_s) : ratio(r->ar_tok_s, r->ar.tok_s), "%.10g");
+            printf("%.10g,%.10g,%.10g\n", r->mem.weights + r->mem.kv + r->mem.act, hw->bw / 1e9, hw->flops / 1e9);
+        }
+    }
+    db_run_meta_free(&m);
+}
+
 typedef struct {
     /* options */
     const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output, *kv_s;
@@ -380,7 +430,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"seed", 's', "N", "seed of the synthetic weights, prompts and replay (default 0)", NULL, DB_OPT_INT, &p->seed},
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &p->backend},
         {"threads", 0, "N", "CPU threads (default: all cores; at most 4x them)", NULL, DB_OPT_INT, &p->threads},
-        {"output", 'o', "FMT", "md (default) or json", NULL, DB_OPT_STR, &p->output},
+        {"output", 'o', "FMT", "md (default), csv or json", NULL, DB_OPT_STR, &p->output},
         {"tp", 0, "LIST", "tensor-parallel degrees, e.g. 1,2,4,8: per-GPU memory and predicted tok/s (predictions)", NULL, DB_OPT_STR, &p->tp_s},
         {"link", 0, "NAME", "GPU link for --tp: nvlink (default, 450 GB/s, 10 us) or pcie (64 GB/s, 25 us)", NULL, DB_OPT_STR, &p->link_s},
         {"link-gbs", 0, "X", "link bandwidth per direction, GB/s (overrides the preset)", NULL, DB_OPT_FLOAT, &p->link_gbs},
@@ -401,8 +451,8 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
     int rc = db_opt_kv_dtype(p->kv_s, p->backend, &p->kv_dtype, err, errlen);
     if (rc) return rc;
     if (!p->target) return db_fail(err, errlen, DB_EINPUT, "--target-config FILE is required");
-    if (strcmp(p->output, "md") && strcmp(p->output, "json"))
-        return db_fail(err, errlen, DB_EINPUT, "-o must be md or json, not '%s'", p->output);
+    if (strcmp(p->output, "md") && strcmp(p->output, "csv") && strcmp(p->output, "json"))
+        return db_fail(err, errlen, DB_EINPUT, "-o must be md, csv or json, not '%s'", p->output);
     if (p->dtype_s && db_weight_dtype_parse(p->dtype_s, &p->dt) != 0)
         return db_fail(err, errlen, DB_EINPUT, "--dtype %s: one of " DB_WEIGHT_DTYPE_NAMES, p->dtype_s);
     if (db_variant_parse(p->variant_s, &p->variant) != 0 || !db_variant_uses_drafter(p->variant))
@@ -424,6 +474,8 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
     if (p->tau_arg != 0 && !(p->tau_arg >= 1 && p->tau_arg <= p->block))
         return db_fail(err, errlen, DB_EINPUT, "--tau %g outside [1, %d]", (double)p->tau_arg, p->block);
     if (p->tp_s && db_parse_int_list("--tp", p->tp_s, 1, 4096, p->tp, &p->ntp, err, errlen)) return DB_EINPUT;
+    if (p->ntp && !strcmp(p->output, "csv"))
+        return db_fail(err, errlen, DB_EINPUT, "plan -o csv has no tensor-parallel rows: --tp with -o md or json");
     if (db_link_preset(p->link_s, &p->link, err, errlen)) return DB_EINPUT;
     if (p->link_gbs < 0 || p->link_lat_us < 0 || p->gpu_mem_gib < 0)
         return db_fail(err, errlen, DB_EINPUT, "--link-gbs, --link-latency-us, --gpu-mem-gib >= 0");
@@ -733,6 +785,8 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
             if (print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail,
                            p->dt, tp))
                 rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the plan as JSON");
+        } else if (!strcmp(p->output, "csv")) {
+            print_csv(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->dt);
         } else {
             print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt);
             if (p->ntp) tp_rows(p, stdout, NULL);

@@ -85,6 +85,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"out", 0, "DIR", "results directory (default results/<UTC time>[-label])", "out", DB_OPT_SWEEP, NULL},
         {"label", 0, "TEXT", "name of the run, in the directory name and every row", "label", DB_OPT_SWEEP, NULL},
         {"output", 'o', "FMT", "stdout format: md (default), csv, json", "output", DB_OPT_SWEEP, NULL},
+        {"format-files", 0, "LIST", "the tables' files: csv (default) or csv,json (JSON Lines beside each CSV)", "format_files", DB_OPT_SWEEP, NULL},
         {"config", 0, "FILE", "sweep keys from an ini file (block_size = 8,16), applied before every flag", NULL, DB_OPT_STR, NULL},
         {"resume", 0, "DIR", "finish the sweep of an earlier run in DIR (completed points are kept)", NULL, DB_OPT_STR, NULL},
         {"allow-changed-inputs", 0, NULL, "--resume even when a dataset, target or drafter file changed since the run began", NULL, DB_OPT_FLAG, NULL},
@@ -249,6 +250,7 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
         c->res_open = rc == DB_OK;
         /* no --out: a default name, made exclusively (with a suffix when another run took it) */
         c->res.unique = !c->resume && !sw->out[0];
+        c->res.jsonl = !strcmp(sw->format_files, "csv,json");
     }
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);

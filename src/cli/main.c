@@ -32,6 +32,7 @@ static const struct {
     {"generate", db_cmd_generate, "decode one prompt and print the token ids"},
     {"run", db_cmd_run_mpi, "the benchmark sweep (default: configs/default.ini) -> CSV + table"},
     {"merge", db_cmd_merge, "join the results directories of a sharded sweep (run --shard, MPI, Slurm)"},
+    {"compare", db_cmd_compare, "two results directories row by row: NEW/BASE ratios, CIs, verdicts"},
     {"check-lossless", db_cmd_check_lossless, "every variant's greedy output == ar, token for token"},
     {"plan", db_cmd_plan, "capacity planning: roofline vs a synthetic run, from config.json shapes"},
     {"bench", db_cmd_bench, "forward time vs rows and context, against copy bandwidth and FMA peak"},

@@ -3,6 +3,7 @@
 #include "cluster/shard.h"
 #include "base/csv_io.h"
 #include "base/util.h"
+#include "report/report_csv.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -439,6 +440,29 @@ static int check_out(const char *out, char *err, size_t errlen)
     return used ? db_fail(err, errlen, DB_EINPUT, "%s: exists and is not an empty directory", out) : DB_OK;
 }
 
+/* the sweep asked for JSON Lines twins (run --format-files csv,json): each merged table's rows
+ * as JSON Lines too, converted from the merged CSV (report_csv.h) */
+static int write_jsonl(const char *tmp, const source *s, char *err, size_t errlen)
+{
+    const cJSON *ff = cJSON_GetObjectItemCaseSensitive(s[0].sweep, "format_files");
+    if (!cJSON_IsString(ff) || strcmp(ff->valuestring, "csv,json")) return DB_OK;
+    int rc = DB_OK;
+    for (int t = 0; t < NT && !rc; t++) {
+        char path[1200], jpath[1200];
+        db_path_join(path, sizeof path, tmp, tables[t]);
+        db_path_join(jpath, sizeof jpath, tmp, db_table_jsonl_file[t]);
+        db_csv_doc d = {0};
+        struct stat st;
+        if (stat(path, &st) == 0 && (rc = db_csv_read(path, &d, err, errlen))) break;
+        FILE *f = fopen(jpath, "w");
+        int bad = !f || db_table_csv_jsonl((db_table)t, &d, NULL, f) != 0;
+        if (f && fclose(f) != 0) bad = 1;
+        db_csv_doc_free(&d);
+        if (bad) rc = db_fail(err, errlen, DB_EINPUT, "%s: write failed", jpath);
+    }
+    return rc;
+}
+
 static int write_out(const char *out, source *s, int n, const entry *pts, int npts, const entry *mis, int n_miss,
                      char *err, size_t errlen)
 {
@@ -447,6 +471,7 @@ static int write_out(const char *out, source *s, int n, const entry *pts, int np
         return db_fail(err, errlen, DB_EINPUT, "%s: cannot make a directory beside it: %s", out, strerror(errno));
     int rc = DB_OK;
     for (int t = 0; t < NT && !rc; t++) rc = write_table(tmp, t, s, n, pts, npts, err, errlen);
+    if (!rc) rc = write_jsonl(tmp, s, err, errlen);
     size_t len = 1;
     for (int i = 0; i < npts; i++) len += strlen(pts[i].id) + 1;
     char *done = db_malloc(len), *p = done;

@@ -33,13 +33,18 @@ static int clusters(const db_point_raw *p)
     return p->n_distinct > 0 ? p->n_distinct : p->n_prompts;
 }
 
-/* tok[r*D + j], tim[r*D + j]: cluster j's tokens and share of round r's time (see report.h) */
-static int cluster_sums(const db_point_raw *p, int D, double **tok, double **tim)
+int db_clusters_init(db_clusters *c, const db_point_raw *p)
 {
+    int D = clusters(p);
+    c->R = p->repetitions;
+    c->D = D;
     size_t total = (size_t)p->repetitions * (size_t)D;
-    *tok = db_calloc(total ? total : 1, sizeof(double));
-    *tim = db_calloc(total ? total : 1, sizeof(double));
-    if (!*tok || !*tim) return -1;
+    c->tok = db_calloc(total ? total : 1, sizeof(double));
+    c->tim = db_calloc(total ? total : 1, sizeof(double));
+    if (!c->tok || !c->tim) {
+        db_clusters_free(c);
+        return -1;
+    }
     int n = p->n_prompts;
     for (int r = 0; r < p->repetitions; r++) {
         const db_req_stats *q = p->reqs + (size_t)r * (size_t)n;
@@ -47,22 +52,28 @@ static int cluster_sums(const db_point_raw *p, int D, double **tok, double **tim
         for (int i = 0; i < n; i++) se += fmax(0, q[i].t_finished - q[i].t_admitted);
         for (int i = 0; i < n; i++) {
             double e = fmax(0, q[i].t_finished - q[i].t_admitted);
-            size_t c = (size_t)r * (size_t)D + (size_t)(i % D);
-            (*tok)[c] += q[i].output_tokens;
-            (*tim)[c] += se > 0 ? p->wall_s[r] * e / se : p->wall_s[r] / n;
+            size_t k = (size_t)r * (size_t)D + (size_t)(i % D);
+            c->tok[k] += q[i].output_tokens;
+            c->tim[k] += se > 0 ? p->wall_s[r] * e / se : p->wall_s[r] / n;
         }
     }
     return 0;
 }
 
-/* pooled throughput of one side on the resampled clusters idx[D] and rounds rep[reps] */
-static double resampled(const double *tok, const double *tim, int reps, int D, const int *idx, const int *rep)
+void db_clusters_free(db_clusters *c)
+{
+    free(c->tok);
+    free(c->tim);
+    c->tok = c->tim = NULL;
+}
+
+double db_clusters_rate(const db_clusters *c, const int *idx, const int *rep)
 {
     double a = 0, b = 0;
-    for (int q = 0; q < reps; q++)
-        for (int j = 0; j < D; j++) {
-            a += tok[(size_t)rep[q] * (size_t)D + (size_t)idx[j]];
-            b += tim[(size_t)rep[q] * (size_t)D + (size_t)idx[j]];
+    for (int q = 0; q < c->R; q++)
+        for (int j = 0; j < c->D; j++) {
+            a += c->tok[(size_t)rep[q] * (size_t)c->D + (size_t)idx[j]];
+            b += c->tim[(size_t)rep[q] * (size_t)c->D + (size_t)idx[j]];
         }
     return b > 0 ? a / b : NAN;
 }
@@ -71,11 +82,15 @@ static int bootstrap_ci(const db_point_raw *p, const db_point_raw *ar, uint64_t 
                         double *hi)
 {
     int D = clusters(p), rc = -1;
-    double *tv = NULL, *sv = NULL, *ta = NULL, *sa = NULL, *boot = db_malloc(sizeof(double) * DB_BOOTSTRAP);
+    /* the baseline's requests grouped into the variant's D clusters (the same prompts) */
+    db_point_raw arD = *ar;
+    arD.n_distinct = D;
+    db_clusters cv = {0}, ca = {0};
+    double *boot = db_malloc(sizeof(double) * DB_BOOTSTRAP);
     int *idx = db_malloc(sizeof(int) * (size_t)D);
     int R = p->repetitions, Ra = ar->repetitions, paired = R == Ra;
     int *rp = db_malloc(sizeof(int) * (size_t)R), *ra = db_malloc(sizeof(int) * (size_t)Ra);
-    if (!boot || !idx || !rp || !ra || cluster_sums(p, D, &tv, &sv) || cluster_sums(ar, D, &ta, &sa)) goto out;
+    if (!boot || !idx || !rp || !ra || db_clusters_init(&cv, p) || db_clusters_init(&ca, &arD)) goto out;
     db_rng rng;
     db_rng_seed(&rng, seed);
     int m = 0;
@@ -85,17 +100,15 @@ static int bootstrap_ci(const db_point_raw *p, const db_point_raw *ar, uint64_t 
          * round's load hits both) */
         for (int q = 0; q < R; q++) rp[q] = (int)(db_rng_next(&rng) % (uint64_t)R);
         for (int q = 0; q < Ra; q++) ra[q] = paired ? rp[q] : (int)(db_rng_next(&rng) % (uint64_t)Ra);
-        double x = resampled(tv, sv, R, D, idx, rp) / resampled(ta, sa, Ra, D, idx, ra);
+        double x = db_clusters_rate(&cv, idx, rp) / db_clusters_rate(&ca, idx, ra);
         if (isfinite(x)) boot[m++] = x;
     }
     *lo = db_quantile(boot, m, 0.025);
     *hi = db_quantile(boot, m, 0.975);
     rc = 0;
 out:
-    free(tv);
-    free(sv);
-    free(ta);
-    free(sa);
+    db_clusters_free(&cv);
+    db_clusters_free(&ca);
     free(boot);
     free(idx);
     free(rp);

@@ -64,6 +64,20 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
 #define DB_UNSTABLE_VERIFY_CHEAP 8u
 #define DB_UNSTABLE_ABOVE_TAU 16u
 
+/* A point's samples by prompt cluster and round, what the bootstraps resample (the speedup CI
+ * above, `compare`'s ratios): tok[r*D + j], tim[r*D + j] are cluster j's tokens and share of
+ * round r's time (time_ri above), D = the point's distinct prompts (its requests when unknown). */
+typedef struct {
+    int R, D;
+    double *tok, *tim; /* [R*D] */
+} db_clusters;
+/* 0, or -1 when memory runs out (nothing held then) */
+int db_clusters_init(db_clusters *c, const db_point_raw *p);
+void db_clusters_free(db_clusters *c);
+/* pooled throughput (sum tok / sum tim) over the clusters idx[D] of the rounds rep[R], each
+ * index counted as often as it appears; NAN without time */
+double db_clusters_rate(const db_clusters *c, const int *idx, const int *rep);
+
 /* the contended rule above: 1, 0 or -1 (unknown); *other_cores: what the neighbours held (NAN
  * unknown) */
 int db_contended(const db_point_raw *p, double *other_cores);

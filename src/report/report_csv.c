@@ -14,6 +14,9 @@
 const char *const db_table_file[DB_TABLE_COUNT] = {"summary.csv", "acceptance.csv",
                                                     "histogram.csv", "requests.csv"};
 
+const char *const db_table_jsonl_file[DB_TABLE_COUNT] = {"summary.jsonl", "acceptance.jsonl",
+                                                         "histogram.jsonl", "requests.jsonl"};
+
 #define MAX_COLS 96
 
 typedef struct {
@@ -111,6 +114,28 @@ static void common(row *r, const db_run_meta *m, const db_point_key *k)
     put_int(r, "thinking", k->thinking);
     put_str(r, "acceptance_source", k->acceptance_source);
     put_str(r, "weights", k->weights);
+}
+
+int db_provenance_csv(FILE *out, const db_run_meta *m)
+{
+    static db_run_meta zero;
+    const db_run_meta *v = m ? m : &zero;
+    row *r = db_malloc(sizeof *r);
+    if (!r) return -1;
+    r->n = r->used = r->overflow = 0;
+    put_str(r, "tool_version", v->tool_version);
+    put_str(r, "git_commit", v->git_commit);
+    put_str(r, "test_time", v->test_time);
+    put_str(r, "cpu_model", v->cpu.model);
+    put_int(r, "cpu_cores", v->cpu.cores);
+    put_int(r, "cpu_threads", v->cpu.pus);
+    put_str(r, "compiler", v->compiler);
+    put_str(r, "build_type", v->build_type);
+    int bad = r->overflow;
+    for (int j = 0; !bad && j < r->n; j++)
+        bad = db_csv_field(out, m ? r->arena + r->off[j] : r->name[j], 1) != 0 || fputc(',', out) == EOF;
+    free(r);
+    return bad ? -1 : 0;
 }
 
 static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
@@ -309,4 +334,78 @@ cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_p
     }
     free(r);
     return o;
+}
+
+/* one JSON line from names / values / number flags; -1 out of memory or I/O */
+static int json_line(FILE *out, int n, const char *const *name, const char *const *val, const unsigned char *num)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int j = 0; o && j < n; j++) {
+        char *end;
+        double v = strtod(val[j], &end);
+        cJSON *x = !num[j] ? cJSON_CreateString(val[j])
+                   : val[j][0] && !*end ? cJSON_CreateNumber(v) /* the CSV's digits, parsed */
+                   : val[j][0] ? cJSON_CreateString(val[j])
+                               : cJSON_CreateNull();
+        if (!x || !cJSON_AddItemToObject(o, name[j], x)) {
+            cJSON_Delete(x);
+            cJSON_Delete(o);
+            o = NULL;
+        }
+    }
+    char *t = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    int rc = t && fputs(t, out) >= 0 && fputc('\n', out) != EOF ? 0 : -1;
+    free(t);
+    return rc;
+}
+
+int db_table_jsonl(db_table t, const db_run_meta *m, const db_point_raw *raw,
+                   const db_point_summary *s, FILE *out)
+{
+    int lo, hi, rc = 0;
+    row *r = db_malloc(sizeof *r);
+    if (!r) return -1;
+    row_range(t, raw, &lo, &hi);
+    for (int i = lo; i < hi && rc == 0; i++) {
+        r->n = r->used = r->overflow = 0;
+        builders[t](r, m, raw, s, i);
+        const char *val[MAX_COLS];
+        for (int j = 0; j < r->n; j++) val[j] = r->arena + r->off[j];
+        rc = r->overflow ? -1 : json_line(out, r->n, r->name, val, r->num);
+    }
+    free(r);
+    return rc;
+}
+
+int db_table_csv_jsonl(db_table t, const db_csv_doc *doc, const char *keep, FILE *out)
+{
+    if (doc->n < 1) return 0;
+    /* which columns are numbers: the row builder's flags, by name */
+    static db_run_meta m;
+    static db_req_stats req;
+    static double wall;
+    db_point_raw p = {.n_prompts = 1, .repetitions = 1, .wall_s = &wall, .reqs = &req};
+    db_point_summary s;
+    memset(&s, 0, sizeof s);
+    row *r = db_malloc(sizeof *r);
+    const db_csv_record *h = &doc->rec[0];
+    unsigned char *num = db_calloc((size_t)h->n + 1, 1);
+    const char **val = db_calloc((size_t)h->n + 1, sizeof *val);
+    int rc = r && num && val ? 0 : -1;
+    if (!rc) {
+        r->n = r->used = r->overflow = 0;
+        builders[t](r, &m, &p, &s, t == DB_TABLE_ACCEPTANCE || t == DB_TABLE_HISTOGRAM);
+        for (int j = 0; j < h->n; j++)
+            for (int k = 0; k < r->n; k++)
+                if (!strcmp(h->field[j], r->name[k])) num[j] = r->num[k];
+    }
+    for (int i = 1; !rc && i < doc->n; i++) {
+        const db_csv_record *q = &doc->rec[i];
+        if ((keep && !keep[i]) || !q->complete || q->n != h->n) continue;
+        for (int j = 0; j < h->n; j++) val[j] = q->field[j];
+        rc = json_line(out, h->n, (const char *const *)h->field, val, num);
+    }
+    free(r), free(num), free(val);
+    return rc;
 }

@@ -14,6 +14,7 @@
 
 #include "result/point.h"
 #include "result/run_meta.h"
+#include "base/csv_io.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -34,6 +35,20 @@ int db_table_header(db_table t, FILE *out);
 /* all rows of table t for one point; 0 or -1 on an I/O error or out of memory */
 int db_table_rows(db_table t, const db_run_meta *m, const db_point_raw *raw,
                   const db_point_summary *s, FILE *out);
+/* JSON Lines beside the CSV (run --format-files csv,json): "summary.jsonl", ... */
+extern const char *const db_table_jsonl_file[DB_TABLE_COUNT];
+/* table t's rows of one point as JSON Lines: one object a line, the CSV's columns as keys in
+ * its order, numbers as numbers, an empty field as null; 0 or -1 (I/O, out of memory) */
+int db_table_jsonl(db_table t, const db_run_meta *m, const db_point_raw *raw,
+                   const db_point_summary *s, FILE *out);
+/* the records of a CSV file of table t (doc, record 0 its header) as the same JSON Lines; keep[i]
+ * (NULL: all) picks records; a column the table does not have (merge's host) is a string */
+int db_table_csv_jsonl(db_table t, const db_csv_doc *doc, const char *keep, FILE *out);
+/* For the CSV of the commands outside a results directory (bench, plan): the provenance columns
+ * run's tables carry, spelled and formatted as there: tool_version, git_commit, test_time,
+ * cpu_model, cpu_cores, cpu_threads, compiler, build_type. m NULL: their names. Each field
+ * is followed by a comma (they lead a row). 0 or -1 on an I/O error. */
+int db_provenance_csv(FILE *out, const db_run_meta *m);
 /* the summary row as one JSON object (numbers as numbers, absent values as null); NULL when out
  * of memory */
 cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_point_summary *s);

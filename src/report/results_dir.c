@@ -455,6 +455,17 @@ static int clean_table(db_results *r, db_table t, int check_only, char *err, siz
         free(buf);
         r->dropped_rows += drop;
     }
+    /* its JSON Lines twin (--format-files csv,json) holds what the CSV held: the same rows out */
+    if (!rc && !check_only && drop && exists_in(r->dir, db_table_jsonl_file[t])) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        int bad = !f || db_table_csv_jsonl(t, &doc, keep, f) != 0;
+        if (f && fclose(f) != 0) bad = 1;
+        rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "%s/%s: out of memory rewriting it", r->dir, db_table_jsonl_file[t])
+                 : replace_file(r->dir, db_table_jsonl_file[t], buf ? buf : "", n, err, errlen);
+        free(buf);
+    }
     free(keep);
     free(hdr);
     db_csv_doc_free(&doc);
@@ -630,6 +641,8 @@ static void unmaterialize(db_results *r)
     char p[1200];
     for (int t = 0; t < DB_TABLE_COUNT; t++)
         if (db_path_join(p, sizeof p, r->dir, db_table_file[t]) == 0) unlink(p);
+    for (int t = 0; t < DB_TABLE_COUNT; t++)
+        if (db_path_join(p, sizeof p, r->dir, db_table_jsonl_file[t]) == 0) unlink(p);
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (db_path_join(p, sizeof p, r->dir, names[i]) == 0) unlink(p);
     if (r->lock_fd >= 0) close(r->lock_fd);
@@ -705,6 +718,7 @@ static int materialize(db_results *r, char *err, size_t errlen)
                : db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the header of %s", db_table_file[t]);
         free(h);
     }
+    for (int t = 0; !rc && r->jsonl && t < DB_TABLE_COUNT; t++) rc = replace_file(r->dir, db_table_jsonl_file[t], "", 0, err, errlen);
     if (!rc && r->meta_text) rc = replace_file(r->dir, "meta.json", r->meta_text, strlen(r->meta_text), err, errlen);
     if (!rc) r->pending = 0;
     return rc;
@@ -741,6 +755,19 @@ int db_results_append(db_results *r, const db_run_meta *m, const db_point_raw *r
         if (f && fclose(f) != 0) bad = 1;
         rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "formatting the rows of %s failed", id)
              : n ? append_file(r->dir, db_table_file[t], 0, buf, n, err, errlen)
+                 : DB_OK;
+        free(buf);
+    }
+    /* the JSON Lines twins after every CSV, before the commit record: a crash in between leaves
+     * the point's CSV rows unlisted, and resume rewrites each twin from its cleaned CSV */
+    for (int t = 0; t < DB_TABLE_COUNT && !rc && r->jsonl; t++) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        int bad = !f || db_table_jsonl((db_table)t, m, raw, s, f) != 0;
+        if (f && fclose(f) != 0) bad = 1;
+        rc = bad ? db_fail(err, errlen, DB_ERUNTIME, "formatting the JSON rows of %s failed", id)
+             : n ? append_file(r->dir, db_table_jsonl_file[t], 1, buf, n, err, errlen)
                  : DB_OK;
         free(buf);
     }

@@ -4,6 +4,7 @@
  * Layout of DIR (default results/<UTC YYYYmmdd-HHMMSS>[-label]/ under the current directory, or
  * the base/paths.h fallback when that is not writable):
  *   summary.csv acceptance.csv histogram.csv requests.csv   the tables (report_csv.h)
+ *   summary.jsonl ... requests.jsonl   with --format-files csv,json: the same rows as JSON Lines
  *   points.done   the ids (report.h db_point_id) of the completed points, one per line
  *   meta.json     machine, build, models, command line of the latest invocation; a resumed run
  *                 keeps the previous one as meta.1.json, meta.2.json, ... when it writes its own
@@ -53,6 +54,9 @@ typedef struct {
     int unique;       /* fresh run in a default directory (set after db_results_open): DIR is
                        * made with an exclusive mkdir, as DIR-2, DIR-3, ... when taken, so two
                        * runs started in the same second never share one; dir holds the name */
+    int jsonl;        /* set after db_results_open (run --format-files csv,json): every table also
+                       * as JSON Lines beside its CSV (summary.jsonl, ...), appended with the CSV
+                       * rows before points.done; resume rewrites a twin from its cleaned CSV */
 } db_results;
 
 /* "<base>/YYYYmmdd-HHMMSS[-label]" in UTC, base from db_results_base ("results" when the current

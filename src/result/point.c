@@ -1,6 +1,10 @@
 /* point.c — a point's id and its samples' memory (point.h). */
 #include "result/point.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +17,64 @@ int db_point_key_equal(const db_point_key *a, const db_point_key *b)
     return strcmp(x, y) == 0;
 }
 
+#define AXIS(col, prefix, type, field)                                                             \
+    {col, prefix, type, offsetof(db_point_key, field), sizeof(((db_point_key *)0)->field)}
+const db_axis db_point_axes[] = {
+    AXIS("backend", "", DB_AXIS_STR, backend),
+    AXIS("dataset", "", DB_AXIS_STR, dataset),
+    AXIS("variant", "", DB_AXIS_STR, variant),
+    AXIS("block_size", "B", DB_AXIS_INT, block_size),
+    AXIS("concurrency", "c", DB_AXIS_INT, concurrency),
+    AXIS("temperature", "T", DB_AXIS_FLOAT, temperature),
+    AXIS("top_p", "p", DB_AXIS_FLOAT, top_p),
+    AXIS("top_k", "k", DB_AXIS_INT, top_k),
+    AXIS("max_new_tokens", "n", DB_AXIS_INT, max_new_tokens),
+    AXIS("chat_template", "", DB_AXIS_STR, chat_template),
+    AXIS("thinking", "think", DB_AXIS_INT, thinking),
+    AXIS("acceptance_source", "", DB_AXIS_STR, acceptance_source),
+    AXIS("weights", "", DB_AXIS_STR, weights),
+    AXIS("target", "", DB_AXIS_STR, target),
+    AXIS("drafter", "", DB_AXIS_STR, drafter),
+};
+const int db_point_n_axes = (int)(sizeof db_point_axes / sizeof *db_point_axes);
+
 void db_point_id(const db_point_key *k, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s|%s|%s|B%d|c%d|T%g|p%g|k%d|n%d|%s|think%d|%s|%s|%s|%s", k->backend, k->dataset,
-             k->variant, k->block_size, k->concurrency, (double)k->temperature, (double)k->top_p,
-             k->top_k, k->max_new_tokens, k->chat_template, k->thinking, k->acceptance_source,
-             k->weights, k->target, k->drafter);
+    size_t o = 0;
+    if (!n) return;
+    buf[0] = 0;
+    for (int i = 0; i < db_point_n_axes && o < n; i++) {
+        const db_axis *a = &db_point_axes[i];
+        const char *f = (const char *)k + a->offset, *sep = i ? "|" : "";
+        int w = a->type == DB_AXIS_STR ? snprintf(buf + o, n - o, "%s%s%s", sep, a->id_prefix, f)
+                : a->type == DB_AXIS_INT ? snprintf(buf + o, n - o, "%s%s%d", sep, a->id_prefix, *(const int *)(const void *)f)
+                : snprintf(buf + o, n - o, "%s%s%g", sep, a->id_prefix, (double)*(const float *)(const void *)f);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
     for (char *c = buf; *c; c++)
         if ((unsigned char)*c < 32 || *c == 127) *c = '?';
+}
+
+int db_point_axis_set(db_point_key *k, const db_axis *a, const char *value)
+{
+    char *f = (char *)k + a->offset, *end;
+    if (a->type == DB_AXIS_STR) {
+        if (strlen(value) >= a->size) return -1;
+        memcpy(f, value, strlen(value) + 1);
+        return 0;
+    }
+    errno = 0;
+    if (a->type == DB_AXIS_INT) {
+        long v = strtol(value, &end, 10);
+        if (!value[0] || *end || errno || v < INT_MIN || v > INT_MAX) return -1;
+        *(int *)(void *)f = (int)v;
+    } else {
+        float v = strtof(value, &end);
+        if (!value[0] || *end || errno) return -1;
+        *(float *)(void *)f = v;
+    }
+    return 0;
 }
 
 void db_point_raw_free(db_point_raw *p)

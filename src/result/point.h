@@ -9,6 +9,8 @@
 
 #include "engine/stats.h"
 
+#include <stddef.h>
+
 #define DB_POINT_ID_MAX 1024 /* bytes of a point id (db_point_id), its terminator included */
 
 typedef struct {
@@ -76,6 +78,26 @@ typedef struct {
     double measured_over_predicted; /* NAN without a prediction */
     db_req_stats total;         /* all requests of all repetitions summed */
 } db_point_summary;
+
+/* The axes of a point: the fields of db_point_key that tell two points of one sweep apart, in
+ * the order of db_point_id, each with its column in every table (report_csv.c writes the same
+ * names) and the prefix its value has in the id. This table is the one list of them: the id,
+ * and `compare`'s matching of rows across two results directories (report/compare.h), are
+ * built from it, so an axis added here joins both. The label, the results directory and the
+ * run's provenance (machine, build, threads) are not axes. */
+typedef enum { DB_AXIS_STR, DB_AXIS_INT, DB_AXIS_FLOAT } db_axis_type;
+typedef struct {
+    const char *column;    /* its column in the tables ("block_size") */
+    const char *id_prefix; /* before its value in db_point_id ("B") */
+    db_axis_type type;     /* char[] / int / float field */
+    size_t offset, size;   /* of the field in db_point_key */
+} db_axis;
+extern const db_axis db_point_axes[];
+extern const int db_point_n_axes;
+
+/* set axis a of k from its text in a table (the column's value); -1 when it is no number where
+ * the axis wants one, or too long */
+int db_point_axis_set(db_point_key *k, const db_axis *a, const char *value);
 
 /* 1 when the keys name the same point */
 int db_point_key_equal(const db_point_key *a, const db_point_key *b);
