@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_load.sh — serving-style load end to end on the embedded pair (TAP; skips without models/):
 # one `run --request-rate 40,inf --max-concurrency 4 --slo-ttft-ms --slo-tpot-ms` of ar and
-# dflash2 (about 10 s). Checks: every rate is a row with its own ar; the measured arrival rate
+# dflash2, one round (about 10 s; minutes under ASan). Checks: every rate is a row with its own ar; the measured arrival rate
 # within 10% of the asked one, the gaps' CV near 1 (Poisson); ar and dflash2 saw the same
 # arrival times (requests.csv); at the rate nobody is admitted before arriving and TTFT counts
 # the wait; goodput <= request throughput; the closed loop's rows keep its definitions (queue 0,
@@ -17,8 +17,8 @@ make_tmp cli-load
 out="$tmp/stdout"
 errf="$tmp/stderr"
 
-run run -v ar,dflash2 -B 16 --max-concurrency 4 --dataset math --max-samples 4 -n 16 --request-rate 40,inf \
-    --slo-ttft-ms 200 --slo-tpot-ms 20 --min-time 0 -r 2 --max-rounds 2 -o json --out "$tmp/r"
+run run -v ar,dflash2 -B 16 --max-concurrency 4 --dataset math --max-samples 4 -n 8 --request-rate 40,inf \
+    --slo-ttft-ms 200 --slo-tpot-ms 20 --min-time 0 -r 1 --warmup 0 -o json --out "$tmp/r"
 ok "$rc" "run --request-rate 40,inf --max-concurrency 4 exits 0"
 [ "$rc" = 0 ] || diag <"$errf"
 ok "$("$PY" "$CHECK" "$tmp/r" 4 >"$tmp/check" 2>&1; echo $?)" "a consistent results directory of 4 points ($(cat "$tmp/check"))"
@@ -41,7 +41,7 @@ for r in S:
         check(int(r['n_prompts']) >= 100, f"{r['variant']}: {r['n_prompts']} arrivals per round")
     else:
         check(f('queue_ms_p99') == 0, f"{r['variant']} closed loop: no queue")
-    check(0 < f('goodput') <= f('request_throughput') + 1e-9 and 0 <= f('slo_attainment') <= 1,
+    check(0 <= f('goodput') <= f('request_throughput') + 1e-9 and 0 <= f('slo_attainment') <= 1,
           f"{r['variant']} {r['request_rate']}: goodput {r['goodput']} <= {r['request_throughput']} req/s")
     check(f('slo_ttft_ms') == 200 and f('slo_tpot_ms') == 20, 'the SLOs recorded')
     check(f('input_tok_s') > 0 and f('itl_ms_p50') > 0 and f('itl_ms_p99') >= f('itl_ms_p90') >= f('itl_ms_p50'),
@@ -58,7 +58,10 @@ for q in Q:
 check(all(q['t_arrival_ms'] == q['t_admitted_ms'] and q['queue_ms'] == '0' for q in Q if q['request_rate'] == 'inf'),
       'closed loop: a request arrives at its admission')
 check(sorted(arr['ar']) == sorted(arr['dflash2']), 'ar and dflash2: the same arrival times, round by round')
-check(all('unconditional_rate' in a and a['conditional_rate'] != '' for a in A), 'acceptance.csv: conditional and unconditional rates')
+both = [(float(a['unconditional_rate']), float(a['conditional_rate'])) for a in A
+        if a['unconditional_rate'] != '' and a['conditional_rate'] != '']
+check(len(both) >= 2 and all(u <= c + 1e-12 for u, c in both),
+      f'acceptance.csv: unconditional <= conditional rate at every position ({len(both)} positions)')
 J = json.load(open(js))
 check(sorted(str(j['request_rate']) for j in J) == ['40', '40', 'inf', 'inf'], '-o json: 40 (a number) and "inf"')
 EOF

@@ -122,7 +122,7 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_p
         }
         for (int k = 0; k < n && !rc; k++) {
             int q = idx[k], g = reqs[k].n_itl < (int)itl_cap ? reqs[k].n_itl : (int)itl_cap;
-            memcpy(raw->itl_s + raw->n_itl, reqs[k].itl, sizeof(float) * (size_t)g);
+            if (g > 0) memcpy(raw->itl_s + raw->n_itl, reqs[k].itl, sizeof(float) * (size_t)g);
             raw->n_itl += (size_t)g;
             reqs[k].st.turn = turn;
             stats[(*n_stats)++] = reqs[k].st;
