@@ -73,7 +73,7 @@ for r in summ:
         if abs(sum(shares) - 1.0) > 1e-6:
             problems.append(f"{r['point_id']}: histogram shares sum to {sum(shares)}")
 for a in acc:
-    for k in ('conditional_rate', 'survival_rate', 'recall_at_1', 'recall_at_k'):
+    for k in ('conditional_rate', 'unconditional_rate', 'survival_rate', 'recall_at_1', 'recall_at_k'):
         if a[k] != '' and not (0.0 <= float(a[k]) <= 1.0):
             problems.append(f"{a['point_id']} position {a['position']}: {k} {a[k]} outside [0,1]")
 want = sum(int(r['n_prompts']) * int(r['repetitions']) for r in summ)

@@ -5,14 +5,17 @@ table's own row key (position, accept_length, prompt_index + repetition); a colu
 directory only (`host`, which merge adds) is ignored. Timing columns differ between any two runs
 and are not compared: test_time, every *_s / *_ms / *_ms_* column, throughput_stddev, speedup and
 its interval, stable, verify_cost_steps, peak_mem_mib, major_faults, the prediction ratio, the
-requests in flight and the neighbours' load (other_cores, contended)."""
+requests in flight, the neighbours' load (other_cores, contended), and the serving rates (a closed
+loop's arrival rate is its admissions': arrival_rate, arrival_cv, request_throughput, goodput,
+slo_attainment)."""
 import csv, os, sys
 
 TABLES = {'summary.csv': (), 'acceptance.csv': ('position',), 'histogram.csv': ('accept_length',),
           'requests.csv': ('prompt_index', 'repetition')}
 TIMING = {'test_time', 'throughput_stddev', 'speedup', 'speedup_ci_lo', 'speedup_ci_hi', 'stable',
           'verify_cost_steps', 'peak_mem_mib', 'major_faults', 'measured_over_predicted',
-          'mean_in_flight', 'max_in_flight', 'other_cores', 'contended'}
+          'mean_in_flight', 'max_in_flight', 'other_cores', 'contended', 'arrival_rate', 'arrival_cv',
+          'request_throughput', 'goodput', 'slo_attainment'}
 
 
 def timing(c):

@@ -465,6 +465,159 @@ static void reading_note(void)
     free(t);
 }
 
+/* One drafting cycle of a hand-made request at B = 4 (positions 1..3), accepting a drafts and
+ * committing a + 1 tokens, the request's output reaching past the block (no censoring). */
+static void cycle_of(db_req_stats *q, int a)
+{
+    q->cycles++;
+    q->cycle_tokens += a + 1;
+    q->output_tokens += a + 1;
+    q->hist[a + 1]++;
+    for (int i = 1; i < 4; i++) {
+        q->drafted[i]++;
+        q->reached[i] += i <= a + 1;
+        q->accepted[i] += i <= a;
+    }
+}
+
+/* The acceptance definitions engines print, on three requests at B = 4 whose cycles accept
+ *   A: 3, 3, 0   (3 cycles, 9 tokens: tau 3)
+ *   B: 1         (1 cycle, 2 tokens: tau 2)
+ *   C: 0, 0, 0, 2 (4 cycles, 6 tokens: tau 1.5)
+ * By hand: pooled tau = 17 / 8 = 2.125; the mean over requests (3 + 2 + 1.5) / 3 = 2.1666...;
+ * token-weighted (9*3 + 2*2 + 6*1.5) / 17 = 40 / 17. Per position, accepted 4, 3, 2 of
+ * reached 8, 4, 3 (conditional 0.5, 0.75, 0.666...) and of the 8 cycles (unconditional 0.5,
+ * 0.375, 0.25); drafted tokens accepted 9 / (8 x 3) = 0.375. */
+static void acceptance_definitions(void)
+{
+    db_req_stats q[3];
+    memset(q, 0, sizeof q);
+    int acc[3][4] = {{3, 3, 0, -1}, {1, -1}, {0, 0, 0, 2}};
+    for (int r = 0; r < 3; r++) {
+        q[r].output_tokens = 1; /* the prefill's */
+        for (int c = 0; c < 4 && acc[r][c] >= 0; c++) cycle_of(&q[r], acc[r][c]);
+        q[r].t_first_token = 0.01, q[r].t_finished = 0.1;
+    }
+    double wall = 1;
+    db_point_raw p = {.key = fx_key("math", "dflash2", 4, 1), .n_prompts = 3, .repetitions = 1, .wall_s = &wall, .reqs = q};
+    db_point_summary s;
+    tap_ok(db_point_summarize(&p, NULL, 1, &s) == 0, "summarize the hand-made requests");
+    tap_ok(near(s.tau, 2.125, 1e-12), "tau pooled over cycles: 17 tokens / 8 cycles = 2.125 (%g)", s.tau);
+    tap_ok(near(s.tau_request_mean, 6.5 / 3, 1e-12), "tau per request, averaged: (3 + 2 + 1.5) / 3 (%g)", s.tau_request_mean);
+    tap_ok(near(s.tau_token_weighted, 40.0 / 17, 1e-12), "tau weighted by the requests' tokens: 40 / 17 (%g)",
+           s.tau_token_weighted);
+    tap_ok(near(s.cond_rate[1], 0.5, 1e-12) && near(s.cond_rate[2], 0.75, 1e-12) && near(s.cond_rate[3], 2.0 / 3, 1e-12),
+           "conditional: accepted / reached = 4/8, 3/4, 2/3");
+    tap_ok(near(s.uncond_rate[1], 0.5, 1e-12) && near(s.uncond_rate[2], 0.375, 1e-12) && near(s.uncond_rate[3], 0.25, 1e-12),
+           "unconditional: accepted / drafting cycles = 4/8, 3/8, 2/8");
+    tap_ok(near(s.draft_acceptance_rate, 0.375, 1e-12) && isnan(s.uncond_rate[4]) && isnan(s.cond_rate[0]),
+           "draft acceptance rate 9 accepted / 24 drafted; no rate outside positions 1..B-1");
+    /* the same numbers in the tables */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    db_run_meta m;
+    memset(&m, 0, sizeof m);
+    db_table_header(DB_TABLE_ACCEPTANCE, f);
+    db_table_rows(DB_TABLE_ACCEPTANCE, &m, &p, &s, f);
+    db_table_header(DB_TABLE_SUMMARY, f);
+    db_table_rows(DB_TABLE_SUMMARY, &m, &p, &s, f);
+    fclose(f);
+    tap_ok(buf && strstr(buf, ",conditional_rate,unconditional_rate,survival_rate,") && strstr(buf, ",2,8,4,3,0.75,0.375,0.375,") &&
+               strstr(buf, ",tau,tau_request_mean,tau_token_weighted,draft_acceptance_rate,") &&
+               strstr(buf, ",2.125,2.166666667,2.352941176,0.375,"),
+           "acceptance.csv: position 2's conditional and unconditional rates; summary.csv: the three tau");
+    free(buf);
+    /* ar: every definition is 1, no per-position rate */
+    db_req_stats a[2];
+    memset(a, 0, sizeof a);
+    a[0].output_tokens = 5, a[0].cycles = a[0].cycle_tokens = 4, a[1].output_tokens = 2, a[1].cycles = a[1].cycle_tokens = 1;
+    db_point_raw pa = {.key = fx_key("math", "ar", 1, 1), .n_prompts = 2, .repetitions = 1, .wall_s = &wall, .reqs = a};
+    db_point_summarize(&pa, NULL, 1, &s);
+    tap_ok(s.tau == 1 && s.tau_request_mean == 1 && s.tau_token_weighted == 1 && isnan(s.draft_acceptance_rate),
+           "ar: the three tau are 1, no draft acceptance");
+}
+
+/* serving figures by hand: 2 rounds of 3 requests arriving at 0, 0.5 and 1.5 s (gaps 0.5, 1.0),
+ * the third waiting 0.2 s for a slot; 10, 4 and 1 output tokens of 10, 20 and 30 prompt
+ * tokens; TTFT from the arrival 0.1, 0.1, 0.3 s; TPOT 0.1, 0.1 s, none; rounds of 2 s */
+static void serving_by_hand(void)
+{
+    db_req_stats q[6];
+    memset(q, 0, sizeof q);
+    const double arr[3] = {0, 0.5, 1.5}, adm[3] = {0, 0.5, 1.7}, first[3] = {0.1, 0.6, 1.8}, fin[3] = {1.0, 0.9, 2.0};
+    const int out[3] = {10, 4, 1};
+    for (int i = 0; i < 6; i++) {
+        int j = i % 3;
+        q[i] = (db_req_stats){.prompt_tokens = 10 * (j + 1), .output_tokens = out[j], .cycles = out[j] - 1,
+                              .cycle_tokens = out[j] - 1, .t_arrival = arr[j], .t_admitted = adm[j],
+                              .t_first_token = first[j], .t_finished = fin[j], .scheduled = 1};
+    }
+    double wall[2] = {2, 2};
+    float itl[4] = {0.01f, 0.02f, 0.03f, 0.04f};
+    db_point_raw p = {.key = fx_key("math", "ar", 1, 2), .n_prompts = 3, .repetitions = 2, .wall_s = wall, .reqs = q,
+                      .itl_s = itl, .n_itl = 4, .slo_ttft_s = 0.2, .slo_tpot_s = 0.15};
+    p.key.request_rate = 1.25;
+    db_point_summary s;
+    tap_ok(db_point_summarize(&p, NULL, 1, &s) == 0, "summarize a scheduled point");
+    tap_ok(near(s.arrival_rate, 4.0 / 3, 1e-12), "arrival rate: 4 gaps in 3 s (%g)", s.arrival_rate);
+    tap_ok(near(s.arrival_cv, sqrt(0.25 / 3) / 0.75, 1e-9), "arrival gaps 0.5, 1, 0.5, 1: CV %g", s.arrival_cv);
+    tap_ok(near(s.request_throughput, 1.5, 1e-12) && near(s.input_tok_s, 30, 1e-12),
+           "6 requests and 120 prompt tokens in 4 s: 1.5 req/s, 30 tok/s");
+    tap_ok(near(s.ttft_ms_mean, 500.0 / 3, 1e-9) && near(s.ttft_ms_p50, 100, 1e-9) && near(s.ttft_ms_p99, 300, 1e-9),
+           "TTFT from the arrival: 100, 100, 300 ms (mean %g, p50 %g, p99 %g)", s.ttft_ms_mean, s.ttft_ms_p50, s.ttft_ms_p99);
+    tap_ok(near(s.queue_ms_mean, 200.0 / 3, 1e-9) && near(s.queue_ms_p50, 0, 1e-9) && near(s.queue_ms_p90, 200, 1e-9),
+           "queue 0, 0, 200 ms (mean %g, p90 %g)", s.queue_ms_mean, s.queue_ms_p90);
+    tap_ok(near(s.e2e_ms_mean, 1900.0 / 3, 1e-9) && near(s.tpot_ms_mean, 100, 1e-9),
+           "E2E from the arrival 1000, 400, 500 ms; TPOT 100 ms");
+    tap_ok(near(s.itl_ms_mean, 25, 1e-5) && near(s.itl_ms_p50, 25, 1e-5) && near(s.itl_ms_p90, 37, 1e-5) &&
+               near(s.itl_ms_p99, 39.7, 1e-5),
+           "ITL 10, 20, 30, 40 ms: mean 25, p50 25, p90 37, p99 39.7 (%g %g %g)", s.itl_ms_p50, s.itl_ms_p90, s.itl_ms_p99);
+    tap_ok(near(s.goodput, 1.0, 1e-12) && near(s.slo_attainment, 4.0 / 6, 1e-12),
+           "TTFT <= 200 ms and TPOT <= 150 ms: 4 of 6 requests, goodput 1 req/s (%g)", s.goodput);
+    p.slo_ttft_s = 0, p.slo_tpot_s = 0.05;
+    db_point_summarize(&p, NULL, 1, &s);
+    tap_ok(near(s.slo_attainment, 2.0 / 6, 1e-12), "TPOT <= 50 ms alone: the one-token requests (2 of 6)");
+    p.slo_tpot_s = 0;
+    db_point_summarize(&p, NULL, 1, &s);
+    tap_ok(isnan(s.goodput) && isnan(s.slo_attainment), "no SLO: no goodput");
+    for (int i = 0; i < 6; i++) q[i].scheduled = 0;
+    db_point_summarize(&p, NULL, 1, &s);
+    tap_ok(near(s.queue_ms_mean, 0, 1e-12) && near(s.ttft_ms_p50, 100, 1e-9) && near(s.arrival_rate, 4 / 3.4, 1e-9),
+           "closed loop: a request arrives at its admission (no queue; admissions 0, 0.5, 1.7)");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    db_run_meta m;
+    memset(&m, 0, sizeof m);
+    db_table_rows(DB_TABLE_REQUESTS, &m, &p, &s, f);
+    cJSON *j = db_summary_json(&m, &p, &s);
+    fclose(f);
+    cJSON *rate = cJSON_GetObjectItem(j, "request_rate");
+    tap_ok(buf && strstr(buf, ",1.25,") && rate && cJSON_IsNumber(rate) && rate->valuedouble == 1.25,
+           "request_rate 1.25 in the rows and the JSON");
+    cJSON_Delete(j);
+    free(buf);
+    db_out o;
+    char err[256];
+    buf = NULL, len = 0;
+    f = open_memstream(&buf, &len);
+    db_out_begin(&o, f, "md", 0, err, sizeof err);
+    o.load = 1;
+    db_out_point(&o, &m, &p, &s, 0, err, sizeof err);
+    db_out_end(&o, err, sizeof err);
+    fclose(f);
+    tap_ok(buf && strstr(buf, "| rate req/s | arrived req/s | req/s | ITL p50 ms | goodput req/s |") &&
+               strstr(buf, "| 1.25 | 1.18 | 1.50 | 25.00 | - |\n"),
+           "md with the serving columns: asked and arrived rates, req/s, ITL p50, goodput");
+    free(buf);
+    p.key.request_rate = INFINITY;
+    j = db_summary_json(&m, &p, &s);
+    rate = cJSON_GetObjectItem(j, "request_rate");
+    tap_ok(rate && cJSON_IsString(rate) && !strcmp(rate->valuestring, "inf"), "a closed loop's rate: \"inf\" in JSON");
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
@@ -473,6 +626,8 @@ int main(void)
     reading_note();
     warnings();
     by_hand();
+    acceptance_definitions();
+    serving_by_hand();
     synthetic();
     tables();
     return tap_done();

@@ -11,6 +11,7 @@
 #include "text/prompt.h"
 #include "base/util.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,18 +225,96 @@ static void multi_turn(db_session *s)
     db_tokenizer_free(&tok);
 }
 
+/* the arrival schedule: seeded, sorted, its n-th arrival at n / rate, Poisson-shaped gaps */
+static void arrivals(void)
+{
+    enum { N = 400 };
+    static double t[N], u[N], v[N];
+    db_runner_arrivals(8, N, 5, t);
+    db_runner_arrivals(8, N, 5, u);
+    db_runner_arrivals(8, N, 6, v);
+    int sorted = t[0] > 0;
+    for (int i = 1; i < N; i++) sorted &= t[i] >= t[i - 1];
+    tap_ok(sorted && fabs(t[N - 1] - N / 8.0) < 1e-9, "400 arrivals at 8/s: sorted, the last at 50 s (%.9g)", t[N - 1]);
+    tap_ok(!memcmp(t, u, sizeof t) && memcmp(t, v, sizeof t), "the same seed, the same schedule; another seed, another");
+    double sum = 0, sq = 0;
+    for (int i = 1; i < N; i++) sum += t[i] - t[i - 1], sq += (t[i] - t[i - 1]) * (t[i] - t[i - 1]);
+    double mean = sum / (N - 1), cv = sqrt((sq - (N - 1) * mean * mean) / (N - 2)) / mean;
+    tap_ok(fabs(1 / mean - 8) < 0.8 && cv > 0.85 && cv < 1.15, "measured rate %.3f/s, gaps' CV %.3f (Poisson: 1)", 1 / mean, cv);
+    tap_ok(db_runner_closed(INFINITY) && db_runner_closed(0) && db_runner_closed(NAN) && !db_runner_closed(0.5),
+           "inf, 0 and NaN are a closed loop; 0.5 is a rate");
+    tap_ok(db_runner_rate_requests(8, 4, 4, 0.5) == 104 && db_runner_rate_requests(8, 4, INFINITY, 0.5) == 16 &&
+               db_runner_rate_requests(8, 64, 4, 0.5) == 256 && db_runner_rate_requests(3, 2, 1000, 0.5) == 501,
+           "arrivals per pass: max(4c, D, 100, rate x min_time) rounded up to D (%d %d %d %d)",
+           db_runner_rate_requests(8, 4, 4, 0.5), db_runner_rate_requests(8, 4, INFINITY, 0.5),
+           db_runner_rate_requests(8, 64, 4, 0.5), db_runner_rate_requests(3, 2, 1000, 0.5));
+}
+
+/* ar and dflash2 at 100 requests/s, at most 2 in flight: one schedule for both, nobody admitted
+ * before arriving, the pass no shorter than its schedule, one inter-token latency per cycle */
+static void scheduled(db_session *s)
+{
+    db_prompt_set ps;
+    if (db_prompt_set_random(&ps, "synthetic", 3, 12, 12, s->target.cfg.vocab, 1, err, sizeof err)) {
+        tap_ok(0, "prompts: %s", err);
+        return;
+    }
+    db_run_point pts[2];
+    for (int j = 0; j < 2; j++)
+        pts[j] = (db_run_point){.p = {.variant = j ? DB_VAR_DFLASH2 : DB_VAR_AR, .block_size = j ? 4 : 1, .top_p = 1,
+                                      .max_new_tokens = 4, .ignore_eos = 1, .seed = 3},
+                                .drafter = j ? &s->drafter : NULL, .ps = &ps, .concurrency = 2, .request_rate = 100};
+    db_runner r = {.be = s->be, .target = &s->target, .warmup = 0, .repetitions = 1, .waves = DB_RUNNER_WAVES,
+                   .t_origin = -1};
+    db_point_raw raw[2] = {{.key = {.block_size = 1}}, {.key = {.block_size = 4}}};
+    int rc = db_runner_group(&r, pts, raw, 2, err, sizeof err);
+    tap_ok(rc == 0 && raw[0].n_prompts == 102 && raw[1].n_prompts == 102, "102 arrivals per pass (%s)", rc ? err : "");
+    if (rc) {
+        db_prompt_set_free(&ps);
+        return;
+    }
+    int same = 1, waited = 1, inflight = 1;
+    long cycles[2] = {0, 0};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 102; i++) {
+            const db_req_stats *q = &raw[j].reqs[i];
+            same &= q->scheduled && q->t_arrival == raw[0].reqs[i].t_arrival;
+            waited &= q->t_admitted >= q->t_arrival && q->t_first_token >= q->t_admitted;
+            cycles[j] += q->cycles;
+        }
+    for (int j = 0; j < 2; j++) {
+        double mean;
+        int max;
+        db_in_flight(&raw[j], &mean, &max);
+        inflight &= max <= 2 && raw[j].wall_s[0] >= raw[j].reqs[101].t_arrival;
+    }
+    tap_ok(same, "ar and dflash2: the same arrival times");
+    tap_ok(waited, "no request admitted before it arrived");
+    tap_ok(inflight, "at most 2 in flight; each pass lasts past its last arrival (%.3f s, %.3f s)", raw[0].wall_s[0],
+           raw[1].wall_s[0]);
+    tap_ok(raw[0].n_itl == (size_t)cycles[0] && raw[1].n_itl == (size_t)cycles[1] && cycles[0] == 3 * 102,
+           "one inter-token latency per cycle: ar %zu of %ld, dflash2 %zu of %ld", raw[0].n_itl, cycles[0], raw[1].n_itl,
+           cycles[1]);
+    double t_last = raw[0].reqs[101].t_arrival - raw[0].reqs[0].t_arrival;
+    tap_ok(fabs(101 / t_last - 100) < 10, "measured arrival rate %.2f/s of 100", 101 / t_last);
+    for (int j = 0; j < 2; j++) db_point_raw_free(&raw[j]);
+    db_prompt_set_free(&ps);
+}
+
 int main(void)
 {
     const char *root = getenv("DB_SOURCE_ROOT");
     snprintf(target_dir, sizeof target_dir, "%s/models/tiny-qwen3", root ? root : ".");
     snprintf(drafter_dir, sizeof drafter_dir, "%s/models/tiny-qwen3-dflash2-b16", root ? root : ".");
     random_prompts();
+    arrivals();
     db_session s;
     if (open_session(&s) == 0) {
         rounds(&s);
         in_flight(&s);
         lossless(&s);
         multi_turn(&s);
+        scheduled(&s);
         db_session_close(&s);
     } else {
         tap_ok(0, "the embedded pair opens");

@@ -406,6 +406,8 @@ static void drafters(void)
     set(&a, "seed", "18446744073709551615");
     set(&a, "label", "a b");
     set(&a, "bandwidth_gbs", "123.4");
+    set(&a, "request_rate", "0.3,inf,7");
+    set(&a, "slo_tpot_ms", "2.5");
     db_sweep_init(&b);
     int same = 1;
     for (int i = 0; db_sweep_key(i); i++) {
@@ -420,7 +422,8 @@ static void drafters(void)
         if (strcmp(x, y)) same = 0, tap_diag("%s: '%s' vs '%s'", db_sweep_key(i), x, y);
     }
     tap_ok(same && a.temperature[1] == b.temperature[1] && a.top_p == b.top_p && a.seed == b.seed &&
-               a.n_concurrency == 4 && b.n_concurrency == 4,
+               a.n_concurrency == 4 && b.n_concurrency == 4 && b.n_request_rate == 3 &&
+               b.request_rate[0] == a.request_rate[0] && isinf(b.request_rate[1]) && b.slo_tpot_ms == 2.5,
            "db_sweep_get text read back by db_sweep_set gives the same sweep");
 }
 
@@ -463,6 +466,55 @@ static void model_axes(void)
     tap_ok(rc == DB_EINPUT && strstr(err, "one checkpoint"), "synthetic weights take one target: %s", err);
 }
 
+/* serving-style load: request_rate "4,16,inf" (rates > 0 and the closed loop), max_concurrency
+ * another name of concurrency, the SLO keys; the rate inside concurrency in the point order, ar
+ * once per (concurrency, rate), the rate in a finite point's id and not in a closed loop's */
+static void load_axes(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    tap_ok(s.n_request_rate == 1 && isinf(s.request_rate[0]), "default request rate: inf (a closed loop)");
+    tap_ok(set(&s, "request_rate", "4, 16,inf") == 0 && s.n_request_rate == 3 && s.request_rate[0] == 4 &&
+               s.request_rate[1] == 16 && isinf(s.request_rate[2]),
+           "request_rate 4,16,inf (%s)", err);
+    const char *bad[] = {"0", "-2", "fast", "4,4", "inf,inf", "1e40", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = set(&s, "request-rate", bad[i]);
+        tap_ok(rc == DB_EINPUT && s.n_request_rate == 3, "request-rate '%s' refused, the axis kept: %s", bad[i], err);
+    }
+    char v[256];
+    tap_ok(db_sweep_get(&s, "request_rate", v, sizeof v) == 0 && !strcmp(v, "4,16,inf"), "recorded as '%s'", v);
+    tap_ok(set(&s, "max-concurrency", "2,6") == 0 && s.n_concurrency == 2 && s.concurrency[1] == 6,
+           "max-concurrency sets the concurrency axis (%s)", err);
+    tap_ok(db_sweep_get(&s, "slo_ttft_ms", v, sizeof v) == 1 && set(&s, "slo_ttft_ms", "250") == 0 &&
+               set(&s, "slo-tpot-ms", "12.5") == 0 && s.slo_ttft_ms == 250 && s.slo_tpot_ms == 12.5 &&
+               set(&s, "slo_tpot_ms", "0") == DB_EINPUT,
+           "SLOs unset by default, > 0 when set: %s", err);
+    set(&s, "variant", "ar,dflash2");
+    set(&s, "block_size", "8");
+    set(&s, "dataset", "math");
+    db_point_key *k;
+    int n, rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == 0 && n == 2 * 3 * 2, "2 concurrencies x 3 rates x (ar + dflash2) = 12 points (%d)", n);
+    if (rc) return;
+    int order = 1;
+    for (int i = 0; i < n; i++) {
+        int cq = i / 2;
+        order &= k[i].concurrency == (cq / 3 ? 6 : 2) && k[i].request_rate == s.request_rate[cq % 3] &&
+                 !strcmp(k[i].variant, i % 2 ? "dflash2" : "ar");
+    }
+    tap_ok(order, "order: concurrency, then rate, then ar and the variants");
+    char id[DB_POINT_ID_MAX], id2[DB_POINT_ID_MAX];
+    db_point_id(&k[0], id, sizeof id);
+    db_point_id(&k[4], id2, sizeof id2);
+    tap_ok(strstr(id, "|c2|") && !strcmp(id + strlen(id) - 3, "|r4") && !strstr(id2, "|r"),
+           "a finite rate ends the id (%s); a closed loop's id has none (%s)", id, id2);
+    db_point_key ar;
+    db_point_baseline_key(&k[1], &ar);
+    tap_ok(ar.request_rate == 4 && db_point_key_equal(&ar, &k[0]), "a variant's baseline: the ar at its own rate");
+    free(k);
+}
+
 int main(void)
 {
     ranges();
@@ -473,5 +525,6 @@ int main(void)
     variants();
     drafters();
     model_axes();
+    load_axes();
     return tap_done();
 }

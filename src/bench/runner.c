@@ -24,6 +24,29 @@ int db_runner_requests(int D, int c, int waves)
     return n > INT_MAX / 2 ? INT_MAX / 2 / D * D : (int)n;
 }
 
+int db_runner_closed(double rate) { return !(rate > 0 && isfinite(rate)); }
+
+void db_runner_arrivals(double rate, int n, uint64_t seed, double *t)
+{
+    db_rng g;
+    db_rng_seed(&g, seed);
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        sum += -log1p(-db_rng_uniform(&g)); /* an exponential gap of mean 1 */
+        t[i] = sum;
+    }
+    for (int i = 0; i < n && sum > 0; i++) t[i] *= (double)n / rate / sum;
+}
+
+int db_runner_rate_requests(int D, int c, double rate, double min_time)
+{
+    int n0 = db_runner_requests(D, c, DB_RUNNER_WAVES);
+    if (D < 1 || db_runner_closed(rate)) return n0;
+    double want = fmax(fmax(n0, DB_RUNNER_RATE_REQUESTS), ceil(rate * min_time));
+    if (want > DB_RUNNER_MAX_REQUESTS) want = DB_RUNNER_MAX_REQUESTS > n0 ? DB_RUNNER_MAX_REQUESTS : n0;
+    return (int)ceil(want / D) * D;
+}
+
 int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc, db_request *reqs,
                    int n, double *t0, double *secs, char *err, size_t errlen)
 {
@@ -35,6 +58,8 @@ int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc
     if (rc) return rc;
     double ts = db_now();
     if (*t0 < 0) *t0 = ts; /* the first run starts the clock of the time stamps */
+    for (int i = 0; i < n; i++) /* scheduled arrivals: from this run's start onto t0's clock */
+        if (reqs[i].scheduled) reqs[i].arrival += ts - *t0;
     rc = db_engine_run(e, reqs, n, *t0, NULL, NULL, err, errlen);
     if (secs) *secs += db_now() - ts;
     db_engine_destroy(e);
@@ -43,20 +68,25 @@ int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc
 
 /* A timed pass of nreq requests (request q: prompt q mod D): turn 1 of every request, then
  * later turns with each request's decoded answers so far. stats[] receives one entry per
- * (request, turn), request order within each turn. */
-static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_req_stats *stats, int *n_stats,
-                      double *wall, char *err, size_t errlen)
+ * (request, turn), request order within each turn; raw's inter-token latencies grow by the
+ * pass's. At a finite request rate each turn's run gets its arrival schedule (runner.h). */
+static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_point_raw *raw, db_req_stats *stats,
+                      int *n_stats, double *wall, char *err, size_t errlen)
 {
     const db_prompt_set *ps = pt->ps;
     db_gen_params pp = pt->p;
     pp.stop = r->stop; /* a signal ends the pass at its next cycle */
     const db_gen_params *p = &pp;
-    int ns = ps->ds.n, max_turns = db_prompt_set_max_turns(ps), rc = DB_OK;
+    int ns = ps->ds.n, max_turns = db_prompt_set_max_turns(ps), rc = DB_OK, sched = !db_runner_closed(pt->request_rate);
+    size_t itl_cap = (size_t)(p->max_new_tokens > 1 ? p->max_new_tokens - 1 : 1); /* gaps per request, at most */
     char ***answers = db_calloc((size_t)nreq, sizeof(char **));
     db_request *reqs = db_calloc((size_t)nreq, sizeof *reqs);
     int *outbuf = db_malloc(sizeof(int) * (size_t)nreq * (size_t)p->max_new_tokens);
     int **prompts = db_calloc((size_t)nreq, sizeof(int *)), *idx = db_calloc((size_t)nreq, sizeof(int));
-    if (!answers || !reqs || !outbuf || !prompts || !idx) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for a timed pass");
+    float *itl = db_malloc(sizeof(float) * (size_t)nreq * itl_cap);
+    double *arrive = sched ? db_malloc(sizeof(double) * (size_t)nreq) : NULL;
+    if (!answers || !reqs || !outbuf || !prompts || !idx || !itl || (sched && !arrive))
+        rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for a timed pass");
     if (!rc && max_turns > 1 && !r->tok) rc = db_fail(err, errlen, DB_EINPUT, "%s: later turns need a tokenizer", ps->name);
     *n_stats = 0;
     *wall = 0;
@@ -73,12 +103,29 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_r
                 ids = prompts[n];
             }
             idx[n] = q;
-            reqs[n] = (db_request){.prompt = ids, .n_prompt = len, .out = outbuf + (size_t)n * p->max_new_tokens};
+            reqs[n] = (db_request){.prompt = ids, .n_prompt = len, .out = outbuf + (size_t)n * p->max_new_tokens,
+                                   .itl = itl + (size_t)n * itl_cap, .itl_cap = (int)itl_cap};
             n++;
         }
+        /* the turn's schedule: the same for every point of the group (rate, seed, turn and n are) */
+        if (!rc && sched)
+            db_runner_arrivals(pt->request_rate, n, p->seed * 0x9e3779b97f4a7c15ull + 0x61727269766531ull + (uint64_t)turn,
+                               arrive);
+        for (int k = 0; k < n && sched && !rc; k++) reqs[k].scheduled = 1, reqs[k].arrival = arrive[k];
         if (!rc) rc = db_runner_pass(r->target, pt->drafter, p, pt->concurrency, reqs, n, &t0, wall, err, errlen);
+        size_t gaps = 0;
+        for (int k = 0; k < n && !rc; k++) gaps += (size_t)(reqs[k].n_itl < (int)itl_cap ? reqs[k].n_itl : (int)itl_cap);
+        if (!rc && raw->n_itl + gaps > raw->cap_itl) {
+            size_t cap = raw->cap_itl * 2 > raw->n_itl + gaps ? raw->cap_itl * 2 : raw->n_itl + gaps;
+            float *grown = db_realloc(raw->itl_s, sizeof(float) * (cap ? cap : 1));
+            if (!grown) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the inter-token latencies");
+            else raw->itl_s = grown, raw->cap_itl = cap;
+        }
         for (int k = 0; k < n && !rc; k++) {
-            int q = idx[k];
+            int q = idx[k], g = reqs[k].n_itl < (int)itl_cap ? reqs[k].n_itl : (int)itl_cap;
+            if (g > 0) memcpy(raw->itl_s + raw->n_itl, reqs[k].itl, sizeof(float) * (size_t)g);
+            raw->n_itl += (size_t)g;
+            reqs[k].st.turn = turn;
             stats[(*n_stats)++] = reqs[k].st;
             if (turn + 1 < ps->ds.samples[q % ns].n_turns) {
                 char *text;
@@ -98,7 +145,7 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_r
         for (int t = 0; answers[q] && t < max_turns; t++) free(answers[q][t]);
         free(answers[q]);
     }
-    free(answers), free(reqs), free(outbuf), free(prompts), free(idx);
+    free(answers), free(reqs), free(outbuf), free(prompts), free(idx), free(itl), free(arrive);
     return rc;
 }
 
@@ -146,6 +193,9 @@ static int point_begin(const db_runner *r, const db_run_point *pt, db_point_raw 
         mult = mult > cap ? (cap > 1 ? cap : 1) : mult;
     }
     *nreq = (int)(n0 * mult);
+    /* arrivals: the rate sets the pass's length (n / rate), not the warm-up; the same n for every
+     * point of the group, so they share one schedule */
+    if (!db_runner_closed(pt->request_rate)) *nreq = db_runner_rate_requests(D, pt->concurrency, pt->request_rate, r->min_time);
     db_point_key key = raw->key;
     memset(raw, 0, sizeof *raw);
     raw->key = key;
@@ -171,7 +221,7 @@ static int point_rep(db_runner *r, const db_run_point *pt, int nreq, db_point_ra
     db_load_sample_now(&a);
     if (r->t_origin < 0) r->t_origin = a.t;
     raw->rep_start_s[k] = a.t - r->t_origin;
-    int rc = timed_pass(r, pt, nreq, raw->reqs + (size_t)k * raw->n_prompts, &got, &raw->wall_s[k], err, errlen);
+    int rc = timed_pass(r, pt, nreq, raw, raw->reqs + (size_t)k * raw->n_prompts, &got, &raw->wall_s[k], err, errlen);
     db_load_sample_now(&b);
     raw->major_faults += b.majflt - a.majflt;
     double other = db_load_other_cores(&a, &b);
@@ -409,11 +459,12 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
     return rc;
 }
 
-/* requests of an uncalibrated timed pass at concurrency c, every turn counted */
-static int pass_requests(const db_prompt_set *ps, int c)
+/* requests of an uncalibrated timed pass at concurrency c (a rate point's: its arrivals), every
+ * turn counted */
+static int pass_requests(const db_prompt_set *ps, int c, double rate, double min_time)
 {
     int D = ps->ds.n > 0 ? ps->ds.n : 1;
-    return db_prompt_set_turns(ps) * (db_runner_requests(D, c, DB_RUNNER_WAVES) / D);
+    return db_prompt_set_turns(ps) * (db_runner_rate_requests(D, c, rate, min_time) / D);
 }
 
 int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double *cost, char *err, size_t errlen)
@@ -425,7 +476,7 @@ int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double 
         const db_prompt_set *ps = find_set(sr, sr->keys[i].dataset);
         int ds = db_drafter_set_of(&sr->ds, sr->sw, &sr->keys[i]);
         cost[i] = cost_of(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, sr->syn.dtype, sr->sw,
-                                      &sr->keys[i], ps ? pass_requests(ps, sr->keys[i].concurrency) : 0,
+                                      &sr->keys[i], ps ? pass_requests(ps, sr->keys[i].concurrency, sr->keys[i].request_rate, sr->sw->min_time) : 0,
                                       ps && ps->ds.n ? db_prompt_set_mean_len(ps) : 1);
     }
     if (!rc && sr->sw->n_target > 1) rc = target_configs(sr, 0, err, errlen); /* as configs left it */
@@ -525,6 +576,7 @@ static int point_of(db_sweep_runner *sr, const db_point_key *k, db_run_point *pt
         return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
     pt->drafter = slot >= 0 ? &sr->ds.slot[slot].d : NULL;
     pt->concurrency = k->concurrency;
+    pt->request_rate = k->request_rate;
     pt->p = (db_gen_params){.variant = v, .block_size = k->block_size, .temperature = k->temperature,
                             .top_p = k->top_p, .top_k = k->top_k, .max_new_tokens = k->max_new_tokens,
                             .seed = sr->sw->seed, .ignore_eos = sr->sw->synthetic, .kv_dtype = sr->kv_dtype,
@@ -564,6 +616,10 @@ int db_sweep_runner_group(db_sweep_runner *sr, int i0, int i1, db_point_raw *raw
     r->min_time = sr->sw->min_time;
     r->waves = DB_RUNNER_WAVES;
     if (!rc) rc = db_runner_group(r, pts, raw, P, err, errlen);
+    for (int j = 0; j < P && !rc; j++) { /* the SLOs goodput counts against (report.h) */
+        raw[j].slo_ttft_s = sr->sw->slo_ttft_ms / 1e3;
+        raw[j].slo_tpot_s = sr->sw->slo_tpot_ms / 1e3;
+    }
     for (int j = 0; j < P && !rc && sr->sw->predict; j++) {
         int slot = db_drafter_set_of(&sr->ds, sr->sw, &raw[j].key);
         raw[j].predicted_tok_s = db_roofline_point(&sr->tcfg, slot >= 0 ? &sr->ds.slot[slot].cfg : NULL, sr->wdtype,

@@ -1,10 +1,11 @@
-/* runner.h — the measurement procedure: closed-loop passes through the engine, warm-up and
- * timed passes (multi-turn sets: a later turn carries the answers decoded so far), rotated
- * rounds over a group of points, and for a sweep (db_sweep_runner) the prompt sets, the memory
+/* runner.h — the measurement procedure: passes through the engine (closed-loop, or with
+ * requests arriving at a rate: below), warm-up and timed passes (multi-turn sets: a later turn
+ * carries the answers decoded so far), rotated rounds over a group of points, and for a sweep (db_sweep_runner) the prompt sets, the memory
  * check and the models on the device target by target. Every command that runs the engine
  * (run, plan, check-lossless, generate) runs it through here.
  *
- * A pass runs n requests closed-loop through an engine of min(c, n) slots: request q is the
+ * A pass runs n requests closed-loop (at a finite request rate: as they arrive) through an
+ * engine of min(c, n) slots: request q is the
  * set's prompt q mod D with a seed of its own (engine.h: seed, request index), first turns,
  * then (multi-turn sets) the second turns with each request's decoded answer in the
  * conversation, and so on. n = D * ceil(max(D, waves * c) / D): every prompt equally often, and
@@ -44,7 +45,8 @@ typedef struct {
     db_gen_params p;           /* variant, block size, sampling, tokens, seed, replay */
     db_drafter *drafter;       /* NULL for ar */
     const db_prompt_set *ps;   /* its prompts */
-    int concurrency;           /* requests in flight */
+    int concurrency;           /* requests in flight (at a finite request rate: at most) */
+    double request_rate;       /* arrivals per second; 0 or inf: closed loop (db_runner_closed) */
 } db_run_point;
 
 typedef struct {
@@ -69,21 +71,47 @@ typedef struct {
 
 #define DB_RUNNER_WAVES 4          /* `run`'s waves: README, *Timing* */
 #define DB_RUNNER_MAX_REQUESTS 4096 /* a calibrated pass's first-turn requests, at most */
+#define DB_RUNNER_RATE_REQUESTS 100 /* a rate point's arrivals per pass, at least (README, *Serving-style load*) */
 
 /* first-turn requests of a pass over D distinct prompts at concurrency c (above) */
 int db_runner_requests(int D, int c, int waves);
 
-/* One closed-loop pass of reqs[n] through an engine of min(conc, n) slots on t (and d, NULL for ar)
- * sized for them. Sizing (cache allocation) is outside the timing: *secs (if not NULL) gains
- * the run's duration; *t0 < 0 becomes its start, the origin of the requests' time stamps. */
+/* ---- serving-style load: requests arriving at a rate (README, *Serving-style load*) ----
+ * At a finite rate R a pass's requests arrive on a schedule instead of all at once: the engine
+ * admits request q at its arrival time, once one of its c slots is free (c caps what is in
+ * flight, vLLM's --max-concurrency; an arrival finding every slot busy waits, FIFO, and its
+ * TTFT counts the wait). The pass has max(4c, D, DB_RUNNER_RATE_REQUESTS, R * min_time)
+ * first-turn requests, rounded up to a multiple of D and at most about DB_RUNNER_MAX_REQUESTS
+ * (the rate, not the warm-up, sets how long it lasts), the same n for every point of a group.
+ * Each turn's run draws its schedule from the sweep's seed and the turn, so `ar` and every
+ * variant of a group, and every round, see the same arrival times; a round is one such pass per
+ * point, rotated as in a closed loop. Warm-ups stay closed-loop. */
+
+/* 1 when rate means a closed loop (0, negative, inf, NaN) */
+int db_runner_closed(double rate);
+/* t[n]: the arrival times, seconds from a run's start, of a Poisson process of rate `rate`
+ * conditioned on its n-th arrival falling at n / rate: n exponential gaps drawn from the
+ * generator seeded with `seed`, scaled so that they sum to n / rate (the first n - 1 times are
+ * then n - 1 sorted uniforms on [0, n / rate]: the gaps keep the Poisson shape, and every pass
+ * gets the asked rate rather than one off by ~1/sqrt(n)) */
+void db_runner_arrivals(double rate, int n, uint64_t seed, double *t);
+/* first-turn requests of a pass over D prompts at concurrency c and rate (closed: the
+ * uncalibrated closed-loop pass) */
+int db_runner_rate_requests(int D, int c, double rate, double min_time);
+
+/* One pass of reqs[n] through an engine of min(conc, n) slots on t (and d, NULL for ar) sized
+ * for them. Sizing (cache allocation) is outside the timing: *secs (if not NULL) gains the
+ * run's duration; *t0 < 0 becomes its start, the origin of the requests' time stamps. A
+ * scheduled request's arrival is given in seconds from this run's start and moved onto t0's
+ * clock here. */
 int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc, db_request *reqs,
                    int n, double *t0, double *secs, char *err, size_t errlen);
 
 /* One group: every point's W warm-up passes, then R rounds; round r runs every point once,
  * starting at point r mod P (rotated), so a change of machine load falls on `ar` and the
  * variants alike. raw[j] (its key set by the caller) gets point j's requests, wall times,
- * start times, page faults, peak memory and the neighbours' load; on failure raw holds
- * nothing. */
+ * start times, inter-token latencies, page faults, peak memory and the neighbours' load; on
+ * failure raw holds nothing. */
 int db_runner_group(db_runner *r, const db_run_point *pts, db_point_raw *raw, int P, char *err,
                     size_t errlen);
 

@@ -54,6 +54,8 @@ void db_sweep_init(db_sweep *s)
     const int conc[] = {1, 8, 32};
     memcpy(s->concurrency, conc, sizeof conc);
     s->n_concurrency = 3;
+    s->request_rate[0] = INFINITY;
+    s->n_request_rate = 1;
     s->block_size[0] = 8;
     s->block_size[1] = 16;
     s->n_block_size = 2;
@@ -269,6 +271,27 @@ static int set_concurrency(db_sweep *s, const char *k, const char *v, char *err,
     return db_parse_int_list(k, v, 1, 1 << 20, s->concurrency, &s->n_concurrency, err, errlen);
 }
 
+/* rates > 0 (requests per second) and "inf" (a closed loop) */
+static int set_request_rate(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    char names[DB_SWEEP_MAX][32];
+    double tmp[DB_SWEEP_MAX];
+    int n, rc = db_parse_name_list(k, v, NULL, 0, names[0], sizeof names[0], &n, err, errlen);
+    for (int i = 0; i < n && !rc; i++) {
+        float x = 0;
+        if (!strcmp(names[i], "inf")) tmp[i] = INFINITY;
+        else if ((rc = db_parse_float(k, names[i], &x, err, errlen)) == DB_OK && !(x > 0))
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: %s must be > 0 requests per second, or inf (a closed loop)", k, names[i]);
+        else tmp[i] = x;
+        for (int j = 0; j < i && !rc; j++)
+            if (tmp[j] == tmp[i]) rc = db_fail(err, errlen, DB_EINPUT, "%s: %s listed twice", k, names[i]);
+    }
+    if (rc) return rc;
+    memcpy(s->request_rate, tmp, sizeof(double) * (size_t)n);
+    s->n_request_rate = n;
+    return DB_OK;
+}
+
 static int set_block_size(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
     return db_parse_int_list(k, v, 1, DB_MAX_BLOCK, s->block_size, &s->n_block_size, err, errlen);
@@ -333,6 +356,16 @@ static int set_device_config(db_sweep *s, const char *k, const char *v, char *er
     return DB_OK;
 }
 
+static int set_slo_ttft(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    return positive(k, v, &s->slo_ttft_ms, err, errlen);
+}
+
+static int set_slo_tpot(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    return positive(k, v, &s->slo_tpot_ms, err, errlen);
+}
+
 static int set_seed(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
     return db_parse_u64(k, v, &s->seed, err, errlen);
@@ -369,6 +402,7 @@ static const sweep_key keys[] = {
     FN("backend", set_backend),
     FN("dataset", set_dataset),
     FN("concurrency", set_concurrency),
+    FN("request_rate", set_request_rate),
     FN("block_size", set_block_size),
     FN("variant", set_variant),
     FN("temperature", set_temperature),
@@ -404,6 +438,8 @@ static const sweep_key keys[] = {
     FN("bandwidth_gbs", set_bandwidth),
     FN("gflops", set_gflops),
     FN("device_config", set_device_config),
+    FN("slo_ttft_ms", set_slo_ttft),
+    FN("slo_tpot_ms", set_slo_tpot),
 };
 
 const char *db_sweep_key(int i) { return i >= 0 && i < COUNT(keys) ? keys[i].name : NULL; }
@@ -430,6 +466,7 @@ int db_sweep_set(db_sweep *s, const char *key_in, const char *v, char *err, size
     size_t i = 0;
     for (; key_in[i]; i++) key[i] = key_in[i] == '-' ? '_' : key_in[i];
     key[i] = 0;
+    if (!strcmp(key, "max_concurrency")) strcpy(key, "concurrency"); /* vLLM's name of the same axis */
     /* messages use the spelling the user wrote */
     for (int j = 0; j < COUNT(keys); j++)
         if (!strcmp(key, keys[j].name)) return set_key(s, &keys[j], key_in, v, err, errlen);
@@ -532,7 +569,7 @@ static size_t count_points(const db_sweep *s, int *run_ar)
     size_t ndata = s->synthetic && !s->dataset_set ? 1 : (size_t)s->n_dataset;
     size_t per = (size_t)*run_ar + nprof * (size_t)s->n_block_size * per_block;
     return (size_t)s->n_target * (size_t)s->n_backend * ndata * (size_t)s->n_temperature *
-           (size_t)s->n_concurrency * per;
+           (size_t)s->n_concurrency * (size_t)s->n_request_rate * per;
 }
 
 int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
@@ -545,7 +582,8 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
         if (db_variant_uses_drafter(v)) drafter = 1;
         else ar = 1;
     }
-    if (!s->n_backend || !s->n_dataset || !s->n_concurrency || !s->n_temperature || !s->n_variant)
+    if (!s->n_backend || !s->n_dataset || !s->n_concurrency || !s->n_temperature || !s->n_variant ||
+        !s->n_request_rate)
         return db_fail(err, errlen, DB_EINPUT, "an axis of the sweep is empty");
     if (drafter) {
         if (!s->n_block_size)
@@ -645,7 +683,7 @@ static void parts_init(point_parts *p, const db_sweep *s, int ndf)
 /* point k: the shared fields, then the loop's values; drafter "" (ar) or that of the variant
  * with plain entry di */
 static void key_fill(db_point_key *k, const point_parts *p, const db_sweep *s, int ti, int b, int d, int t,
-                     int c, const char *variant, int block, const char *source, const char *drafter, int di)
+                     int c, int q, const char *variant, int block, const char *source, const char *drafter, int di)
 {
     *k = p->base;
     strcpy(k->backend, s->backend[b]); /* fields as wide as the sweep's: no truncation */
@@ -653,6 +691,7 @@ static void key_fill(db_point_key *k, const point_parts *p, const db_sweep *s, i
     strcpy(k->variant, variant);
     k->block_size = block;
     k->concurrency = s->concurrency[c];
+    k->request_rate = s->request_rate[q];
     k->temperature = s->temperature[t];
     if (source) strcpy(k->acceptance_source, source);
     strcpy(k->target, p->target[ti]);
@@ -691,8 +730,9 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
         for (int b = 0; b < s->n_backend; b++)
             for (int d = 0; d < ndata; d++)
                 for (int t = 0; t < s->n_temperature; t++)
-                    for (int c = 0; c < s->n_concurrency; c++) {
-                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, db_variant_name(DB_VAR_AR), 1, NULL, "", 0);
+                    for (int cq = 0; cq < s->n_concurrency * s->n_request_rate; cq++) {
+                        int c = cq / s->n_request_rate, q = cq % s->n_request_rate;
+                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, q, db_variant_name(DB_VAR_AR), 1, NULL, "", 0);
                         for (int pr = 0; pr < nprof; pr++) {
                             /* "none" in the list: measured */
                             char source[sizeof k->acceptance_source];
@@ -703,7 +743,7 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
                                     for (int v = 0; v < s->n_variant; v++) {
                                         /* a variant with its own drafter runs once, not per entry */
                                         if (!p->drafts[v] || (di > 0 && p->own[v])) continue;
-                                        key_fill(&k[m++], p, s, ti, b, d, t, c, s->variant[v], s->block_size[bs],
+                                        key_fill(&k[m++], p, s, ti, b, d, t, c, q, s->variant[v], s->block_size[bs],
                                                  replay ? source : NULL, p->drafter[v][di], di);
                                     }
                         }
@@ -761,8 +801,15 @@ static int get_fn(const db_sweep *s, const char *k, char *buf, size_t n)
     }
     else if (!strcmp(k, "min_time")) snprintf(buf, n, "%.9g", s->min_time);
     else if (!strcmp(k, "device_config")) snprintf(buf, n, "%s", s->device_config);
-    else if (!strcmp(k, "bandwidth_gbs") || !strcmp(k, "gflops")) {
-        double x = k[0] == 'b' ? s->bandwidth_gbs : s->gflops;
+    else if (!strcmp(k, "request_rate"))
+        for (int i = 0; i < s->n_request_rate && o < n; i++)
+            o += isfinite(s->request_rate[i]) ? (size_t)snprintf(buf + o, n - o, "%s%.9g", i ? "," : "", s->request_rate[i])
+                                              : (size_t)snprintf(buf + o, n - o, "%sinf", i ? "," : "");
+    else if (!strcmp(k, "bandwidth_gbs") || !strcmp(k, "gflops") || !strcmp(k, "slo_ttft_ms") || !strcmp(k, "slo_tpot_ms")) {
+        double x = !strcmp(k, "bandwidth_gbs") ? s->bandwidth_gbs
+                   : !strcmp(k, "gflops")      ? s->gflops
+                   : !strcmp(k, "slo_ttft_ms") ? s->slo_ttft_ms
+                                               : s->slo_tpot_ms;
         if (!(x > 0)) return 1;
         snprintf(buf, n, "%.9g", x);
     }

@@ -9,7 +9,7 @@
  * the order given, so an ini file loaded first is overridden by later flags.
  *
  * Point order (stable, what points.done and the output tables follow): target, backend, dataset,
- * temperature, concurrency, then the `ar` baseline once (block_size 1), then acceptance profile
+ * temperature, concurrency, request rate, then the `ar` baseline once (block_size 1), then acceptance profile
  * (when profiles are replayed), then block size, then the drafter file (the plain entries of
  * `drafter`, for the variants not given a drafter of their own), then the drafter variants in
  * the order listed. `target` and the plain entries of `drafter` are comma lists of checkpoints
@@ -20,7 +20,8 @@
  * dataset is given, replace the dataset axis by "synthetic-<prompt_tokens>". The baseline therefore always precedes the points
  * whose speedup it defines. `ar` runs whenever anything runs (speedup needs it), listed or not,
  * unless no_baseline is set; it has no block size, so it is one point per (backend, dataset,
- * temperature, concurrency), never one per block size. */
+ * temperature, concurrency, request rate), never one per block size.
+ * request_rate takes a comma list of rates > 0 and "inf" (the closed loop, the default). */
 #ifndef DB_SWEEP_H
 #define DB_SWEEP_H
 
@@ -43,8 +44,10 @@ typedef struct {
     int n_backend;
     char dataset[DB_SWEEP_MAX][64];
     int n_dataset;
-    int concurrency[DB_SWEEP_MAX];
+    int concurrency[DB_SWEEP_MAX]; /* key `max_concurrency` is another name of it */
     int n_concurrency;
+    double request_rate[DB_SWEEP_MAX]; /* requests per second; INFINITY = closed loop ("inf") */
+    int n_request_rate;
     int block_size[DB_SWEEP_MAX];
     int n_block_size;
     char variant[DB_SWEEP_MAX][16];
@@ -95,6 +98,7 @@ typedef struct {
      * among replayed ones; "none" alone empties the axis */
     char profile[DB_SWEEP_MAX][128];
     int n_profile;
+    double slo_ttft_ms, slo_tpot_ms; /* goodput's service-level objectives; 0 = none */
     int predict;            /* roofline prediction in every row (predicted_tok_s) */
     double bandwidth_gbs, gflops; /* device figures for the prediction; 0 = measure */
     char device_config[512]; /* a device preset (bench/device_preset.h) for the prediction and
@@ -130,8 +134,8 @@ int db_dataset_is_synthetic(const char *name, int *n);
 
 /* The value of key (underscore spelling) as text that db_sweep_set takes back to the same
  * value: lists comma-joined, numbers exact ("%.9g" for floats). 1, with buf "", when the key is
- * unset (an empty string, no dataset given, no device figure given), 0 otherwise. What meta.json
- * records as the run's sweep, and what --resume compares. */
+ * unset (an empty string, no dataset given, no device figure or SLO given), 0 otherwise. What
+ * meta.json records as the run's sweep, and what --resume compares. */
 int db_sweep_get(const db_sweep *s, const char *key, char *buf, size_t n);
 
 /* the i-th key name (underscore spelling), NULL past the last: the keys a `run` flag or an ini

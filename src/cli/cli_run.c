@@ -59,7 +59,9 @@ static db_cmd_opts run_options(run_ctx *c)
         {NULL, 0, NULL, "axes (comma lists; concurrency and block size also ranges a-b, a-b+s, a-b*m)", NULL, DB_OPT_HEADING, NULL},
         {"backend", 'b', "LIST", "compute backends (default cpu)", "backend", DB_OPT_SWEEP, NULL},
         {"dataset", 0, "LIST", "math, math-hard, code, code-basic, chat, synthetic-N, or JSONL / text paths (default math,code,chat)", "dataset", DB_OPT_SWEEP, NULL},
-        {"concurrency", 'c', "LIST", "requests in flight (default 1,8,32)", "concurrency", DB_OPT_SWEEP, NULL},
+        {"concurrency", 'c', "LIST", "requests in flight (default 1,8,32); with --request-rate: at most", "concurrency", DB_OPT_SWEEP, NULL},
+        {"max-concurrency", 0, "LIST", "the same axis as -c, vLLM's name for the cap on requests in flight", "concurrency", DB_OPT_SWEEP, NULL},
+        {"request-rate", 0, "LIST", "requests arriving per second (Poisson, seeded; the same schedule for ar and every variant), or inf = closed loop (default inf)", "request_rate", DB_OPT_SWEEP, NULL},
         {"block-size", 'B', "LIST", "draft block sizes (default 8,16)", "block_size", DB_OPT_SWEEP, NULL},
         {"variant", 'v', "LIST", vhelp, "variant", DB_OPT_SWEEP, NULL},
         {"temperature", 'T', "LIST", "sampling temperatures, 0 = greedy (default 0)", "temperature", DB_OPT_SWEEP, NULL},
@@ -73,6 +75,8 @@ static db_cmd_opts run_options(run_ctx *c)
         {"max-rounds", 0, "N", "rounds at most: more run while a point's round-to-round spread is above 10% (default 5)", "max_rounds", DB_OPT_SWEEP, NULL},
         {"min-time", 0, "SEC", "seconds a point's timed pass lasts at least, its requests calibrated by the warm-up; 0 = off (default 0.5)", "min_time", DB_OPT_SWEEP, NULL},
         {"warmup", 0, "N", "untimed passes before them (default 1)", "warmup", DB_OPT_SWEEP, NULL},
+        {"slo-ttft-ms", 0, "MS", "goodput counts a request only when its time to first token (from its arrival) is at most MS", "slo_ttft_ms", DB_OPT_SWEEP, NULL},
+        {"slo-tpot-ms", 0, "MS", "... and its time per output token at most MS (goodput column: requests/s meeting every SLO given)", "slo_tpot_ms", DB_OPT_SWEEP, NULL},
         {"target", 't', "LIST", "target checkpoints (directory, .gguf), an axis: the same model at several weight types side by side, each drafter row paired with the ar of its own target (default models/tiny-qwen3)", "target", DB_OPT_SWEEP, NULL},
         {"drafter", 'd', "LIST", "drafter checkpoints: DIR for every variant (several DIRs: an axis), or VARIANT=DIR per variant (dflash2=DIR covers its ablations); default dflash=models/tiny-qwen3-dflash-b16, the rest models/tiny-qwen3-dflash2-b16", "drafter", DB_OPT_SWEEP, NULL},
         {"chat-template", 0, "NAME", DB_CHAT_TEMPLATE_NAMES " (default auto)", "chat_template", DB_OPT_SWEEP, NULL},
@@ -254,6 +258,8 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
     }
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);
     if (!rc) rc = db_out_begin(&c->out, stdout, sw->output, sw->n_target > 1 || sw->n_drafter > 1, err, errlen);
+    for (int i = 0; i < sw->n_request_rate; i++) c->out.load |= !db_runner_closed(sw->request_rate[i]);
+    c->out.load |= sw->slo_ttft_ms > 0 || sw->slo_tpot_ms > 0;
     return rc;
 }
 
@@ -421,8 +427,10 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
         char what[300];
         double gcost = 0;
         for (int i = i0; i < i1; i++) gcost += cost[i];
-        snprintf(what, sizeof what, "%s%s%s c%d T%g (%d point%s x %d round%s)", c->sw.n_target > 1 ? k->target : "",
-                 c->sw.n_target > 1 ? " " : "", k->dataset, k->concurrency, k->temperature, i1 - i0,
+        char rate[48] = "";
+        if (!db_runner_closed(k->request_rate)) snprintf(rate, sizeof rate, " %g req/s", k->request_rate);
+        snprintf(what, sizeof what, "%s%s%s c%d%s T%g (%d point%s x %d round%s)", c->sw.n_target > 1 ? k->target : "",
+                 c->sw.n_target > 1 ? " " : "", k->dataset, k->concurrency, rate, k->temperature, i1 - i0,
                  i1 - i0 > 1 ? "s" : "", c->sw.repetitions, c->sw.repetitions > 1 ? "s" : "");
         db_progress_start(&prog, what);
         double tp = db_now();

@@ -74,7 +74,8 @@ int db_group_end(const db_point_key *keys, int n, int i0)
     int i = i0 + 1;
     const db_point_key *a = &keys[i0];
     while (i < n && keys[i].target_i == a->target_i && !strcmp(keys[i].backend, a->backend) && !strcmp(keys[i].dataset, a->dataset) &&
-           keys[i].temperature == a->temperature && keys[i].concurrency == a->concurrency)
+           keys[i].temperature == a->temperature && keys[i].concurrency == a->concurrency &&
+           keys[i].request_rate == a->request_rate)
         i++;
     return i;
 }
@@ -101,6 +102,9 @@ double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d,
      * at least min_time (bench/runner.h) */
     double warm = wave;
     double round = sw->min_time > pass && sw->warmup > 0 ? ceil(sw->min_time / pass) * pass : pass;
+    /* arrivals at a finite rate: the pass lasts its n requests' schedule at least (the queue's
+     * tail past the last arrival aside) */
+    if (k->request_rate > 0 && isfinite(k->request_rate)) round = fmax(pass, n / k->request_rate);
     return sw->warmup * warm + sw->repetitions * round;
 }
 

@@ -44,7 +44,8 @@ int db_shard_parse(const char *s, db_shard *sh, char *err, size_t errlen);
 void db_sweep_hash(const db_sweep *sw, char hex[65]);
 int db_sweep_hash_json(const cJSON *rec, char hex[65], char *err, size_t errlen);
 
-/* the end of the group starting at keys[i0] */
+/* the end of the group starting at keys[i0]: the points sharing its target, backend, dataset,
+ * temperature, concurrency and request rate */
 int db_group_end(const db_point_key *keys, int n, int i0);
 
 /* point cost (seconds, the model above); d NULL for ar; n_prompts: an uncalibrated pass's

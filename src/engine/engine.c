@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* a drafting cycle whose per-position, recall and oracle figures wait for the request's output
  * to reach past its block (or for the request to end: positions past the end are censored) */
@@ -44,6 +45,7 @@ typedef struct {
     db_rng replay_rng; /* acceptance replay draws (their own stream: sampling is unaffected) */
     pending *ring; /* [B] */
     int ring_n;
+    double t_last; /* when its request's last tokens were delivered (seconds since t0) */
 } slot_state;
 
 struct db_engine {
@@ -293,6 +295,17 @@ static int commit_token(db_engine *e, db_request *r, int req_index, int tok)
     return r->n_out >= e->p.max_new_tokens;
 }
 
+/* tokens delivered to the request in slot s at `now` (seconds since t0): the gap since its
+ * previous delivery is one inter-token latency (db_request.itl) */
+static void delivered(db_engine *e, int s, double now)
+{
+    slot_state *ss = &e->slots[s];
+    db_request *r = &e->reqs[ss->req];
+    if (r->itl && r->n_itl < r->itl_cap) r->itl[r->n_itl] = (float)(now - ss->t_last);
+    r->n_itl++;
+    ss->t_last = now;
+}
+
 /* ---- non-finite logits: NaN or Inf weights (or an overflow) give greedy rows whose argmax is
  * token 0 at every step (with a drafter agreeing on it, a perfect acceptance and a speedup) and
  * sampled rows of no distribution: the point stops, naming the call and the model ---- */
@@ -397,6 +410,9 @@ static int admit(db_engine *e, int slot, int req_index, double t0, char *err, si
     r->n_out = 0;
     r->st.prompt_tokens = r->n_prompt;
     r->st.t_admitted = db_now() - t0;
+    r->st.scheduled = r->scheduled;
+    r->st.t_arrival = r->scheduled ? r->arrival : r->st.t_admitted;
+    r->n_itl = 0;
     s->req = req_index;
     s->ring_n = 0;
     db_rng_seed(&s->rng, e->p.seed * 0x9e3779b97f4a7c15ull + (uint64_t)req_index);
@@ -454,6 +470,7 @@ static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, ch
             slot_state *s = &e->slots[slot];
             db_request *r = &e->reqs[s->req];
             r->st.t_first_token = db_now() - t0;
+            s->t_last = r->st.t_first_token;
             s->anchor = e->targ[j];
             if (commit_token(e, r, s->req, e->targ[j])) finish_request(e, slot, t0);
         }
@@ -484,6 +501,7 @@ static int step_ar(db_engine *e, int na, double t0, char *err, size_t errlen)
         r->st.hist[1]++;
         r->st.t_verify += tb - ta;
         e->slots[s].anchor = e->targ[j];
+        delivered(e, s, tb - t0);
         if (commit_token(e, r, e->slots[s].req, e->targ[j])) finish_request(e, s, t0);
     }
     return DB_OK;
@@ -694,6 +712,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
                                  e->q_host + (size_t)j * B * e->V, B, e->V, &ss->rng, e->residual,
                                  &bonus);
         if (e->p.on_cycle) e->p.on_cycle(e->p.on_cycle_user, ss->req, P0, e->draft + j * B, B, a, bonus);
+        delivered(e, s, tc - t0); /* the accepted run and the bonus at once: one delivery */
         pending *pd = &ss->ring[ss->ring_n++];
         pd->base = r->n_out;
         pd->accepted = a;
@@ -747,11 +766,14 @@ int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_
     if (!admitted || !before) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the slot lists of %d requests", e->conc);
     for (int s = 0; s < e->conc; s++) e->slots[s].req = -1;
     while (rc == DB_OK) {
-        /* fill free slots; a request finished by its prefill frees its slot again */
+        /* fill free slots with the requests that have arrived; a request finished by its
+         * prefill frees its slot again */
         for (;;) {
             int na = 0;
+            double now = db_now() - t0;
             for (int s = 0; s < e->conc && next < n && rc == DB_OK; s++)
                 if (e->slots[s].req < 0) {
+                    if (reqs[next].scheduled && reqs[next].arrival > now) break; /* not yet */
                     rc = admit(e, s, next++, t0, err, errlen);
                     admitted[na++] = s;
                 }
@@ -764,7 +786,13 @@ int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_
         int na = 0;
         for (int s = 0; s < e->conc; s++)
             if (e->slots[s].req >= 0) e->active[na++] = s;
-        if (na == 0 || (rc = stopped(e, err, errlen))) break;
+        if ((na == 0 && next >= n) || (rc = stopped(e, err, errlen))) break;
+        if (na == 0) { /* idle until the next arrival, in short sleeps: a stop ends the wait */
+            double wait = reqs[next].arrival - (db_now() - t0);
+            if (wait > 0.01) wait = 0.01;
+            if (wait > 0) nanosleep(&(struct timespec){0, (long)(wait * 1e9)}, NULL);
+            continue;
+        }
         for (int j = 0; j < na; j++) before[j] = e->slots[e->active[j]].req;
         rc = e->use_draft ? cycle(e, na, t0, err, errlen) : step_ar(e, na, t0, err, errlen);
         for (int j = 0; j < na && rc == DB_OK; j++)

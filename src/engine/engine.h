@@ -1,8 +1,9 @@
-/* engine.h — the serving loop: closed-loop continuous batching of requests through the
- * draft -> select -> verify cycle (or plain autoregressive steps for `ar`).
+/* engine.h — the serving loop: continuous batching of requests through the draft -> select ->
+ * verify cycle (or plain autoregressive steps for `ar`), closed-loop or with requests arriving
+ * on a schedule (db_request.scheduled).
  *
  * With concurrency N, N request slots are in flight; a finished request's slot takes the next
- * prompt until the set is exhausted. Newly admitted requests are prefilled by their own target
+ * prompt (closed loop: at once; scheduled: once it has arrived) until the set is exhausted. Newly admitted requests are prefilled by their own target
  * calls (chunked), before they join the batch; TTFT includes that prefill and the first token
  * it yields. Each cycle then batches ALL active requests into ONE drafter call, the selector
  * walks each request's block on the host, and ONE target verify call covers all their rows.
@@ -73,6 +74,17 @@ typedef struct {
     int n_prompt;
     int *out;         /* [max_new_tokens], filled by the engine */
     int n_out;
+    /* serving-style load: a `scheduled` request arrives at `arrival` (seconds since t0) and is
+     * admitted once it has arrived and a slot is free, in index order (so arrivals must not
+     * decrease along the array); when no request is active the engine sleeps until the next
+     * arrival. Not scheduled (0, the default): it arrives when a slot takes it (closed loop). */
+    int scheduled;
+    double arrival;
+    /* optional: itl[0 .. itl_cap) gets the seconds between the request's successive token
+     * deliveries (each cycle or decode step that commits tokens, after the prefill's first
+     * token), n_itl counts them (those past itl_cap are counted, not stored) */
+    float *itl;
+    int itl_cap, n_itl;
     db_req_stats st;
 } db_request;
 
@@ -86,7 +98,8 @@ void db_engine_destroy(db_engine *e);
 
 typedef void (*db_progress_fn)(void *user, int done, int total);
 
-/* Run all requests through the closed loop. Latency times are seconds since t0. */
+/* Run all requests through the loop: closed (every request there from the start), or
+ * requests arriving on a schedule (db_request.scheduled). Latency times are seconds since t0. */
 int db_engine_run(db_engine *e, db_request *reqs, int n, double t0, db_progress_fn progress,
                   void *user, char *err, size_t errlen);
 

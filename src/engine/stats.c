@@ -14,6 +14,11 @@ double db_req_stats_tokens_per_call(const db_req_stats *s)
     return calls > 0 ? (double)s->output_tokens / (double)calls : NAN;
 }
 
+double db_req_stats_arrival(const db_req_stats *s)
+{
+    return s->scheduled ? s->t_arrival : s->t_admitted;
+}
+
 void db_req_stats_add(db_req_stats *s, const db_req_stats *r)
 {
     s->prompt_tokens += r->prompt_tokens;

@@ -31,12 +31,20 @@ typedef struct {
     /* wall-clock split of this request's share of cycles, seconds; t_correct: the DSpark
      * sequential correction walk (dspark only) */
     double t_draft, t_select, t_verify, t_host, t_correct;
-    /* latency, seconds from the start of the timed phase */
-    double t_admitted, t_first_token, t_finished;
+    /* latency, seconds from the start of the timed phase. t_arrival: when the request arrived,
+     * meaningful when `scheduled` (serving-style load: its arrival time on the schedule, so
+     * t_admitted - t_arrival is its wait for a slot); a closed loop's request arrives when a
+     * slot takes it (db_req_stats_arrival) */
+    double t_arrival, t_admitted, t_first_token, t_finished;
+    int scheduled;
+    int turn;                   /* 0-based turn of a multi-turn sample (set by the runner) */
     int finished_by_eos;
 } db_req_stats;
 
 void db_req_stats_add(db_req_stats *sum, const db_req_stats *r);
+/* when the request arrived: t_arrival when it came on a schedule, else t_admitted (closed loop:
+ * it arrives when a slot frees). TTFT and E2E count from here. */
+double db_req_stats_arrival(const db_req_stats *s);
 /* tau = cycle_tokens / cycles: tokens per drafting cycle, sum of (accepted + 1) over cycles (a
  * request's last cycle counts what it committed); NAN without a cycle */
 double db_req_stats_tau(const db_req_stats *s);

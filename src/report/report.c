@@ -6,6 +6,7 @@
 #include "result/timing.h"
 #include "engine/variant.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,52 @@ static void dist(double *v, int n, double *mean, double *p50, double *p90, doubl
     *p99 = db_quantile(v, n, 0.99);
 }
 
+/* the measured arrival rate and the coefficient of variation of the arrival gaps: the gaps
+ * between consecutive requests of one engine run (a round's requests of one turn, in index
+ * order, which is arrival order) */
+static void arrival_stats(const db_point_raw *p, double *rate, double *cv)
+{
+    int N = p->n_prompts;
+    double sum = 0, sq = 0;
+    long gaps = 0;
+    for (int r = 0; r < p->repetitions; r++) {
+        const db_req_stats *q = p->reqs + (size_t)r * (size_t)N;
+        for (int i = 1; i < N; i++) {
+            if (q[i].turn != q[i - 1].turn) continue; /* the next run's first request */
+            double g = db_req_stats_arrival(&q[i]) - db_req_stats_arrival(&q[i - 1]);
+            sum += g, sq += g * g, gaps++;
+        }
+    }
+    *rate = sum > 0 ? gaps / sum : NAN;
+    double mean = gaps ? sum / gaps : NAN, var = gaps > 1 ? (sq - gaps * mean * mean) / (gaps - 1) : NAN;
+    *cv = mean > 0 && var >= 0 ? sqrt(var) / mean : NAN;
+}
+
+/* the three acceptance lengths (report.h) and the per-position rates, from the requests' counts */
+static void acceptance(db_point_summary *o, const db_point_raw *p, size_t total)
+{
+    const db_req_stats *t = &o->total;
+    double n = 0, sum = 0, wsum = 0, w = 0;
+    for (size_t k = 0; k < total; k++) {
+        const db_req_stats *q = &p->reqs[k];
+        if (q->cycles <= 0) continue;
+        double tau = db_req_stats_tau(q);
+        n++, sum += tau;
+        w += q->cycle_tokens, wsum += q->cycle_tokens * tau;
+    }
+    o->tau_request_mean = n > 0 ? sum / n : NAN;
+    o->tau_token_weighted = w > 0 ? wsum / w : NAN;
+    int B = p->key.block_size < DB_MAX_BLOCK ? p->key.block_size : DB_MAX_BLOCK;
+    long acc = 0;
+    for (int i = 0; i < DB_MAX_BLOCK; i++) o->cond_rate[i] = o->uncond_rate[i] = NAN;
+    for (int i = 1; i < B; i++) {
+        acc += t->accepted[i];
+        o->cond_rate[i] = t->reached[i] > 0 ? (double)t->accepted[i] / (double)t->reached[i] : NAN;
+        o->uncond_rate[i] = t->cycles > 0 ? (double)t->accepted[i] / t->cycles : NAN;
+    }
+    o->draft_acceptance_rate = B > 1 && t->cycles > 0 ? (double)acc / ((double)t->cycles * (B - 1)) : NAN;
+}
+
 /* enough samples for a spread and an interval: 2 rounds and 2 prompts on each side */
 static int known(const db_point_raw *p, const db_point_raw *ar)
 {
@@ -171,6 +218,7 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     o->contended = db_contended(p, &o->other_cores);
 
     o->tau = db_req_stats_tau(t);
+    acceptance(o, p, total);
     o->tokens_per_target_call = db_req_stats_tokens_per_call(t);
     /* `ar` has no drafts, so no oracle: its sum stays 0 */
     o->oracle_tau = t->cycles && t->oracle_len_sum ? (double)t->oracle_len_sum / t->cycles : NAN;
@@ -184,11 +232,37 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     o->measured_over_predicted =
         p->predicted_tok_s > 0 ? o->throughput_tok_s / p->predicted_tok_s : NAN;
 
-    /* latency distributions */
+    /* serving figures: rates over the rounds' summed wall seconds */
+    double wall = 0, prompt_tok = 0;
+    for (int r = 0; r < R; r++) wall += p->wall_s[r];
+    for (size_t k = 0; k < total; k++) prompt_tok += p->reqs[k].prompt_tokens;
+    arrival_stats(p, &o->arrival_rate, &o->arrival_cv);
+    o->request_throughput = wall > 0 ? (double)total / wall : NAN;
+    o->input_tok_s = wall > 0 ? prompt_tok / wall : NAN;
+    o->goodput = o->slo_attainment = NAN;
+    if (p->slo_ttft_s > 0 || p->slo_tpot_s > 0) {
+        long good = 0;
+        for (size_t k = 0; k < total; k++) {
+            const db_req_stats *q = &p->reqs[k];
+            if (q->output_tokens < 1) continue;
+            double ttft = q->t_first_token - db_req_stats_arrival(q);
+            /* a one-token request has no time per output token to miss */
+            double tpot = q->output_tokens >= 2 ? (q->t_finished - q->t_first_token) / (q->output_tokens - 1) : 0;
+            good += (p->slo_ttft_s <= 0 || ttft <= p->slo_ttft_s) && (p->slo_tpot_s <= 0 || tpot <= p->slo_tpot_s);
+        }
+        o->goodput = wall > 0 ? good / wall : NAN;
+        o->slo_attainment = total ? (double)good / (double)total : NAN;
+    }
+
+    /* latency distributions: TTFT and E2E from the arrival (a closed loop's: its admission) */
     int m = 0;
     for (size_t k = 0; k < total; k++)
+        lat[m++] = 1e3 * (p->reqs[k].t_admitted - db_req_stats_arrival(&p->reqs[k]));
+    dist(lat, m, &o->queue_ms_mean, &o->queue_ms_p50, &o->queue_ms_p90, &o->queue_ms_p99);
+    m = 0;
+    for (size_t k = 0; k < total; k++)
         if (p->reqs[k].output_tokens >= 1)
-            lat[m++] = 1e3 * (p->reqs[k].t_first_token - p->reqs[k].t_admitted);
+            lat[m++] = 1e3 * (p->reqs[k].t_first_token - db_req_stats_arrival(&p->reqs[k]));
     dist(lat, m, &o->ttft_ms_mean, &o->ttft_ms_p50, &o->ttft_ms_p90, &o->ttft_ms_p99);
     m = 0;
     for (size_t k = 0; k < total; k++)
@@ -199,9 +273,15 @@ int db_point_summarize(const db_point_raw *p, const db_point_raw *ar, uint64_t s
     m = 0;
     for (size_t k = 0; k < total; k++)
         if (p->reqs[k].output_tokens >= 1)
-            lat[m++] = 1e3 * (p->reqs[k].t_finished - p->reqs[k].t_admitted);
+            lat[m++] = 1e3 * (p->reqs[k].t_finished - db_req_stats_arrival(&p->reqs[k]));
     dist(lat, m, &o->e2e_ms_mean, &o->e2e_ms_p50, &o->e2e_ms_p90, &o->e2e_ms_p99);
     free(lat);
+    double *itl = db_malloc(sizeof(double) * (p->n_itl ? p->n_itl : 1));
+    if (!itl) return DB_ERUNTIME;
+    for (size_t k = 0; k < p->n_itl; k++) itl[k] = 1e3 * (double)p->itl_s[k];
+    dist(itl, p->n_itl < INT_MAX ? (int)p->n_itl : INT_MAX, &o->itl_ms_mean, &o->itl_ms_p50, &o->itl_ms_p90,
+         &o->itl_ms_p99);
+    free(itl);
 
     /* speedup against the baseline */
     o->speedup = o->speedup_ci_lo = o->speedup_ci_hi = NAN;

@@ -12,9 +12,9 @@
  *     replacement, the SAME clusters for the variant and for `ar` (paired), and of the R rounds
  *     with replacement, the SAME ones on both sides when both ran R (their rounds were
  *     interleaved: round r of `ar` and of the variant ran back to back). A request's time is
- *     its share of its round's timed phase, time_ri = wall_r * e2e_ri / sum_j e2e_rj (under
- *     concurrency requests overlap, so wall time is split in proportion to how long each was in
- *     flight). A resample gives each side's sum of tokens / sum of times over its resampled
+ *     its share of its round's timed phase, time_ri = wall_r * b_ri / sum_j b_rj with b =
+ *     t_finished - t_admitted (under concurrency requests overlap, so wall time is split in
+ *     proportion to how long each was in the batch). A resample gives each side's sum of tokens / sum of times over its resampled
  *     rounds and clusters (the throughput's own definition; with every cluster and round once
  *     it is exactly the point estimate) and their ratio. The resampling stream is db_rng
  *     seeded with `seed`, so the interval is reproducible. NAN (unknown) below 2 rounds or 2
@@ -33,10 +33,23 @@
  *   tau = tokens committed by cycles / cycles over all requests (the prefill is no cycle; `ar`:
  *     1, each decode step commits one token); tokens_per_target_call = output tokens / (cycles +
  *     one prefill per request). Counting rules: engine.h.
- *   TTFT = t_first_token - t_admitted, E2E = t_finished - t_admitted over requests with at least
- *     one output token; TPOT = (t_finished - t_first_token) / (output_tokens - 1) over requests
- *     with at least two. Mean and percentiles over all requests of all repetitions; percentiles
- *     interpolate linearly between order statistics (numpy's default, "type 7").
+ *   TTFT = t_first_token - arrival, E2E = t_finished - arrival over requests with at least one
+ *     output token, arrival = t_arrival at a request rate, t_admitted in a closed loop
+ *     (db_req_stats_arrival); queue = t_admitted - arrival; TPOT = (t_finished - t_first_token)
+ *     / (output_tokens - 1) over requests with at least two; ITL over every recorded gap
+ *     between a request's token deliveries (raw->itl_s). Mean and percentiles over all requests
+ *     of all repetitions; percentiles interpolate linearly between order statistics (numpy's
+ *     default, "type 7").
+ *   Serving figures, over the rounds' summed wall seconds W: request_throughput = requests / W,
+ *     input_tok_s = prompt tokens / W; goodput = requests meeting every SLO given (TTFT <=
+ *     slo_ttft_s, TPOT <= slo_tpot_s; a one-token request has no TPOT to miss) / W, and
+ *     slo_attainment their share (NAN without an SLO); arrival_rate = gaps / their seconds
+ *     between consecutive requests of one engine run (a round's requests of one turn, index
+ *     order), arrival_cv = their sample stddev / mean.
+ *   Acceptance: tau pooled over cycles (above); tau_request_mean = mean over requests with a
+ *     cycle of cycle_tokens / cycles; tau_token_weighted = the same weighted by cycle_tokens;
+ *     draft_acceptance_rate = sum over positions of accepted / (cycles * (B - 1));
+ *     cond_rate[i] = accepted[i] / reached[i], uncond_rate[i] = accepted[i] / cycles.
  *   x_ms_per_cycle = 1000 * sum of the requests' t_x / sum of their cycles (x = draft, select,
  *     verify, host).
  *   oracle_tau = oracle_len_sum / cycles (NAN for `ar`, which drafts nothing).

@@ -17,7 +17,7 @@ const char *const db_table_file[DB_TABLE_COUNT] = {"summary.csv", "acceptance.cs
 const char *const db_table_jsonl_file[DB_TABLE_COUNT] = {"summary.jsonl", "acceptance.jsonl",
                                                          "histogram.jsonl", "requests.jsonl"};
 
-#define MAX_COLS 96
+#define MAX_COLS 128
 
 typedef struct {
     int n;
@@ -106,6 +106,9 @@ static void common(row *r, const db_run_meta *m, const db_point_key *k)
     put_str(r, "variant", k->variant);
     put_int(r, "block_size", k->block_size);
     put_int(r, "concurrency", k->concurrency);
+    /* "inf": a closed loop (JSON: the string "inf", a number otherwise) */
+    if (k->request_rate > 0 && isfinite(k->request_rate)) put_num(r, "request_rate", k->request_rate);
+    else put(r, "request_rate", "inf", 1);
     put_flt(r, "temperature", k->temperature);
     put_flt(r, "top_p", k->top_p);
     put_int(r, "top_k", k->top_k);
@@ -159,9 +162,24 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "other_cores", s->other_cores);
     put_tri(r, "contended", s->contended);
     put_num(r, "tau", s->tau);
+    put_num(r, "tau_request_mean", s->tau_request_mean);
+    put_num(r, "tau_token_weighted", s->tau_token_weighted);
+    put_num(r, "draft_acceptance_rate", s->draft_acceptance_rate);
     put_num(r, "tokens_per_target_call", s->tokens_per_target_call);
     put_num(r, "oracle_tau", s->oracle_tau);
     put_int(r, "cycles", s->cycles);
+    put_num(r, "arrival_rate", s->arrival_rate);
+    put_num(r, "arrival_cv", s->arrival_cv);
+    put_num(r, "request_throughput", s->request_throughput);
+    put_num(r, "input_tok_s", s->input_tok_s);
+    put_num(r, "slo_ttft_ms", p->slo_ttft_s > 0 ? 1e3 * p->slo_ttft_s : NAN);
+    put_num(r, "slo_tpot_ms", p->slo_tpot_s > 0 ? 1e3 * p->slo_tpot_s : NAN);
+    put_num(r, "goodput", s->goodput);
+    put_num(r, "slo_attainment", s->slo_attainment);
+    put_num(r, "queue_ms_mean", s->queue_ms_mean);
+    put_num(r, "queue_ms_p50", s->queue_ms_p50);
+    put_num(r, "queue_ms_p90", s->queue_ms_p90);
+    put_num(r, "queue_ms_p99", s->queue_ms_p99);
     put_num(r, "ttft_ms_mean", s->ttft_ms_mean);
     put_num(r, "ttft_ms_p50", s->ttft_ms_p50);
     put_num(r, "ttft_ms_p90", s->ttft_ms_p90);
@@ -170,6 +188,10 @@ static void summary_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_num(r, "tpot_ms_p50", s->tpot_ms_p50);
     put_num(r, "tpot_ms_p90", s->tpot_ms_p90);
     put_num(r, "tpot_ms_p99", s->tpot_ms_p99);
+    put_num(r, "itl_ms_mean", s->itl_ms_mean);
+    put_num(r, "itl_ms_p50", s->itl_ms_p50);
+    put_num(r, "itl_ms_p90", s->itl_ms_p90);
+    put_num(r, "itl_ms_p99", s->itl_ms_p99);
     put_num(r, "e2e_ms_mean", s->e2e_ms_mean);
     put_num(r, "e2e_ms_p50", s->e2e_ms_p50);
     put_num(r, "e2e_ms_p90", s->e2e_ms_p90);
@@ -196,7 +218,8 @@ static void acceptance_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_int(r, "drafted", t->drafted[i]);
     put_int(r, "reached", t->reached[i]);
     put_int(r, "accepted", t->accepted[i]);
-    put_num(r, "conditional_rate", ratio((double)t->accepted[i], (double)t->reached[i]));
+    put_num(r, "conditional_rate", s->cond_rate[i]);
+    put_num(r, "unconditional_rate", s->uncond_rate[i]);
     /* drafted[i] = cycles whose request reached position i (censored at the request's end) */
     put_num(r, "survival_rate", ratio((double)t->accepted[i], (double)t->drafted[i]));
     put_int(r, "recall_n", t->recall_n[i]);
@@ -232,6 +255,7 @@ static void request_row(row *r, const db_run_meta *m, const db_point_raw *p,
     common(r, m, &p->key);
     put_int(r, "prompt_index", idx % n);
     put_int(r, "repetition", idx / n);
+    put_int(r, "turn", q->turn);
     /* when it was admitted, on the invocation's clock: the interleaving of ar and the variants */
     put_num(r, "start_s", p->rep_start_s ? p->rep_start_s[idx / n] + q->t_admitted : NAN);
     put_int(r, "prompt_tokens", q->prompt_tokens);
@@ -240,14 +264,16 @@ static void request_row(row *r, const db_run_meta *m, const db_point_raw *p,
     put_int(r, "cycle_tokens", q->cycle_tokens);
     put_num(r, "tau", db_req_stats_tau(q));
     put_num(r, "rep_wall_s", p->wall_s[idx / n]);
+    put_num(r, "t_arrival_ms", 1e3 * db_req_stats_arrival(q));
     put_num(r, "t_admitted_ms", 1e3 * q->t_admitted);
     put_num(r, "t_first_token_ms", 1e3 * q->t_first_token);
     put_num(r, "t_finished_ms", 1e3 * q->t_finished);
-    put_num(r, "ttft_ms", q->output_tokens >= 1 ? 1e3 * (q->t_first_token - q->t_admitted) : NAN);
+    put_num(r, "queue_ms", 1e3 * (q->t_admitted - db_req_stats_arrival(q)));
+    put_num(r, "ttft_ms", q->output_tokens >= 1 ? 1e3 * (q->t_first_token - db_req_stats_arrival(q)) : NAN);
     put_num(r, "tpot_ms", q->output_tokens >= 2 ? 1e3 * (q->t_finished - q->t_first_token) /
                                                       (q->output_tokens - 1)
                                                 : NAN);
-    put_num(r, "e2e_ms", q->output_tokens >= 1 ? 1e3 * (q->t_finished - q->t_admitted) : NAN);
+    put_num(r, "e2e_ms", q->output_tokens >= 1 ? 1e3 * (q->t_finished - db_req_stats_arrival(q)) : NAN);
     put_num(r, "draft_ms", 1e3 * q->t_draft);
     put_num(r, "select_ms", 1e3 * q->t_select);
     put_num(r, "correct_ms", 1e3 * q->t_correct);
@@ -323,9 +349,11 @@ cJSON *db_summary_json(const db_run_meta *m, const db_point_raw *raw, const db_p
     cJSON *o = cJSON_CreateObject();
     for (int j = 0; o && j < r->n; j++) {
         const char *v = r->arena + r->off[j];
-        cJSON *x = !r->num[j] ? cJSON_CreateString(v)
-                   : v[0]     ? cJSON_CreateNumber(strtod(v, NULL))
-                              : cJSON_CreateNull();
+        char *end;
+        double d = strtod(v, &end);
+        cJSON *x = !r->num[j] || (v[0] && (*end || !isfinite(d))) ? cJSON_CreateString(v) /* "inf" */
+                   : v[0]                                         ? cJSON_CreateNumber(d)
+                                                                  : cJSON_CreateNull();
         if (!x || !cJSON_AddItemToObject(o, r->name[j], x)) { /* out of memory: no partial row */
             cJSON_Delete(x);
             cJSON_Delete(o);

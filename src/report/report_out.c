@@ -45,9 +45,11 @@ static int start(db_out *o)
     FILE *f = o->f;
     if (o->fmt == DB_OUT_MD)
         return fprintf(f, "|%s dataset | variant | B | conc | T | tok/s | speedup [95%% CI] | tau | "
-                          "TTFT p50 ms | TPOT p50 ms |\n"
-                          "|%s---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-                       o->models ? " target | dtype |" : "", o->models ? "---|---|" : "") < 0;
+                          "TTFT p50 ms | TPOT p50 ms |%s\n"
+                          "|%s---|---|--:|--:|--:|--:|--:|--:|--:|--:|%s\n",
+                       o->models ? " target | dtype |" : "",
+                       o->load ? " rate req/s | arrived req/s | req/s | ITL p50 ms | goodput req/s |" : "",
+                       o->models ? "---|---|" : "", o->load ? "--:|--:|--:|--:|--:|" : "") < 0;
     if (o->fmt == DB_OUT_CSV)
         return o->prior_len ? fwrite(o->prior, 1, o->prior_len, f) != o->prior_len
                             : db_table_header(DB_TABLE_SUMMARY, f);
@@ -83,7 +85,19 @@ static int md_models(FILE *f, const db_run_meta *m, const db_point_key *k)
     return fprintf(f, "| %s | %s%s ", md_cell(nb, sizeof nb, k->target), tdt, db) < 0;
 }
 
-static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
+/* the serving cells: asked rate ("inf": closed loop), measured arrival rate, requests/s, ITL
+ * p50, goodput */
+static int md_load(FILE *f, const db_point_raw *p, const db_point_summary *s)
+{
+    char rate[32], arr[32], rq[32], itl[32], good[32];
+    if (p->key.request_rate > 0 && isfinite(p->key.request_rate)) snprintf(rate, sizeof rate, "%g", p->key.request_rate);
+    else snprintf(rate, sizeof rate, "inf");
+    return fprintf(f, " %s | %s | %s | %s | %s |", rate, fx(arr, sizeof arr, 2, s->arrival_rate),
+                   fx(rq, sizeof rq, 2, s->request_throughput), fx(itl, sizeof itl, 2, s->itl_ms_p50),
+                   fx(good, sizeof good, 2, s->goodput)) < 0;
+}
+
+static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s, int load)
 {
     char dsb[160];
     char tp[32], sd[32], sp[32], lo[32], hi[32], tau[32], ttft[32], tpot[32], ci[80] = "";
@@ -103,14 +117,15 @@ static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s)
     /* a spread needs two repetitions at least; an unstable row says so next to its numbers */
     char spread[48] = "";
     if (p->repetitions >= 2) snprintf(spread, sizeof spread, " ± %s", fx(sd, sizeof sd, 1, s->throughput_stddev));
-    return fprintf(f, "| %s | %s | %s | %d | %g | %s%s%s | %s%s%s | %s | %s | %s |\n",
+    return fprintf(f, "| %s | %s | %s | %d | %g | %s%s%s | %s%s%s | %s | %s | %s |",
                    md_cell(dsb, sizeof dsb, ds), md_cell(vb, sizeof vb, var), bs, k->concurrency,
                    (double)k->temperature,
                    fx(tp, sizeof tp, 1, s->throughput_tok_s), spread, s->stable ? "" : " (unstable)",
                    fx(sp, sizeof sp, 2, s->speedup),
                    isfinite(s->speedup) ? "x" : "", ci, fx(tau, sizeof tau, 2, s->tau),
                    fx(ttft, sizeof ttft, 2, s->ttft_ms_p50),
-                   fx(tpot, sizeof tpot, 2, s->tpot_ms_p50)) < 0;
+                   fx(tpot, sizeof tpot, 2, s->tpot_ms_p50)) < 0 ||
+           (load && md_load(f, p, s)) || fputc('\n', f) == EOF;
 }
 
 /* a whole cycle (draft, select, correct, verify, host) in decode steps: the verify's cost in
@@ -128,7 +143,7 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
     int rc = start(o);
     if (!rc && o->fmt == DB_OUT_MD) {
         rc = o->models && md_models(o->f, m, &raw->key);
-        rc = rc || md_row(o->f, raw, s);
+        rc = rc || md_row(o->f, raw, s, o->load);
     } else if (rc) {
         /* the header failed: no row after it */
     } else if (o->fmt == DB_OUT_CSV) {
@@ -141,7 +156,9 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         cJSON_Delete(j);
     }
     o->n++;
-    if (!db_variant_is_baseline(db_variant_lookup(raw->key.variant)) && s->speedup < 1 &&
+    /* the note reads closed-loop rows: at a request rate the arrivals bound the throughput */
+    int closed = !(raw->key.request_rate > 0 && isfinite(raw->key.request_rate));
+    if (closed && !db_variant_is_baseline(db_variant_lookup(raw->key.variant)) && s->speedup < 1 &&
         isfinite(s->verify_cost_steps)) {
         o->slow++;
         o->cost_sum += s->verify_cost_steps;
@@ -168,15 +185,19 @@ void db_out_point_name(const db_point_key *k, unsigned vary, char *b, size_t n)
     if (!ar && (vary & DB_VARY_DRAFTER) && len < n) len += snprintf(b + len, n - len, " drafter %s", k->drafter);
     if (!ar && (vary & DB_VARY_PROFILE) && len < n) len += snprintf(b + len, n - len, " profile %s", k->acceptance_source);
     if (!ar && len < n) len += snprintf(b + len, n - len, " B%d", k->block_size);
-    if (len < n) snprintf(b + len, n - len, " c%d T%g", k->concurrency, (double)k->temperature);
+    if (len < n) len += snprintf(b + len, n - len, " c%d", k->concurrency);
+    if (len < n && k->request_rate > 0 && isfinite(k->request_rate)) len += snprintf(b + len, n - len, " %g req/s", k->request_rate);
+    if (len < n) snprintf(b + len, n - len, " T%g", (double)k->temperature);
 }
 
 int db_out_point_warning(const db_point_raw *raw, const db_point_summary *s, unsigned vary, char *b, size_t n)
 {
     char unstable[600], flight[200] = "";
     db_unstable_text(s->stable == 0 ? s->unstable_why : 0, unstable, sizeof unstable);
-    /* a row labelled c must have had c in flight (the runner sizes its passes for that) */
-    if (s->mean_in_flight < DB_IN_FLIGHT_MIN * raw->key.concurrency)
+    /* a closed-loop row labelled c must have had c in flight (the runner sizes its passes for
+     * that); at a request rate the arrivals decide, c is only the cap */
+    int closed = !(raw->key.request_rate > 0 && isfinite(raw->key.request_rate));
+    if (closed && s->mean_in_flight < DB_IN_FLIGHT_MIN * raw->key.concurrency)
         snprintf(flight, sizeof flight, "only %.1f requests in flight on average (max %d), below %.0f%% of its concurrency",
                  s->mean_in_flight, s->max_in_flight, 100 * DB_IN_FLIGHT_MIN);
     const char *why[3] = {unstable, raw->major_faults > 0 ? "major page faults in the timed passes (weights read from disk)" : "",

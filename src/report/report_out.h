@@ -1,7 +1,8 @@
 /* report_out.h — what `dflash-bench run` prints on stdout, one point at a time as points finish:
  *   md    (default) a compact markdown table of the figures a reader needs (with `models`, two
- *         more columns: the target's name and the weight dtypes, target / drafter), and under
- *         it, when drafter rows ran below speedup 1, a reading note (db_out_end);
+ *         more columns: the target's name and the weight dtypes, target / drafter; with `load`,
+ *         five serving columns), and under it, when closed-loop drafter rows ran below speedup
+ *         1, a reading note (db_out_end);
  *   csv   exactly the rows of summary.csv with its header, nothing else (pipe it to a file); a
  *         resumed run (db_out_prior) prints the rows DIR already held first, so stdout is the
  *         whole summary.csv;
@@ -25,6 +26,8 @@ typedef struct {
     db_out_format fmt;
     int n; /* points written */
     int models; /* md: the target and dtype columns (a sweep over several checkpoints) */
+    int load;   /* md: the serving columns (a sweep with a request rate or an SLO): the asked
+                 * rate, the arrival rate, requests/s, ITL p50 and goodput; set after begin */
     int started; /* the header / '[' is out */
     char *prior; /* csv, resume: summary.csv as DIR held it (header included), printed first */
     size_t prior_len;

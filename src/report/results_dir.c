@@ -18,6 +18,7 @@
 #include <sys/utsname.h>
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <unistd.h>
 
 #define DONE_FILE "points.done"
@@ -836,6 +837,9 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
             db_csv_doc_free(&d);
             return db_fail(err, errlen, DB_EINPUT, "%s: no column %s", path, names[j]);
         }
+    /* the arrival and the turn (schema 10): read when there */
+    int c_arr = db_csv_col(&d, "t_arrival_ms"), c_turn = db_csv_col(&d, "turn");
+    int sched = k->request_rate > 0 && isfinite(k->request_rate);
     int np = 0, nr = 0, rows = 0;
     for (int i = 1; i < d.n; i++) {
         const db_csv_record *q = &d.rec[i];
@@ -888,6 +892,8 @@ int db_results_load_raw(const db_results *r, const db_point_key *k, db_point_raw
         s->t_host = strtod(f[c[HO]], NULL) * 1e-3;
         s->oracle_len_sum = atol(f[c[OR]]);
         s->finished_by_eos = atoi(f[c[EOS]]);
+        if (c_arr >= 0 && c_arr < q->n && sched) s->scheduled = 1, s->t_arrival = strtod(f[c_arr], NULL) * 1e-3;
+        if (c_turn >= 0 && c_turn < q->n) s->turn = atoi(f[c_turn]);
         out->wall_s[rp] = strtod(f[c[WALL]], NULL);
     }
     db_csv_doc_free(&d);

@@ -3,8 +3,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +35,7 @@ const db_axis db_point_axes[] = {
     AXIS("weights", "", DB_AXIS_STR, weights),
     AXIS("target", "", DB_AXIS_STR, target),
     AXIS("drafter", "", DB_AXIS_STR, drafter),
+    AXIS("request_rate", "r", DB_AXIS_RATE, request_rate),
 };
 const int db_point_n_axes = (int)(sizeof db_point_axes / sizeof *db_point_axes);
 
@@ -46,9 +47,13 @@ void db_point_id(const db_point_key *k, char *buf, size_t n)
     for (int i = 0; i < db_point_n_axes && o < n; i++) {
         const db_axis *a = &db_point_axes[i];
         const char *f = (const char *)k + a->offset, *sep = i ? "|" : "";
+        double r = a->type == DB_AXIS_RATE ? *(const double *)(const void *)f : 0;
         int w = a->type == DB_AXIS_STR ? snprintf(buf + o, n - o, "%s%s%s", sep, a->id_prefix, f)
                 : a->type == DB_AXIS_INT ? snprintf(buf + o, n - o, "%s%s%d", sep, a->id_prefix, *(const int *)(const void *)f)
-                : snprintf(buf + o, n - o, "%s%s%g", sep, a->id_prefix, (double)*(const float *)(const void *)f);
+                : a->type == DB_AXIS_FLOAT ? snprintf(buf + o, n - o, "%s%s%g", sep, a->id_prefix, (double)*(const float *)(const void *)f)
+                /* a closed loop (inf or 0) adds nothing, so ids of runs before the axis still match */
+                : r > 0 && isfinite(r) ? snprintf(buf + o, n - o, "%s%s%g", sep, a->id_prefix, r)
+                                       : 0;
         if (w < 0) break;
         o += (size_t)w;
     }
@@ -69,10 +74,14 @@ int db_point_axis_set(db_point_key *k, const db_axis *a, const char *value)
         long v = strtol(value, &end, 10);
         if (!value[0] || *end || errno || v < INT_MIN || v > INT_MAX) return -1;
         *(int *)(void *)f = (int)v;
-    } else {
+    } else if (a->type == DB_AXIS_FLOAT) {
         float v = strtof(value, &end);
         if (!value[0] || *end || errno) return -1;
         *(float *)(void *)f = v;
+    } else {
+        double v = strtod(value, &end); /* "inf": a closed loop */
+        if (!value[0] || *end || errno || !(v >= 0)) return -1;
+        *(double *)(void *)f = v;
     }
     return 0;
 }
@@ -82,6 +91,9 @@ void db_point_raw_free(db_point_raw *p)
     free(p->wall_s);
     free(p->rep_start_s);
     free(p->reqs);
+    free(p->itl_s);
+    p->itl_s = NULL;
+    p->n_itl = p->cap_itl = 0;
     p->rep_start_s = NULL;
     p->wall_s = NULL;
     p->reqs = NULL;

@@ -18,7 +18,8 @@ typedef struct {
     char dataset[64];
     char variant[16];       /* ar, dflash, selector-off, conv-off, dflash2 */
     int block_size;         /* 1 for ar */
-    int concurrency;
+    int concurrency;        /* requests in flight (a finite request_rate: at most) */
+    double request_rate;    /* requests arriving per second; inf (or 0) = closed loop */
     float temperature, top_p;
     int top_k;
     int max_new_tokens;
@@ -50,6 +51,12 @@ typedef struct {
      * computes with on cpus usable cores (0: unknown) */
     double other_cpu_s, load_s;
     int threads, cpus;
+    /* inter-token latencies: the seconds between successive token deliveries of every request
+     * of every round (engine.h db_request.itl), n_itl of them; NULL when not recorded (a loaded
+     * baseline) */
+    float *itl_s;
+    size_t n_itl, cap_itl;
+    double slo_ttft_s, slo_tpot_s; /* goodput's service-level objectives, seconds; 0 = none */
 } db_point_raw;
 
 typedef struct {
@@ -65,9 +72,23 @@ typedef struct {
     int contended;              /* 1, 0, or -1 unknown (report.h: the rule) */
     double speedup;             /* throughput / throughput(ar, same key but variant); NAN if none */
     double speedup_ci_lo, speedup_ci_hi; /* 95% bootstrap over prompts and rounds, paired with ar */
-    double tau;                 /* tokens committed per drafting cycle (prefill excluded) */
+    double tau;                 /* tokens committed per drafting cycle (prefill excluded): pooled
+                                 * over the cycles of all requests */
+    double tau_request_mean;    /* the mean over requests of each one's tau */
+    double tau_token_weighted;  /* the requests' tau weighted by their cycle tokens */
+    double draft_acceptance_rate; /* accepted drafts / drafted tokens, cycles x (B - 1) */
+    /* per draft position i (1..B-1): accepted / reached (conditional) and accepted / drafting
+     * cycles (unconditional, vLLM's per-position acceptance rate); NAN without a denominator */
+    double cond_rate[DB_MAX_BLOCK], uncond_rate[DB_MAX_BLOCK];
     double tokens_per_target_call; /* output tokens / (cycles + prefills) */
     long cycles;                /* per repetition (mean) */
+    /* serving-style load: measured arrival rate (requests / seconds between a run's first and
+     * last arrival), the arrival gaps' coefficient of variation, requests and prompt tokens per
+     * second, goodput (requests meeting every SLO per second, NAN without an SLO) and the share
+     * of requests meeting them */
+    double arrival_rate, arrival_cv, request_throughput, input_tok_s, goodput, slo_attainment;
+    double queue_ms_mean, queue_ms_p50, queue_ms_p90, queue_ms_p99;
+    double itl_ms_mean, itl_ms_p50, itl_ms_p90, itl_ms_p99;
     double ttft_ms_mean, ttft_ms_p50, ttft_ms_p90, ttft_ms_p99;
     double tpot_ms_mean, tpot_ms_p50, tpot_ms_p90, tpot_ms_p99;
     double e2e_ms_mean, e2e_ms_p50, e2e_ms_p90, e2e_ms_p99;
@@ -85,11 +106,11 @@ typedef struct {
  * and `compare`'s matching of rows across two results directories (report/compare.h), are
  * built from it, so an axis added here joins both. The label, the results directory and the
  * run's provenance (machine, build, threads) are not axes. */
-typedef enum { DB_AXIS_STR, DB_AXIS_INT, DB_AXIS_FLOAT } db_axis_type;
+typedef enum { DB_AXIS_STR, DB_AXIS_INT, DB_AXIS_FLOAT, DB_AXIS_RATE } db_axis_type;
 typedef struct {
     const char *column;    /* its column in the tables ("block_size") */
     const char *id_prefix; /* before its value in db_point_id ("B") */
-    db_axis_type type;     /* char[] / int / float field */
+    db_axis_type type;     /* char[] / int / float field / double rate (in the id only when finite) */
     size_t offset, size;   /* of the field in db_point_key */
 } db_axis;
 extern const db_axis db_point_axes[];
@@ -103,8 +124,9 @@ int db_point_axis_set(db_point_key *k, const db_axis *a, const char *value);
 int db_point_key_equal(const db_point_key *a, const db_point_key *b);
 /* A stable text id of the point, the same for the same key in every run (points.done and the
  * point_id column): backend|dataset|variant|B<block>|c<conc>|T<temp>|p<top_p>|k<top_k>|
- * n<max_new>|<chat_template>|think<0/1>|<acceptance_source>|<weights>; control characters
- * become '?'. */
+ * n<max_new>|<chat_template>|think<0/1>|<acceptance_source>|<weights>|<target>|<drafter>, then
+ * |r<rate> at a finite request rate (a closed loop's id is as before arrivals existed);
+ * control characters become '?'. */
 void db_point_id(const db_point_key *k, char *buf, size_t n);
 /* free a db_point_raw's arrays (the runner's, or a loaded baseline's) and set them to NULL */
 void db_point_raw_free(db_point_raw *p);

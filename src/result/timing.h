@@ -21,7 +21,8 @@
  * another round while rounds are left */
 #define DB_SPREAD_MAX 0.10
 
-/* a row labelled concurrency c whose mean in flight is below this fraction of c is flagged */
+/* a closed-loop row labelled concurrency c whose mean in flight is below this fraction of c is
+ * flagged (at a request rate the arrivals decide what is in flight) */
 #define DB_IN_FLIGHT_MIN 0.9
 
 double db_round_tok_s(const db_point_raw *p, int r);
