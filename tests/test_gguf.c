@@ -328,9 +328,13 @@ static void test_bad(const buf *good, const layout *L)
     v = 99;
     RESET(); patch(&b, ti + 20, &v, 4);
     expect_bad("unknown tensor type 99", &b, "unknown type", 0);
-    v = 3;
+    v = 16;
     RESET(); patch(&b, ti + 20, &v, 4);
-    expect_bad("unsupported type Q4_1", &b, "Q4_1", 0);
+    expect_bad("unsupported type IQ2_XXS (an importance-matrix type, refused by name)", &b,
+               "IQ2_XXS (16), an importance-matrix type", 0);
+    v = 9;
+    RESET(); patch(&b, ti + 20, &v, 4);
+    expect_bad("unsupported type Q8_1", &b, "unsupported type Q8_1", 0);
     v = 12;
     RESET(); patch(&b, ti + 20, &v, 4);
     expect_bad("Q4_K rows of 32 values (block 256)", &b, "not a multiple of the Q4_K block", 0);
