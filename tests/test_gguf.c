@@ -394,6 +394,45 @@ static void test_converted(void)
     }
 }
 
+/* db_tensors_mix: general.file_type names the mix when present (llama-quantize's Q4_K_M of
+ * narrow rows is mostly Q5_0); without it, the tensor type counts (main type, _s/_m/_l from the
+ * Q6_K / Q5_K / Q4_K matrices mixed in), vectors not counted */
+static void test_mix(void)
+{
+    static const struct {
+        int file_type;      /* general.file_type + 1, 0: absent */
+        db_dtype t[4];      /* four matrices of 256 x 256 (t[3]: 256 x 1024, the largest) */
+        const char *want;
+    } cases[] = {
+        {16, {DB_Q5_0, DB_Q5_0, DB_Q6_K, DB_Q5_0}, "q4_k_m"},
+        {0, {DB_Q4_K, DB_Q4_K, DB_Q6_K, DB_Q4_K}, "q4_k_m"},
+        {0, {DB_Q4_K, DB_Q5_K, DB_Q5_K, DB_Q4_K}, "q4_k_s"},
+        {0, {DB_Q5_K, DB_Q6_K, DB_Q6_K, DB_Q5_K}, "q5_k_m"},
+        {0, {DB_Q3_K, DB_Q5_K, DB_Q4_K, DB_Q3_K}, "q3_k_l"},
+        {0, {DB_Q3_K, DB_Q4_K, DB_Q4_K, DB_Q3_K}, "q3_k_m"},
+        {0, {DB_Q3_K, DB_Q3_K, DB_Q8_0, DB_Q3_K}, "q3_k_s"},
+        {0, {DB_Q8_0, DB_Q8_0, DB_Q8_0, DB_Q6_K}, "q6_k"},
+        {8, {DB_Q8_0, DB_Q8_0, DB_Q8_0, DB_Q8_0}, "q8_0"},
+        {31, {DB_IQ4_NL, DB_IQ4_NL, DB_IQ4_XS, DB_IQ4_XS}, "iq4_xs"},
+        {6, {DB_Q4_0, DB_Q4_0, DB_Q4_0, DB_Q4_0}, "q4_0"}, /* a retired file type: the counts */
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        db_tensor ts[5] = {{0}};
+        for (int k = 0; k < 4; k++)
+            ts[k] = (db_tensor){.dtype = cases[i].t[k], .ndim = 2, .shape = {k == 3 ? 1024 : 256, 256}};
+        ts[4] = (db_tensor){.dtype = DB_F32, .ndim = 1, .shape = {1 << 20}};
+        db_tensor_set s = {.tensors = ts, .ntensors = 5, .file_type = cases[i].file_type};
+        char got[16];
+        db_tensors_mix(&s, got, sizeof got);
+        if (strcmp(got, cases[i].want)) {
+            ok = 0;
+            tap_diag("mix case %zu: %s, want %s", i, got, cases[i].want);
+        }
+    }
+    tap_ok(ok, "file mix names: general.file_type when present, else from the tensor type counts");
+}
+
 int main(void)
 {
     db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
@@ -425,6 +464,7 @@ int main(void)
     compare_checkpoints("hand-written GGUF", sd, gp);
     compare_checkpoints("GGUF given as its directory", sd, tmpdir);
     test_bad(&good, &L);
+    test_mix();
     test_converted();
     free(good.b);
     char cmd[400];

@@ -35,9 +35,9 @@ import quants as Q  # noqa: E402
 TYPES = {"F32": Q.F32, "F16": Q.F16, "BF16": Q.BF16, "Q8_0": Q.Q8_0, "Q4_0": Q.Q4_0,
          "Q4_1": Q.Q4_1, "Q5_0": Q.Q5_0, "Q5_1": Q.Q5_1, "Q2_K": Q.Q2_K, "Q3_K": Q.Q3_K,
          "Q4_K": Q.Q4_K, "Q5_K": Q.Q5_K, "Q6_K": Q.Q6_K, "IQ4_NL": Q.IQ4_NL, "IQ4_XS": Q.IQ4_XS}
-# general.file_type: llama.cpp's file-type numbers (Q3_K as its "Q3_K_S", the all-Q3_K one)
+# general.file_type: llama.cpp's file-type numbers (one type throughout: Q3_K, Q4_K, Q5_K as its _S mixes)
 FILE_TYPE = {Q.F32: 0, Q.F16: 1, Q.Q4_0: 2, Q.Q4_1: 3, Q.Q8_0: 7, Q.Q5_0: 8, Q.Q5_1: 9,
-             Q.Q2_K: 10, Q.Q3_K: 11, Q.Q4_K: 15, Q.Q5_K: 17, Q.Q6_K: 18, Q.IQ4_NL: 25,
+             Q.Q2_K: 10, Q.Q3_K: 11, Q.Q4_K: 14, Q.Q5_K: 16, Q.Q6_K: 18, Q.IQ4_NL: 25,
              Q.IQ4_XS: 30, Q.BF16: 32}
 FALLBACK = {Q.Q4_K: Q.Q4_0, Q.Q5_K: Q.Q8_0, Q.Q6_K: Q.Q8_0, Q.Q2_K: Q.Q4_0, Q.Q3_K: Q.Q4_0,
             Q.IQ4_XS: Q.IQ4_NL}
