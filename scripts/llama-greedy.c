@@ -3,6 +3,8 @@
  *
  *   llama-greedy MODEL.gguf N ID,ID,...   -> one line: the N generated ids, comma separated,
  *                                            then a tab and each step's top-1 minus top-2 logit
+ *                                            (LLAMA_GREEDY_LOGITS=1: a second line, the logits
+ *                                            of the last prompt row, comma separated)
  *
  * The prompt is fed as ids (no tokenization, no BOS added), one llama_decode for the prompt and
  * one per generated token, argmax over the logits (the lowest id on a tie), end-of-generation
@@ -50,9 +52,12 @@ int main(int argc, char **argv)
     llama_token tok;
     char gaps[65536];
     size_t gl = 0;
+    float *first = malloc(sizeof(float) * (size_t)nv);
+    if (!first) return 1;
     for (int i = 0; i < n; i++) {
         if (llama_decode(ctx, b)) return fprintf(stderr, "decode failed\n"), 1;
         const float *lg = llama_get_logits_ith(ctx, -1);
+        if (i == 0) memcpy(first, lg, sizeof(float) * (size_t)nv);
         int best = 0, second = -1;
         for (int v = 1; v < nv; v++) {
             if (lg[v] > lg[best]) second = best, best = v;
@@ -65,6 +70,9 @@ int main(int argc, char **argv)
         b = llama_batch_get_one(&tok, 1);
     }
     printf("\t%s\n", gaps);
+    if (getenv("LLAMA_GREEDY_LOGITS"))
+        for (int v = 0; v < nv; v++) printf("%.9g%s", first[v], v + 1 < nv ? "," : "\n");
+    free(first);
     llama_free(ctx);
     llama_model_free(model);
     return 0;
