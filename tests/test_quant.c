@@ -13,6 +13,7 @@
  *    test_kernels.c (the dequantized values are exact; only the summation order differs), with
  *    and without accumulate, N = 1..9 and 33, I a few blocks long; a slice [o0, o1) writes
  *    exactly those columns.
+ * 2b. Every kernel's dequantized values are exactly the C dequantizer's (one-hot activations).
  * 3. Batch invariance: each kernel's row result is BITWISE the same alone or among N rows at
  *    any position; the CPU backend's matmul op likewise (deterministic, several threads).
  * 4. The CPU backend's embed op on a quantized table == the dequantized rows; db_weight_upload
@@ -221,6 +222,34 @@ static void test_accuracy(const kern *ks, int nk)
     }
 }
 
+/* each kernel's dequantized values are quant.c's exactly: activation rows of one-hot vectors
+ * (row k picks value k) give y[k, o] == dequant(W)[o, k] (== on the floats: a sum of exact
+ * zeros and one product by 1) */
+static void test_exact_values(const kern *ks, int nk)
+{
+    const int O = 3;
+    for (int ti = 0; ti < NQ; ti++) {
+        db_dtype dt = qtypes[ti];
+        int I = db_dtype_block(dt) == 32 ? 64 : 256;
+        void *w = rand_quant(dt, O, I);
+        float *wf = malloc(sizeof(float) * (size_t)O * I), *x = calloc((size_t)I * I, sizeof(float));
+        float *y = malloc(sizeof(float) * (size_t)I * O);
+        db_convert_to_f32(wf, w, dt, (size_t)O * I);
+        for (int k = 0; k < I; k++) x[(size_t)k * I + k] = 1.0f;
+        for (int ki = 0; ki < nk; ki++) {
+            ks[ki].k(y, x, w, dt, I, O, I, 0, O, 0);
+            int same = 1;
+            for (int k = 0; k < I; k++)
+                for (int o = 0; o < O; o++) same &= y[(size_t)k * O + o] == wf[(size_t)o * I + k];
+            tap_ok(same, "%s kernel %s: dequantized values == quant.c's, exactly", db_dtype_name(dt), ks[ki].name);
+        }
+        free(w);
+        free(wf);
+        free(x);
+        free(y);
+    }
+}
+
 /* row r of an N-row call == the same row alone, bitwise */
 static void test_invariance(const kern *ks, int nk)
 {
@@ -316,6 +345,7 @@ int main(void)
     int nk = kernels(ks);
     test_accuracy(ks, nk);
     test_invariance(ks, nk);
+    test_exact_values(ks, nk);
     test_backend();
     return tap_done();
 }

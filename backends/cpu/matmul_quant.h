@@ -33,9 +33,9 @@ void db_matmul_quant_neon(float *y, const float *x, const void *w, db_dtype dt, 
  * (db_matmul_select's: "avx512", "avx2", "neon", "c"), so DB_CPU_KERNEL picks both. */
 db_matmul_kernel db_matmul_quant_select(const char *name);
 
-/* The types the x86 kernels dequantize block by block through quant.c's db_dequant_block into a
- * buffer (the others have a register dequantizer per group of 32); a constant inside run() */
-#define DB_QUANT_GENERIC(dt)                                                                    \
+/* The types of llama-quantize's mixes whose x86 register dequantizer is matmul_quant_x86.h's (the
+ * others' is the kernel file's own); a constant inside run() */
+#define DB_QUANT_MIX_TYPE(dt)                                                                   \
     ((dt) != DB_Q8_0 && (dt) != DB_Q4_0 && (dt) != DB_Q4_K && (dt) != DB_Q5_K && (dt) != DB_Q6_K)
 
 /* The driver every SIMD kernel shares: for each weight row o in [o0, o1), activation rows in

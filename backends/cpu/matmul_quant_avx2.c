@@ -8,6 +8,7 @@
 #include "config.h"
 #include "matmul_quant.h"
 #include "quant.h"
+#include "matmul_quant_x86.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -93,16 +94,10 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, float
                                                        int I, int o, int accumulate)
 {
     __m256 a0[4], a1[4], w[4];
-    float buf[256]; /* a block of the types without their own dequant32 */
     for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm256_setzero_ps();
     for (int g = 0; g < I / 32; g++) {
-        if (DB_QUANT_GENERIC(dt)) {
-            int bs = db_dtype_block(dt), v = 32 * g % bs;
-            if (v == 0) db_dequant_block(buf, row + (size_t)(32 * g / bs) * db_dtype_size(dt), dt);
-            for (int k = 0; k < 4; k++) w[k] = _mm256_loadu_ps(buf + v + 8 * k);
-        } else {
-            dequant32(dt, row, g, w);
-        }
+        if (DB_QUANT_MIX_TYPE(dt)) dbx_dequant32(dt, row, g, w);
+        else dequant32(dt, row, g, w);
         for (int r = 0; r < R; r++) {
             const float *xr = x + (size_t)r * I + 32 * g;
             a0[r] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(xr), a0[r]);

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "matmul_quant.h"
 #include "quant.h"
+#include "matmul_quant_x86.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -93,13 +94,14 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, float
                                                        int I, int o, int accumulate)
 {
     __m512 a0[4], a1[4], w[2];
-    float buf[256]; /* a block of the types without their own dequant32 */
     for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm512_setzero_ps();
     for (int g = 0; g < I / 32; g++) {
-        if (DB_QUANT_GENERIC(dt)) {
-            int bs = db_dtype_block(dt), v = 32 * g % bs;
-            if (v == 0) db_dequant_block(buf, row + (size_t)(32 * g / bs) * db_dtype_size(dt), dt);
-            for (int k = 0; k < 2; k++) w[k] = _mm512_loadu_ps(buf + v + 16 * k);
+        if (DB_QUANT_MIX_TYPE(dt)) { /* two 8-lane halves -> 16 lanes */
+            __m256 h[4];
+            dbx_dequant32(dt, row, g, h);
+            for (int k = 0; k < 2; k++)
+                w[k] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(h[2 * k])),
+                                                           _mm256_castps_pd(h[2 * k + 1]), 1));
         } else {
             dequant32(dt, row, g, w);
         }
