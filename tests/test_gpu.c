@@ -25,8 +25,8 @@
  * (which entries survive top-k / top-p; their values to 1e-5), batch invariance of
  * deterministic matmul and of attention (a row alone == the row among others). Matmul runs
  * three ways: deterministic (the row-dot kernel at every n), fast (cuBLAS from 16 rows) and
- * fast with DB_GPU_NO_BLAS=1 (the backend's own tiled GEMM, HIP's large-n path). Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
- * Q6_K, random blocks): matmul against the C dequantizer (backends/quant.c) in double and the
+ * fast with DB_GPU_NO_BLAS=1 (the backend's own tiled GEMM, HIP's large-n path). Quantized weights (every
+ * type of backend.h, random blocks): matmul against the C dequantizer (backends/quant.c) in double and the
  * CPU backend, 1e-5, batch-invariant in both modes; embed bitwise.
  *
  * Then the pipeline: greedy generation with the tests/data/qwen3-f32-tied target and the
