@@ -210,7 +210,7 @@ static void num_or_null(cJSON *o, const char *k, double v)
 
 static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                        const db_drafter_config *d, const char *variant, int B, const char *acc,
-                       const char *device, size_t avail, db_dtype dt, cJSON *tp)
+                       const char *device, size_t avail, db_dtype dt, const char *mix, cJSON *tp)
 {
     cJSON *root = J(cJSON_CreateObject());
     if (tp) JADD(root, "tensor_parallel", tp);
@@ -228,6 +228,7 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
     J(cJSON_AddStringToObject(root, "target", t->path));
     J(cJSON_AddStringToObject(root, "drafter", d ? d->base.path : ""));
     J(cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt)));
+    J(cJSON_AddStringToObject(root, "mix", mix[0] ? mix : db_dtype_name(dt)));
     J(cJSON_AddStringToObject(root, "variant", variant));
     J(cJSON_AddNumberToObject(root, "block_size", B));
     J(cJSON_AddStringToObject(root, "acceptance", acc));
@@ -684,7 +685,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
             cJSON *tp = p->ntp ? J(cJSON_CreateObject()) : NULL;
             if (tp) tp_rows(p, NULL, tp);
             if (print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail,
-                           p->dt, tp))
+                           p->dt, p->mix, tp))
                 rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the plan as JSON");
         } else {
             print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt, p->mix);
