@@ -19,6 +19,9 @@ static const struct {
     [DB_F32] = {"f32", 1, 4},       [DB_BF16] = {"bf16", 1, 2},     [DB_F16] = {"f16", 1, 2},
     [DB_Q8_0] = {"q8_0", 32, 34},   [DB_Q4_0] = {"q4_0", 32, 18},   [DB_Q4_K] = {"q4_k", 256, 144},
     [DB_Q5_K] = {"q5_k", 256, 176}, [DB_Q6_K] = {"q6_k", 256, 210},
+    [DB_Q4_1] = {"q4_1", 32, 20},   [DB_Q5_0] = {"q5_0", 32, 22},   [DB_Q5_1] = {"q5_1", 32, 24},
+    [DB_Q2_K] = {"q2_k", 256, 84},  [DB_Q3_K] = {"q3_k", 256, 110}, [DB_IQ4_NL] = {"iq4_nl", 32, 18},
+    [DB_IQ4_XS] = {"iq4_xs", 256, 136},
 };
 
 size_t db_dtype_size(db_dtype t) { return (unsigned)t < DB_NUM_DTYPES ? dtype_info[t].bytes : 0; }

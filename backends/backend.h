@@ -29,12 +29,14 @@
 typedef enum {
     DB_F32 = 0, DB_BF16 = 1, DB_F16 = 2,
     DB_Q8_0 = 3, DB_Q4_0 = 4, DB_Q4_K = 5, DB_Q5_K = 6, DB_Q6_K = 7,
+    DB_Q4_1 = 8, DB_Q5_0 = 9, DB_Q5_1 = 10, DB_Q2_K = 11, DB_Q3_K = 12, DB_IQ4_NL = 13,
+    DB_IQ4_XS = 14,
 } db_dtype;
-#define DB_NUM_DTYPES 8
+#define DB_NUM_DTYPES 15
 
 /* bytes of one element (element types) or of one block (quantized types) */
 size_t db_dtype_size(db_dtype t);
-/* elements per block: 1, 32 (Q8_0, Q4_0) or 256 (the K types) */
+/* elements per block: 1, 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) or 256 (the K types, IQ4_XS) */
 int db_dtype_block(db_dtype t);
 int db_dtype_is_quant(db_dtype t);
 /* bytes of n values (n a multiple of the block) */

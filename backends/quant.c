@@ -21,11 +21,35 @@
  *                               q2 = hi4(ql[l])    | (qh[l] >> 4 & 3) << 4  -> value l + 64
  *                               q3 = hi4(ql[l+32]) | (qh[l] >> 6 & 3) << 4  -> value l + 96
  *                               x = (d * sc[l/16 + 2k]) * (q_k - 32) for q_k, k = 0..3
+ *   Q4_1, 32 values, 20 bytes:  f16 d, f16 m, u8 qs[16]. q = lo4(qs[i]) for value i, hi4 for
+ *                               value i + 16 (as Q4_0):  x = d * q + m
+ *   Q5_0, 32 values, 22 bytes:  f16 d, u8 qh[4], u8 qs[16]. q = lo4(qs[i]) | (bit i of the
+ *                               little-endian u32 qh) << 4 for value i, hi4(qs[i]) | (bit i + 16)
+ *                               << 4 for value i + 16:  x = d * (q - 16)
+ *   Q5_1, 32 values, 24 bytes:  f16 d, f16 m, u8 qh[4], u8 qs[16]. q as Q5_0:  x = d * q + m
+ *   IQ4_NL, 32 values, 18 bytes: f16 d, u8 qs[16]. Nibbles as Q4_0, each indexing the table
+ *                               L = {-127 -104 -83 -65 -49 -35 -22 -10 1 13 25 38 53 69 89 113}:
+ *                               x = d * L[q]
+ *   IQ4_XS, 256 values, 136 bytes: f16 d, u16 sh, u8 sl[4], u8 qs[128]. Eight sub-blocks of 32,
+ *                               sub-block j a 6-bit scale s_j = (sl[j/2] >> 4(j%2) & 15) |
+ *                               (sh >> 2j & 3) << 4 and the 16 bytes qs[16j..] with IQ4_NL's
+ *                               nibble order:  x = (d * (s_j - 32)) * L[q]
+ *   Q2_K, 256 values, 84 bytes: u8 sc[16], u8 qs[64], f16 d, f16 dmin. Sixteen sub-blocks of
+ *                               16; sub-block j (0..15): scale lo4(sc[j]), min hi4(sc[j]); its
+ *                               2-bit quants are bits 2k..2k+1 of qs[32h + 16(j%2) + l], l < 16,
+ *                               with h = j / 8, k = (j % 8) / 2:  x = (d * s_j) * q - (dmin * m_j)
+ *   Q3_K, 256 values, 110 bytes: u8 hm[32], u8 qs[64], u8 sc[12], f16 d. Sub-blocks as Q2_K
+ *                               (2-bit low part at the same place); the third bit is bit
+ *                               4h + k of hm[16(j%2) + l], and q = low - (third bit ? 0 : 4) in
+ *                               -4..3. Sixteen 6-bit scales s_j: lo4 from sc[(j & 4) + j%4]
+ *                               (low nibble for j < 8, high for j >= 8), the high 2 bits from
+ *                               sc[8 + j%4] >> 2(j/4):  x = (d * (s_j - 32)) * q
  *   K-type 6-bit scales: for j < 4: s_j = sc[j] & 63, m_j = sc[j + 4] & 63; for j >= 4:
  *   s_j = lo4(sc[j + 4]) | (sc[j - 4] >> 6) << 4, m_j = hi4(sc[j + 4]) | (sc[j] >> 6) << 4.
  *
  * Every product is one f32 rounding in the order written (d * s first, then times q, then minus
- * dmin * m): the reference quantizer computes the same expressions in float32. */
+ * dmin * m, or plus m): no fused multiply-add; the reference quantizer computes the same
+ * expressions in float32. */
 #include "config.h"
 #include "backend.h"
 #include "quant.h"
@@ -98,6 +122,80 @@ static void dequant_q6_k(float *y, const uint8_t *b)
     }
 }
 
+static void dequant_q4_1(float *y, const uint8_t *b)
+{
+    float d = ld_f16(b), m = ld_f16(b + 2);
+    const uint8_t *qs = b + 4;
+    for (int i = 0; i < 16; i++) {
+        y[i] = d * (float)(qs[i] & 0xF) + m;
+        y[i + 16] = d * (float)(qs[i] >> 4) + m;
+    }
+}
+
+/* Q5_0 (has_min 0) and Q5_1 */
+static void dequant_q5(float *y, const uint8_t *b, int has_min)
+{
+    float d = ld_f16(b), m = has_min ? ld_f16(b + 2) : 0.0f;
+    const uint8_t *hb = b + (has_min ? 4 : 2), *qs = hb + 4;
+    uint32_t qh = (uint32_t)hb[0] | (uint32_t)hb[1] << 8 | (uint32_t)hb[2] << 16 | (uint32_t)hb[3] << 24;
+    for (int i = 0; i < 16; i++) {
+        int lo = (qs[i] & 0xF) | (int)(qh >> i & 1) << 4, hi = (qs[i] >> 4) | (int)(qh >> (i + 16) & 1) << 4;
+        if (has_min) {
+            y[i] = d * (float)lo + m;
+            y[i + 16] = d * (float)hi + m;
+        } else {
+            y[i] = d * (float)(lo - 16);
+            y[i + 16] = d * (float)(hi - 16);
+        }
+    }
+}
+
+static void dequant_iq4_nl(float *y, const uint8_t *b)
+{
+    float d = ld_f16(b);
+    const uint8_t *qs = b + 2;
+    for (int i = 0; i < 16; i++) {
+        y[i] = d * (float)db_iq4_levels[qs[i] & 0xF];
+        y[i + 16] = d * (float)db_iq4_levels[qs[i] >> 4];
+    }
+}
+
+static void dequant_iq4_xs(float *y, const uint8_t *b)
+{
+    float d = ld_f16(b);
+    unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+    const uint8_t *sl = b + 4, *qs = b + 8;
+    for (int j = 0; j < 8; j++, y += 32, qs += 16) {
+        float dj = d * (float)(db_scale_iq4_xs(j, sh, sl) - 32);
+        for (int i = 0; i < 16; i++) {
+            y[i] = dj * (float)db_iq4_levels[qs[i] & 0xF];
+            y[i + 16] = dj * (float)db_iq4_levels[qs[i] >> 4];
+        }
+    }
+}
+
+/* Q2_K (hm == NULL: sc the 16 scale/min bytes) and Q3_K (sc the 12 packed 6-bit scales) */
+static void dequant_q23_k(float *y, const uint8_t *b, int three)
+{
+    const uint8_t *hm = three ? b : NULL, *qs = three ? b + 32 : b + 16, *sc = three ? b + 96 : b;
+    float d = ld_f16(three ? b + 108 : b + 80), dmin = three ? 0.0f : ld_f16(b + 82);
+    for (int j = 0; j < 16; j++) {
+        int h = j / 8, k = (j % 8) / 2, off = 16 * (j % 2);
+        const uint8_t *q = qs + 32 * h + off;
+        float *yj = y + 16 * j;
+        if (three) {
+            float dj = d * (float)(db_scale_q3_k(j, sc) - 32);
+            for (int l = 0; l < 16; l++) {
+                int v = (q[l] >> (2 * k) & 3) - (hm[off + l] >> (4 * h + k) & 1 ? 0 : 4);
+                yj[l] = dj * (float)v;
+            }
+        } else {
+            float dj = d * (float)(sc[j] & 0xF), mj = dmin * (float)(sc[j] >> 4);
+            for (int l = 0; l < 16; l++) yj[l] = dj * (float)(q[l] >> (2 * k) & 3) - mj;
+        }
+    }
+}
+
 void db_dequant_block(float *y, const void *block, db_dtype t)
 {
     const uint8_t *b = block;
@@ -107,6 +205,13 @@ void db_dequant_block(float *y, const void *block, db_dtype t)
     case DB_Q4_K: dequant_qk45(y, b + 4, NULL, b + 16, ld_f16(b), ld_f16(b + 2)); break;
     case DB_Q5_K: dequant_qk45(y, b + 4, b + 16, b + 48, ld_f16(b), ld_f16(b + 2)); break;
     case DB_Q6_K: dequant_q6_k(y, b); break;
+    case DB_Q4_1: dequant_q4_1(y, b); break;
+    case DB_Q5_0: dequant_q5(y, b, 0); break;
+    case DB_Q5_1: dequant_q5(y, b, 1); break;
+    case DB_Q2_K: dequant_q23_k(y, b, 0); break;
+    case DB_Q3_K: dequant_q23_k(y, b, 1); break;
+    case DB_IQ4_NL: dequant_iq4_nl(y, b); break;
+    case DB_IQ4_XS: dequant_iq4_xs(y, b); break;
     default: break; /* element types are not blocks */
     }
 }

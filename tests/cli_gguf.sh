@@ -98,14 +98,16 @@ done
 rc=$?
 ok "$rc" "run over two quantized targets x two quantized drafters in one invocation"
 [ "$rc" = 0 ] || tail -3 "$tmp/run.err" | diag
-# one table: 2 targets x (ar + 2 drafters); the dtype column names each file's main type (the
-# embedded pair's 192-wide rows fall back from Q4_K to Q4_0, convert.py)
+# one table: 2 targets x (ar + 2 drafters); the dtype column names each file's main type, after
+# its mix when that differs (the embedded pair's 192-wide rows fall back from Q4_K to Q4_0,
+# convert.py; its general.file_type names the all-Q4_K mix, llama.cpp's Q4_K_S)
 tq=tiny-qwen3-q8_0.gguf tk=tiny-qwen3-q4_k.gguf
 table=1
 [ "$(grep -c '^| tiny-qwen3-' "$tmp/run.md")" = 6 ] && [ "$(grep -c '^| target | dtype |' "$tmp/run.md")" = 1 ] &&
     grep -q "^| $tq | q8_0 | math | ar |" "$tmp/run.md" && grep -q "^| $tq | q8_0 / q8_0 | math | dflash2 |" "$tmp/run.md" &&
-    grep -q "^| $tq | q8_0 / q4_0 | math | dflash2 |" "$tmp/run.md" && grep -q "^| $tk | q4_0 | math | ar |" "$tmp/run.md" &&
-    grep -q "^| $tk | q4_0 / q8_0 | math | dflash2 |" "$tmp/run.md" && table=0
+    grep -q "^| $tq | q8_0 / q4_k_s (q4_0) | math | dflash2 |" "$tmp/run.md" &&
+    grep -q "^| $tk | q4_k_s (q4_0) | math | ar |" "$tmp/run.md" &&
+    grep -q "^| $tk | q4_k_s (q4_0) / q8_0 | math | dflash2 |" "$tmp/run.md" && table=0
 ok "$table" "one md table with the target and both dtypes per row"
 [ "$table" = 0 ] || diag <"$tmp/run.md"
 "$PY" - "$tmp/run" "$tmp/tiny-qwen3-q8_0.gguf" "$tmp/tiny-qwen3-q4_k.gguf" >"$tmp/pair.out" 2>&1 <<'PYEOF'

@@ -317,7 +317,7 @@ static void test_synthetic_models(void)
     }
     { /* the weight dtype lists: each name its backend.h dtype, the quantized ones for plan only */
         static const char *const synth[] = DB_NAMES_ARRAY(DB_SYNTH_DTYPES), *const all[] = DB_NAMES_ARRAY(DB_WEIGHT_DTYPES);
-        int bad = sizeof all / sizeof *all != 8 || strcmp(DB_SYNTH_DTYPE_NAMES, "bf16, f16, f32") != 0;
+        int bad = sizeof all / sizeof *all != DB_NUM_DTYPES || strcmp(DB_SYNTH_DTYPE_NAMES, "bf16, f16, f32") != 0;
         db_dtype got;
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
             int in_synth = i < sizeof synth / sizeof *synth;
@@ -469,11 +469,17 @@ static void test_profiles(void)
 
 static void test_quant_bytes(void)
 {
-    const db_dtype t[] = {DB_F32, DB_BF16, DB_F16, DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K};
-    const double want[] = {4, 2, 2, 34.0 / 32, 18.0 / 32, 144.0 / 256, 176.0 / 256, 210.0 / 256};
+    const db_dtype t[] = {DB_F32,  DB_BF16, DB_F16,  DB_Q8_0, DB_Q4_0,   DB_Q4_K,  DB_Q5_K,
+                          DB_Q6_K, DB_Q4_1, DB_Q5_0, DB_Q5_1, DB_Q2_K, DB_Q3_K, DB_IQ4_NL, DB_IQ4_XS};
+    /* ggml's block sizes: 8.5, 4.5, 4.5, 5.5, 6.5625, 5, 5.5, 6, 2.625, 3.4375, 4.5, 4.25 bits */
+    const double want[] = {4, 2, 2, 34.0 / 32, 18.0 / 32, 144.0 / 256, 176.0 / 256, 210.0 / 256,
+                           20.0 / 32, 22.0 / 32, 24.0 / 32, 84.0 / 256, 110.0 / 256, 18.0 / 32,
+                           136.0 / 256};
     int same = 1;
-    for (int i = 0; i < 8; i++) same &= db_dtype_weight_bytes(t[i]) == want[i];
-    tap_ok(same, "bytes per weight: f32 4, bf16/f16 2, Q8_0 34/32, Q4_0 18/32, Q4_K 144/256, Q5_K 176/256, Q6_K 210/256");
+    for (int i = 0; i < (int)(sizeof t / sizeof *t); i++) same &= db_dtype_weight_bytes(t[i]) == want[i];
+    tap_ok(same, "bytes per weight: f32 4, bf16/f16 2, Q8_0 34/32, Q4_0 18/32, Q4_K 144/256, Q5_K 176/256, "
+                 "Q6_K 210/256, Q4_1 20/32, Q5_0 22/32, Q5_1 24/32, Q2_K 84/256, Q3_K 110/256, "
+                 "IQ4_NL 18/32, IQ4_XS 136/256");
     /* Qwen3-8B (configs/models/qwen3-8b.json) by hand: per layer q 4096x4096, k and v 1024x4096,
      * o 4096x4096, gate / up / down 12288x4096 = 192937984 weights; 36 layers; untied embedding
      * and head 2 x 151936 x 4096; f32 norms: the final one (4096) and per layer two of 4096 and

@@ -328,9 +328,13 @@ static void test_bad(const buf *good, const layout *L)
     v = 99;
     RESET(); patch(&b, ti + 20, &v, 4);
     expect_bad("unknown tensor type 99", &b, "unknown type", 0);
-    v = 3;
+    v = 16;
     RESET(); patch(&b, ti + 20, &v, 4);
-    expect_bad("unsupported type Q4_1", &b, "Q4_1", 0);
+    expect_bad("unsupported type IQ2_XXS (an importance-matrix type, refused by name)", &b,
+               "IQ2_XXS (16), an importance-matrix type", 0);
+    v = 9;
+    RESET(); patch(&b, ti + 20, &v, 4);
+    expect_bad("unsupported type Q8_1", &b, "unsupported type Q8_1", 0);
     v = 12;
     RESET(); patch(&b, ti + 20, &v, 4);
     expect_bad("Q4_K rows of 32 values (block 256)", &b, "not a multiple of the Q4_K block", 0);
@@ -390,6 +394,89 @@ static void test_converted(void)
     }
 }
 
+/* Files written by llama.cpp's llama-quantize (tests/data/gguf/llama-quantize, made by
+ * scripts/gguf/make-llama-fixtures with llama.cpp's logits and greedy ids on them): they load,
+ * and the last prompt row's logits agree with llama.cpp's to 3% of their largest magnitude
+ * (llama.cpp rounds activations to 8-bit blocks; a misread block layout is off by far more), and
+ * the greedy ids agree up to a step where llama.cpp's top-2 gap is below 0.02 (an argmax tie). */
+static void test_llama_quantized(void)
+{
+    static const char *const fx[] = {"q2_k", "q3_k_m"};
+    int tokens[12] = {1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 0};
+    for (int i = 0; i < 2; i++) {
+        char path[1024], txt[256], err[256], *buf = NULL;
+        size_t len;
+        snprintf(path, sizeof path, "gguf/llama-quantize/%s.gguf", fx[i]);
+        snprintf(path, sizeof path, "%s", tu_data(path));
+        snprintf(txt, sizeof txt, "gguf/llama-quantize/%s.llama.txt", fx[i]);
+        if (!tap_ok(db_read_file(tu_data(txt), &buf, &len, err, sizeof err) == 0, "read %s: %s", txt, err)) continue;
+        int want[8], nw = 0, v = 0, got[8];
+        float gap[8], *ref = malloc(sizeof(float) * 4096), *lg = NULL;
+        char *p = buf;
+        for (; nw < 8 && *p != '\t'; nw++) want[nw] = (int)strtol(p, &p, 10), p += *p == ',';
+        for (int k = 0; k < 8; k++) gap[k] = strtof(p + 1, &p);
+        while (*p && *p != '\n') p++;
+        int nref = 0;
+        for (p += *p == '\n'; *p && *p != '\n' && nref < 4096; p += *p == ',') ref[nref++] = strtof(p, &p);
+        int rc = run_target(path, tokens, 12, &lg, &v, got, 8);
+        double dmax = 0, rmax = 0;
+        for (int k = 0; !rc && k < v && k < nref; k++) {
+            double d = fabs((double)lg[(size_t)11 * v + k] - ref[k]);
+            dmax = d > dmax ? d : dmax;
+            rmax = fabs(ref[k]) > rmax ? fabs(ref[k]) : rmax;
+        }
+        tap_ok(!rc && nw == 8 && nref == v && dmax <= 0.03 * rmax,
+               "llama-quantize %s: loads; last-row logits within %.4f of llama.cpp's (3%% of %.3f)", fx[i], dmax, rmax);
+        int k = 0;
+        while (k < 8 && got[k] == want[k]) k++;
+        tap_ok(!rc && (k == 8 || gap[k] < 0.02f),
+               "llama-quantize %s: greedy ids == llama.cpp's%s (first %d equal%s)", fx[i],
+               k == 8 ? "" : " up to an argmax tie", k, k == 8 ? "" : ", then llama.cpp's top-2 gap below 0.02");
+        free(lg);
+        free(ref);
+        free(buf);
+    }
+}
+
+/* db_tensors_mix: general.file_type names the mix when present (llama-quantize's Q4_K_M of
+ * narrow rows is mostly Q5_0); without it, the tensor type counts (main type, _s/_m/_l from the
+ * Q6_K / Q5_K / Q4_K matrices mixed in), vectors not counted */
+static void test_mix(void)
+{
+    static const struct {
+        int file_type;      /* general.file_type + 1, 0: absent */
+        db_dtype t[4];      /* four matrices of 256 x 256 (t[3]: 256 x 1024, the largest) */
+        const char *want;
+    } cases[] = {
+        {16, {DB_Q5_0, DB_Q5_0, DB_Q6_K, DB_Q5_0}, "q4_k_m"},
+        {0, {DB_Q4_K, DB_Q4_K, DB_Q6_K, DB_Q4_K}, "q4_k_m"},
+        {0, {DB_Q4_K, DB_Q5_K, DB_Q5_K, DB_Q4_K}, "q4_k_s"},
+        {0, {DB_Q5_K, DB_Q6_K, DB_Q6_K, DB_Q5_K}, "q5_k_m"},
+        {0, {DB_Q3_K, DB_Q5_K, DB_Q4_K, DB_Q3_K}, "q3_k_l"},
+        {0, {DB_Q3_K, DB_Q4_K, DB_Q4_K, DB_Q3_K}, "q3_k_m"},
+        {0, {DB_Q3_K, DB_Q3_K, DB_Q8_0, DB_Q3_K}, "q3_k_s"},
+        {0, {DB_Q8_0, DB_Q8_0, DB_Q8_0, DB_Q6_K}, "q6_k"},
+        {8, {DB_Q8_0, DB_Q8_0, DB_Q8_0, DB_Q8_0}, "q8_0"},
+        {31, {DB_IQ4_NL, DB_IQ4_NL, DB_IQ4_XS, DB_IQ4_XS}, "iq4_xs"},
+        {6, {DB_Q4_0, DB_Q4_0, DB_Q4_0, DB_Q4_0}, "q4_0"}, /* a retired file type: the counts */
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        db_tensor ts[5] = {{0}};
+        for (int k = 0; k < 4; k++)
+            ts[k] = (db_tensor){.dtype = cases[i].t[k], .ndim = 2, .shape = {k == 3 ? 1024 : 256, 256}};
+        ts[4] = (db_tensor){.dtype = DB_F32, .ndim = 1, .shape = {1 << 20}};
+        db_tensor_set s = {.tensors = ts, .ntensors = 5, .file_type = cases[i].file_type};
+        char got[16];
+        db_tensors_mix(&s, got, sizeof got);
+        if (strcmp(got, cases[i].want)) {
+            ok = 0;
+            tap_diag("mix case %zu: %s, want %s", i, got, cases[i].want);
+        }
+    }
+    tap_ok(ok, "file mix names: general.file_type when present, else from the tensor type counts");
+}
+
 int main(void)
 {
     db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
@@ -421,6 +508,8 @@ int main(void)
     compare_checkpoints("hand-written GGUF", sd, gp);
     compare_checkpoints("GGUF given as its directory", sd, tmpdir);
     test_bad(&good, &L);
+    test_mix();
+    test_llama_quantized();
     test_converted();
     free(good.b);
     char cmd[400];

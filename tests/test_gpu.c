@@ -26,8 +26,8 @@
  * (which entries survive top-k / top-p; their values to 1e-5), batch invariance of
  * deterministic matmul and of attention (a row alone == the row among others). Matmul runs
  * three ways: deterministic (the row-dot kernel at every n), fast (cuBLAS from 16 rows) and
- * fast with DB_GPU_NO_BLAS=1 (the backend's own tiled GEMM, HIP's large-n path). Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
- * Q6_K, random blocks): matmul against the C dequantizer (backends/quant.c) in double and the
+ * fast with DB_GPU_NO_BLAS=1 (the backend's own tiled GEMM, HIP's large-n path). Quantized weights (every
+ * type of backend.h, random blocks): matmul against the C dequantizer (backends/quant.c) in double and the
  * CPU backend, 1e-5, batch-invariant in both modes; embed bitwise.
  *
  * Then the pipeline: greedy generation with the tests/data/qwen3-f32-tied target and the
@@ -269,8 +269,10 @@ static uint8_t *rand_quant(db_dtype dt, int rows, int cols)
     for (size_t i = 0; i < bytes; i++) b[i] = (uint8_t)(db_rng_next(&rng) >> 56);
     for (size_t k = 0; k < bytes / bb; k++) {
         uint16_t d = db_f32_to_f16(urand(0.001f, 0.02f)), m = db_f32_to_f16(urand(0.0f, 0.01f));
-        memcpy(b + k * bb + (dt == DB_Q6_K ? 208 : 0), &d, 2);
-        if (dt == DB_Q4_K || dt == DB_Q5_K) memcpy(b + k * bb + 2, &m, 2);
+        int off = dt == DB_Q6_K ? 208 : dt == DB_Q3_K ? 108 : dt == DB_Q2_K ? 80 : 0;
+        memcpy(b + k * bb + off, &d, 2);
+        if (dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q4_1 || dt == DB_Q5_1) memcpy(b + k * bb + 2, &m, 2);
+        if (dt == DB_Q2_K) memcpy(b + k * bb + 82, &m, 2);
     }
     return b;
 }
@@ -281,7 +283,8 @@ static uint8_t *rand_quant(db_dtype dt, int rows, int cols)
  * batch, bitwise); embed bitwise */
 static void test_quant(db_backend *g, const char *name)
 {
-    static const db_dtype dts[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K};
+    static const db_dtype dts[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K, DB_Q4_1,
+                                   DB_Q5_0, DB_Q5_1, DB_Q2_K, DB_Q3_K, DB_IQ4_NL, DB_IQ4_XS};
 #if DB_TEST_GPU_EMU
     static const int ns[] = {1, 5, 17};
     const int O = 13, Ik = 256, I0 = 96;
@@ -290,7 +293,7 @@ static void test_quant(db_backend *g, const char *name)
     const int O = 300, Ik = 1024, I0 = 4096 + 96;
 #endif
     g->deterministic = 0;
-    for (int di = 0; di < 5; di++) {
+    for (int di = 0; di < (int)(sizeof dts / sizeof *dts); di++) {
         db_dtype dt = dts[di];
         int I = db_dtype_block(dt) == 32 ? I0 : Ik, inv = 1;
         uint8_t *wh = rand_quant(dt, O, I);

@@ -4,13 +4,16 @@
  *    file tests/data/gguf/quant-golden.bin from make_quant_golden.py): BITWISE equal on random
  *    blocks of every type, both blocks the reference quantized from random data and blocks of
  *    random bytes (every quant and 6-bit scale pattern). For the quantized ones the round trip
- *    error is bounded: rms(dequant - source) / rms(source) below 0.01 (Q8_0), 0.06 (Q6_K... Q5_K)
- *    and 0.15 (4-bit types) — a broken quantizer or a layout mix-up lands far above.
+ *    error is bounded: rms(dequant - source) / rms(source) below 0.01 (Q8_0), 0.04 (Q6_K), 0.06
+ *    (5-bit types), 0.15 (4-bit types), 0.2 (Q3_K) and 0.4 (Q2_K) — a broken quantizer or a
+ *    layout mix-up lands far above. Types: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL,
+ *    IQ4_XS (every type llama-quantize writes without an importance matrix).
  * 2. Every quantized matmul kernel this CPU runs (C reference, AVX2, AVX-512) against a double
  *    dot product over the dequantized weights, bound 1e-5 * sqrt(I) * (sum |w x| + |y0|) as in
  *    test_kernels.c (the dequantized values are exact; only the summation order differs), with
  *    and without accumulate, N = 1..9 and 33, I a few blocks long; a slice [o0, o1) writes
  *    exactly those columns.
+ * 2b. Every kernel's dequantized values are exactly the C dequantizer's (one-hot activations).
  * 3. Batch invariance: each kernel's row result is BITWISE the same alone or among N rows at
  *    any position; the CPU backend's matmul op likewise (deterministic, several threads).
  * 4. The CPU backend's embed op on a quantized table == the dequantized rows; db_weight_upload
@@ -30,13 +33,14 @@
 
 static db_rng rng;
 
-static const db_dtype qtypes[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K};
+static const db_dtype qtypes[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K, DB_Q4_1,
+                                  DB_Q5_0, DB_Q5_1, DB_Q2_K, DB_Q3_K, DB_IQ4_NL, DB_IQ4_XS};
 #define NQ (int)(sizeof qtypes / sizeof *qtypes)
 
 /* ggml type id (the golden file's) -> dtype */
 static int from_ggml(uint32_t t, db_dtype *dt)
 {
-    static const uint32_t ids[] = {8, 2, 12, 13, 14};
+    static const uint32_t ids[] = {8, 2, 12, 13, 14, 3, 6, 7, 10, 11, 20, 23};
     for (int i = 0; i < NQ; i++)
         if (ids[i] == t) {
             *dt = qtypes[i];
@@ -50,7 +54,9 @@ static double rms_bound(db_dtype dt)
     switch (dt) {
     case DB_Q8_0: return 0.01;
     case DB_Q6_K: return 0.04;
-    case DB_Q5_K: return 0.06;
+    case DB_Q5_K: case DB_Q5_0: case DB_Q5_1: return 0.06;
+    case DB_Q3_K: return 0.2;
+    case DB_Q2_K: return 0.4;
     default: return 0.15;
     }
 }
@@ -125,8 +131,10 @@ static void *rand_quant(db_dtype dt, int rows, int cols)
     unsigned char *w = malloc(nblk * bb + 1);
     for (size_t i = 0; i < nblk * bb; i++) w[i] = (unsigned char)db_rng_next(&rng);
     int off[2] = {0, -1};
-    if (dt == DB_Q4_K || dt == DB_Q5_K) off[1] = 2;
+    if (dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q4_1 || dt == DB_Q5_1) off[1] = 2;
     if (dt == DB_Q6_K) off[0] = 208;
+    if (dt == DB_Q3_K) off[0] = 108;
+    if (dt == DB_Q2_K) off[0] = 80, off[1] = 82;
     for (size_t b = 0; b < nblk; b++)
         for (int k = 0; k < 2; k++) {
             if (off[k] < 0) continue;
@@ -211,6 +219,34 @@ static void test_accuracy(const kern *ks, int nk)
         }
         free(w);
         free(wf);
+    }
+}
+
+/* each kernel's dequantized values are quant.c's exactly: activation rows of one-hot vectors
+ * (row k picks value k) give y[k, o] == dequant(W)[o, k] (== on the floats: a sum of exact
+ * zeros and one product by 1) */
+static void test_exact_values(const kern *ks, int nk)
+{
+    const int O = 3;
+    for (int ti = 0; ti < NQ; ti++) {
+        db_dtype dt = qtypes[ti];
+        int I = db_dtype_block(dt) == 32 ? 64 : 256;
+        void *w = rand_quant(dt, O, I);
+        float *wf = malloc(sizeof(float) * (size_t)O * I), *x = calloc((size_t)I * I, sizeof(float));
+        float *y = malloc(sizeof(float) * (size_t)I * O);
+        db_convert_to_f32(wf, w, dt, (size_t)O * I);
+        for (int k = 0; k < I; k++) x[(size_t)k * I + k] = 1.0f;
+        for (int ki = 0; ki < nk; ki++) {
+            ks[ki].k(y, x, w, dt, I, O, I, 0, O, 0);
+            int same = 1;
+            for (int k = 0; k < I; k++)
+                for (int o = 0; o < O; o++) same &= y[(size_t)k * O + o] == wf[(size_t)o * I + k];
+            tap_ok(same, "%s kernel %s: dequantized values == quant.c's, exactly", db_dtype_name(dt), ks[ki].name);
+        }
+        free(w);
+        free(wf);
+        free(x);
+        free(y);
     }
 }
 
@@ -309,6 +345,7 @@ int main(void)
     int nk = kernels(ks);
     test_accuracy(ks, nk);
     test_invariance(ks, nk);
+    test_exact_values(ks, nk);
     test_backend();
     return tap_done();
 }

@@ -106,9 +106,9 @@ int main(void)
     db_run_meta meta;
     char *argv[] = {"dflash-bench", "run", "--dataset", "my set", "it's", "--block-size=8,16"};
     db_run_meta_init(&meta, 6, argv, 7, "lbl", (time_t)1795917600);
-    rc = db_run_meta_add_model(&meta, tu_data("qwen3-f32-sharded"), "f32", err, sizeof err);
-    if (!rc) rc = db_run_meta_add_model(&meta, tu_data("dflash2-v16-f32"), "f32", err, sizeof err);
-    if (!rc) rc = db_run_meta_add_model(&meta, tu_data("qwen3-f32-sharded"), "f32", err, sizeof err);
+    rc = db_run_meta_add_model(&meta, tu_data("qwen3-f32-sharded"), "f32", NULL, err, sizeof err);
+    if (!rc) rc = db_run_meta_add_model(&meta, tu_data("dflash2-v16-f32"), "f32", NULL, err, sizeof err);
+    if (!rc) rc = db_run_meta_add_model(&meta, tu_data("qwen3-f32-sharded"), "f32", NULL, err, sizeof err);
     tap_ok(rc == 0 && meta.n_models == 2 && db_run_meta_model(&meta, "qwen3-f32-sharded")->n_files == 2 &&
                db_run_meta_model(&meta, "dflash2-v16-f32")->n_files == 1 &&
                !strcmp(db_run_meta_model(&meta, "dflash2-v16-f32")->dtype, "f32"),

@@ -33,6 +33,11 @@ void db_matmul_quant_neon(float *y, const float *x, const void *w, db_dtype dt, 
  * (db_matmul_select's: "avx512", "avx2", "neon", "c"), so DB_CPU_KERNEL picks both. */
 db_matmul_kernel db_matmul_quant_select(const char *name);
 
+/* The types of llama-quantize's mixes whose x86 register dequantizer is matmul_quant_x86.h's (the
+ * others' is the kernel file's own); a constant inside run() */
+#define DB_QUANT_MIX_TYPE(dt)                                                                   \
+    ((dt) != DB_Q8_0 && (dt) != DB_Q4_0 && (dt) != DB_Q4_K && (dt) != DB_Q5_K && (dt) != DB_Q6_K)
+
 /* The driver every SIMD kernel shares: for each weight row o in [o0, o1), activation rows in
  * tiles of 4 and one tile of the 1-3 left, TILE(R, dt, y, x, row, O, I, o, accumulate) doing
  * R rows against weight row `row`. A macro so each kernel file expands it with its own TILE. */

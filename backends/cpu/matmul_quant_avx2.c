@@ -8,6 +8,7 @@
 #include "config.h"
 #include "matmul_quant.h"
 #include "quant.h"
+#include "matmul_quant_x86.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -95,7 +96,8 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, float
     __m256 a0[4], a1[4], w[4];
     for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm256_setzero_ps();
     for (int g = 0; g < I / 32; g++) {
-        dequant32(dt, row, g, w);
+        if (DB_QUANT_MIX_TYPE(dt)) dbx_dequant32(dt, row, g, w);
+        else dequant32(dt, row, g, w);
         for (int r = 0; r < R; r++) {
             const float *xr = x + (size_t)r * I + 32 * g;
             a0[r] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(xr), a0[r]);
@@ -128,6 +130,13 @@ void db_matmul_quant_avx2(float *y, const float *x, const void *w, db_dtype dt, 
     case DB_Q4_K: run(DB_Q4_K, y, x, w, n, O, I, o0, o1, accumulate); break;
     case DB_Q5_K: run(DB_Q5_K, y, x, w, n, O, I, o0, o1, accumulate); break;
     case DB_Q6_K: run(DB_Q6_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q4_1: run(DB_Q4_1, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q5_0: run(DB_Q5_0, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q5_1: run(DB_Q5_1, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q2_K: run(DB_Q2_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q3_K: run(DB_Q3_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_IQ4_NL: run(DB_IQ4_NL, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_IQ4_XS: run(DB_IQ4_XS, y, x, w, n, O, I, o0, o1, accumulate); break;
     default: db_matmul_quant_ref(y, x, w, dt, n, O, I, o0, o1, accumulate); break;
     }
 }

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "matmul_quant.h"
 #include "quant.h"
+#include "matmul_quant_x86.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -95,7 +96,15 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, float
     __m512 a0[4], a1[4], w[2];
     for (int r = 0; r < R; r++) a0[r] = a1[r] = _mm512_setzero_ps();
     for (int g = 0; g < I / 32; g++) {
-        dequant32(dt, row, g, w);
+        if (DB_QUANT_MIX_TYPE(dt)) { /* two 8-lane halves -> 16 lanes */
+            __m256 h[4];
+            dbx_dequant32(dt, row, g, h);
+            for (int k = 0; k < 2; k++)
+                w[k] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(h[2 * k])),
+                                                           _mm256_castps_pd(h[2 * k + 1]), 1));
+        } else {
+            dequant32(dt, row, g, w);
+        }
         for (int r = 0; r < R; r++) {
             const float *xr = x + (size_t)r * I + 32 * g;
             a0[r] = _mm512_fmadd_ps(w[0], _mm512_loadu_ps(xr), a0[r]);
@@ -125,6 +134,13 @@ void db_matmul_quant_avx512(float *y, const float *x, const void *w, db_dtype dt
     case DB_Q4_K: run(DB_Q4_K, y, x, w, n, O, I, o0, o1, accumulate); break;
     case DB_Q5_K: run(DB_Q5_K, y, x, w, n, O, I, o0, o1, accumulate); break;
     case DB_Q6_K: run(DB_Q6_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q4_1: run(DB_Q4_1, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q5_0: run(DB_Q5_0, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q5_1: run(DB_Q5_1, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q2_K: run(DB_Q2_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_Q3_K: run(DB_Q3_K, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_IQ4_NL: run(DB_IQ4_NL, y, x, w, n, O, I, o0, o1, accumulate); break;
+    case DB_IQ4_XS: run(DB_IQ4_XS, y, x, w, n, O, I, o0, o1, accumulate); break;
     default: db_matmul_quant_ref(y, x, w, dt, n, O, I, o0, o1, accumulate); break;
     }
 }

@@ -38,7 +38,7 @@
  * Precision: compiled with -fmad=false (HIP: -ffp-contract=off) so that products and sums are
  * rounded like the C reference; fused multiply-adds appear only where written (fmaf).
  *
- * Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; layouts and arithmetic in backends/quant.c):
+ * Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS; layouts and arithmetic in backends/quant.c):
  * matmul and embed dequantize 8 values at a time in registers with quant.c's exact f32
  * operations (dequant8), so embed equals the C reference bit for bit and a matmul differs from
  * it only in summation order. A quantized matmul always runs the row-dot kernel (lanes own

@@ -169,6 +169,13 @@ void gpu_embed(db_backend *be, float *out, const db_weight *table, const int *id
     case DB_Q4_K: EMBED_Q(DB_Q4_K); break;
     case DB_Q5_K: EMBED_Q(DB_Q5_K); break;
     case DB_Q6_K: EMBED_Q(DB_Q6_K); break;
+    case DB_Q4_1: EMBED_Q(DB_Q4_1); break;
+    case DB_Q5_0: EMBED_Q(DB_Q5_0); break;
+    case DB_Q5_1: EMBED_Q(DB_Q5_1); break;
+    case DB_Q2_K: EMBED_Q(DB_Q2_K); break;
+    case DB_Q3_K: EMBED_Q(DB_Q3_K); break;
+    case DB_IQ4_NL: EMBED_Q(DB_IQ4_NL); break;
+    case DB_IQ4_XS: EMBED_Q(DB_IQ4_XS); break;
 #undef EMBED_Q
     }
     LAUNCH_CHECK(be, "k_embed");

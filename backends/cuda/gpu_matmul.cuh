@@ -79,6 +79,20 @@ template <> struct qblock<DB_Q4_0> { static constexpr int values = 32, bytes = 1
 template <> struct qblock<DB_Q4_K> { static constexpr int values = 256, bytes = 144; };
 template <> struct qblock<DB_Q5_K> { static constexpr int values = 256, bytes = 176; };
 template <> struct qblock<DB_Q6_K> { static constexpr int values = 256, bytes = 210; };
+template <> struct qblock<DB_Q4_1> { static constexpr int values = 32, bytes = 20; };
+template <> struct qblock<DB_Q5_0> { static constexpr int values = 32, bytes = 22; };
+template <> struct qblock<DB_Q5_1> { static constexpr int values = 32, bytes = 24; };
+template <> struct qblock<DB_Q2_K> { static constexpr int values = 256, bytes = 84; };
+template <> struct qblock<DB_Q3_K> { static constexpr int values = 256, bytes = 110; };
+template <> struct qblock<DB_IQ4_NL> { static constexpr int values = 32, bytes = 18; };
+template <> struct qblock<DB_IQ4_XS> { static constexpr int values = 256, bytes = 136; };
+
+/* IQ4_NL / IQ4_XS levels (quant.h db_iq4_levels) */
+__device__ __forceinline__ int iq4_level(int q)
+{
+    constexpr int8_t L[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    return L[q];
+}
 
 __device__ __forceinline__ float ld_f16(const uint8_t *p) { return f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
@@ -94,7 +108,7 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t *sc, int &s, i
     }
 }
 
-/* values [8j, 8j + 8) of block b, with quant.c's operations in its order (8 | 32, so the
+/* values [8j, 8j + 8) of block b, with quant.c's operations in its order (8 | 16, so the
  * chunk lies in one sub-block / one scale) */
 template <int DT> __device__ __forceinline__ void dequant8(const uint8_t *b, int j, float (&f)[8])
 {
@@ -118,6 +132,48 @@ template <int DT> __device__ __forceinline__ void dequant8(const uint8_t *b, int
             int l = l0 + t, q = hi ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 0xF;
             if (DT == DB_Q5_K) q += (qh[l] >> sub & 1) << 4;
             f[t] = ds * (float)q - mm;
+        }
+    } else if (DT == DB_Q4_1 || DT == DB_Q5_0 || DT == DB_Q5_1 || DT == DB_IQ4_NL) {
+        constexpr bool MIN = DT == DB_Q4_1 || DT == DB_Q5_1, FIVE = DT == DB_Q5_0 || DT == DB_Q5_1;
+        float d = ld_f16(b), m = MIN ? ld_f16(b + 2) : 0.0f;
+        const uint8_t *qh = b + (MIN ? 4 : 2), *qs = qh + (FIVE ? 4 : 0);
+        uint32_t h = FIVE ? (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24 : 0;
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            int v = v0 + t, q = v < 16 ? qs[v] & 0xF : qs[v - 16] >> 4;
+            if (FIVE) q |= (int)(h >> v & 1) << 4;
+            if (DT == DB_IQ4_NL) f[t] = d * (float)iq4_level(q);
+            else if (MIN) f[t] = d * (float)q + m;
+            else f[t] = d * (float)(q - 16);
+        }
+    } else if (DT == DB_IQ4_XS) {
+        int sub = v0 / 32, l0 = v0 % 32;
+        const uint8_t *qs = b + 8 + 16 * sub;
+        int ls = (b[4 + sub / 2] >> (4 * (sub % 2)) & 0xF) | ((b[2] | b[3] << 8) >> (2 * sub) & 3) << 4;
+        float dj = ld_f16(b) * (float)(ls - 32);
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            int l = l0 + t, q = l < 16 ? qs[l] & 0xF : qs[l - 16] >> 4;
+            f[t] = dj * (float)iq4_level(q);
+        }
+    } else if (DT == DB_Q2_K || DT == DB_Q3_K) {
+        constexpr bool THREE = DT == DB_Q3_K;
+        int j = v0 / 16, l0 = v0 % 16, h = j / 8, k = j % 8 / 2, off = 16 * (j % 2);
+        const uint8_t *q = b + (THREE ? 32 : 16) + 32 * h + off;
+        float dj, mj = 0.0f;
+        if (THREE) {
+            const uint8_t *sc = b + 96;
+            int lo = j < 8 ? sc[(j & 4) + j % 4] & 0xF : sc[(j & 4) + j % 4] >> 4;
+            dj = ld_f16(b + 108) * (float)((lo | (sc[8 + j % 4] >> (2 * (j / 4)) & 3) << 4) - 32);
+        } else {
+            dj = ld_f16(b + 80) * (float)(b[j] & 0xF);
+            mj = ld_f16(b + 82) * (float)(b[j] >> 4);
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            int l = l0 + t, v = q[l] >> (2 * k) & 3;
+            if (THREE) f[t] = dj * (float)(v - (b[off + l] >> (4 * h + k) & 1 ? 0 : 4));
+            else f[t] = dj * (float)v - mj;
         }
     } else { /* Q6_K */
         int h = v0 / 128, k = v0 % 128 / 32, l0 = v0 % 32;
@@ -184,6 +240,13 @@ int matmul_quant(db_backend *be, float *y, const float *x, const db_weight *w, i
     case DB_Q4_K: launch_rowdot_quant<DB_Q4_K>(be, y, x, w, n, accumulate); return 1;
     case DB_Q5_K: launch_rowdot_quant<DB_Q5_K>(be, y, x, w, n, accumulate); return 1;
     case DB_Q6_K: launch_rowdot_quant<DB_Q6_K>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q4_1: launch_rowdot_quant<DB_Q4_1>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q5_0: launch_rowdot_quant<DB_Q5_0>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q5_1: launch_rowdot_quant<DB_Q5_1>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q2_K: launch_rowdot_quant<DB_Q2_K>(be, y, x, w, n, accumulate); return 1;
+    case DB_Q3_K: launch_rowdot_quant<DB_Q3_K>(be, y, x, w, n, accumulate); return 1;
+    case DB_IQ4_NL: launch_rowdot_quant<DB_IQ4_NL>(be, y, x, w, n, accumulate); return 1;
+    case DB_IQ4_XS: launch_rowdot_quant<DB_IQ4_XS>(be, y, x, w, n, accumulate); return 1;
     default: return 0;
     }
 }

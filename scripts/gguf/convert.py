@@ -8,11 +8,12 @@ Usage:
   scripts/gguf/convert.py --embedded OUT_DIR [--type T ...]   the pair under models/ -> OUT_DIR
   scripts/gguf/convert.py --tokenizer-only TOKENIZER.json OUT.gguf   vocabulary-only file
 
-  --type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K (default F16). Matrices take the type;
+  --type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+  IQ4_XS (default F16; one type throughout, not llama-quantize's mixes). Matrices take the type;
   vectors (norms) and the DFlash 2 base kernels stay F32, the selector codebooks (read row by
   row by the selector) F16 for quantized types. A matrix whose row length is not a multiple of
-  the type's block falls back: K types to Q4_0 (Q4_K) or Q8_0 (Q5_K, Q6_K) when rows are a
-  multiple of 32, else F16 (llama.cpp falls back likewise, to types this tool does not read).
+  the type's block falls back: K types to Q4_0 (Q2_K, Q3_K, Q4_K) or Q8_0 (Q5_K, Q6_K), IQ4_XS to
+  IQ4_NL, when rows are a multiple of 32, else F16 (llama.cpp falls back likewise).
   --target-dir: where a drafter's tokenizer comes from (drafters share the target's); a target
   uses its own tokenizer.json when present.
 
@@ -32,10 +33,14 @@ import gguf_file as G  # noqa: E402
 import quants as Q  # noqa: E402
 
 TYPES = {"F32": Q.F32, "F16": Q.F16, "BF16": Q.BF16, "Q8_0": Q.Q8_0, "Q4_0": Q.Q4_0,
-         "Q4_K": Q.Q4_K, "Q5_K": Q.Q5_K, "Q6_K": Q.Q6_K}
-FILE_TYPE = {Q.F32: 0, Q.F16: 1, Q.Q4_0: 2, Q.Q8_0: 7, Q.Q4_K: 15, Q.Q5_K: 17, Q.Q6_K: 18,
-             Q.BF16: 32}
-FALLBACK = {Q.Q4_K: Q.Q4_0, Q.Q5_K: Q.Q8_0, Q.Q6_K: Q.Q8_0}
+         "Q4_1": Q.Q4_1, "Q5_0": Q.Q5_0, "Q5_1": Q.Q5_1, "Q2_K": Q.Q2_K, "Q3_K": Q.Q3_K,
+         "Q4_K": Q.Q4_K, "Q5_K": Q.Q5_K, "Q6_K": Q.Q6_K, "IQ4_NL": Q.IQ4_NL, "IQ4_XS": Q.IQ4_XS}
+# general.file_type: llama.cpp's file-type numbers (one type throughout: Q3_K, Q4_K, Q5_K as its _S mixes)
+FILE_TYPE = {Q.F32: 0, Q.F16: 1, Q.Q4_0: 2, Q.Q4_1: 3, Q.Q8_0: 7, Q.Q5_0: 8, Q.Q5_1: 9,
+             Q.Q2_K: 10, Q.Q3_K: 11, Q.Q4_K: 14, Q.Q5_K: 16, Q.Q6_K: 18, Q.IQ4_NL: 25,
+             Q.IQ4_XS: 30, Q.BF16: 32}
+FALLBACK = {Q.Q4_K: Q.Q4_0, Q.Q5_K: Q.Q8_0, Q.Q6_K: Q.Q8_0, Q.Q2_K: Q.Q4_0, Q.Q3_K: Q.Q4_0,
+            Q.IQ4_XS: Q.IQ4_NL}
 
 LAYER = {"input_layernorm.weight": "attn_norm.weight",
          "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",

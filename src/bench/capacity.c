@@ -14,7 +14,8 @@
 /* ---- memory ---- */
 
 /* bytes per weight of a matrix in dt, block scales included: f32 4, bf16 / f16 2, Q8_0 34/32,
- * Q4_0 18/32, Q4_K 144/256, Q5_K 176/256, Q6_K 210/256 (backend.h: block bytes / block) */
+ * Q4_0 / IQ4_NL 18/32, Q4_1 20/32, Q5_0 22/32, Q5_1 24/32, Q2_K 84/256, Q3_K 110/256, Q4_K
+ * 144/256, Q5_K 176/256, Q6_K 210/256, IQ4_XS 136/256 (backend.h: block bytes / block) */
 double db_dtype_weight_bytes(db_dtype dt) { return (double)db_dtype_size(dt) / db_dtype_block(dt); }
 
 /* the selector codebooks: f16 in a quantized checkpoint (scripts/gguf/convert.py keeps them

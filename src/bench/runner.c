@@ -483,15 +483,17 @@ int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double 
     return rc;
 }
 
-int db_sweep_runner_main_dtype(const db_sweep_runner *sr, const char *path, db_dtype *dt, char *err,
-                               size_t errlen)
+int db_sweep_runner_main_dtype(const db_sweep_runner *sr, const char *path, db_dtype *dt, char *mix, size_t mixlen,
+                               char *err, size_t errlen)
 {
     *dt = sr->syn.dtype;
+    if (mix) snprintf(mix, mixlen, "%s", db_dtype_name(*dt));
     if (sr->sw->synthetic) return DB_OK;
     db_tensor_set st;
     int rc = db_tensors_open_dir(&st, path, err, errlen);
     if (rc) return rc;
     *dt = db_tensors_main_dtype(&st);
+    if (mix) db_tensors_mix(&st, mix, mixlen);
     db_tensors_close(&st);
     return DB_OK;
 }
@@ -510,7 +512,7 @@ int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen)
     if (!sw->predict) return DB_OK;
     if (sw->device_config[0]) return db_device_preset_load(sw->device_config, &sr->hw, err, errlen);
     db_dtype dt;
-    if ((rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, 0), &dt, err, errlen))) return rc;
+    if ((rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, 0), &dt, NULL, 0, err, errlen))) return rc;
     db_model_config t0; /* the matmul rates on the first target's matrix shapes */
     if ((rc = db_model_config_load(&t0, db_sweep_runner_target_path(sr, 0), err, errlen))) return rc;
     return db_hw_figures(sr->s.be, dt, sw->bandwidth_gbs, sw->gflops, &t0, &sr->hw, err, errlen);
@@ -550,7 +552,7 @@ static int target_begin(db_sweep_runner *sr, int ti, char *err, size_t errlen)
     int i0, n, rc = target_configs(sr, ti, err, errlen);
     sr->cur_target = ti;
     target_keys(sr, ti, &i0, &n);
-    if (!rc) rc = db_sweep_runner_main_dtype(sr, sr->tpath, &sr->wdtype, err, errlen);
+    if (!rc) rc = db_sweep_runner_main_dtype(sr, sr->tpath, &sr->wdtype, NULL, 0, err, errlen);
     if (!rc) rc = check_memory(sr, err, errlen);
     if (rc) return rc;
     sr->so.target = sr->tpath;

@@ -163,7 +163,8 @@ int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen);
 /* the checkpoint of target entry ti, or (synthetic) the config that stands for it */
 const char *db_sweep_runner_target_path(const db_sweep_runner *sr, int ti);
 /* the main weight dtype of a checkpoint (synthetic: the chosen one) */
-int db_sweep_runner_main_dtype(const db_sweep_runner *sr, const char *path, db_dtype *dt, char *err,
+/* mix (NULL: not wanted; mixlen bytes): db_tensors_mix's name of the checkpoint's weights */
+int db_sweep_runner_main_dtype(const db_sweep_runner *sr, const char *path, db_dtype *dt, char *mix, size_t mixlen, char *err,
                                size_t errlen);
 /* the group keys[i0, i1): its target on the device (the previous one's models freed, the
  * memory checked first), then measured (db_runner_group) into raw[i1 - i0] */

@@ -17,7 +17,7 @@
  * drafter on GSM8K at T = 0 (tau 4.27 at block 8).
  * Decode tok/s = concurrency x tau / cycle time; prefill is not part of it (`run --predict`
  * predicts whole runs).
- * Weight dtype: --dtype (an element type or a quantized one: q8_0, q4_0, q4_k, q5_k, q6_k, at
+ * Weight dtype: --dtype (an element type or a quantized one: q8_0, q4_0 ... iq4_xs, at
  * their bytes per weight with the block scales, capacity.h), by default the main dtype of the
  * target's weights when --target-config is a checkpoint (a .gguf file, a directory), else bf16.
  * Synthetic weights are not made quantized: at a quantized dtype nothing is measured.
@@ -127,7 +127,7 @@ static void add_by_rows(cJSON *root, const char *name, const double *rate, int n
 
 static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                      const db_drafter_config *d, const char *variant, int B, const char *acc,
-                     const char *device, size_t avail, db_dtype dt)
+                     const char *device, size_t avail, db_dtype dt, const char *mix)
 {
     printf("# dflash-bench plan\n\n");
     printf("- device: %s; %.2f GiB free\n", device, (double)avail / DB_GIB);
@@ -148,8 +148,10 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         print_by_rows(hw->attn_rate, DB_HW_ATTN_ROWS);
         printf(", small op %.1f us\n", hw->op_s * 1e6);
     }
-    printf("- target %s: %.2f GiB of %s weights\n", t->path, db_weights_bytes(t, NULL, dt) / DB_GIB,
+    printf("- target %s: %.2f GiB of %s weights", t->path, db_weights_bytes(t, NULL, dt) / DB_GIB,
            db_dtype_name(dt));
+    if (mix[0] && strcmp(mix, db_dtype_name(dt))) printf(" (the file's mix: %s)", mix);
+    printf("\n");
     if (d)
         printf("- drafter %s: %.2f GiB; variant %s, block %d\n", d->base.path,
                (db_weights_bytes(t, d, dt) - db_weights_bytes(t, NULL, dt)) / DB_GIB, variant, B);
@@ -232,7 +234,7 @@ static void num_or_null(cJSON *o, const char *k, double v)
 
 static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                        const db_drafter_config *d, const char *variant, int B, const char *acc,
-                       const char *device, size_t avail, db_dtype dt, cJSON *tp)
+                       const char *device, size_t avail, db_dtype dt, const char *mix, cJSON *tp)
 {
     cJSON *root = J(cJSON_CreateObject());
     if (tp) JADD(root, "tensor_parallel", tp);
@@ -256,6 +258,7 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
     J(cJSON_AddStringToObject(root, "target", t->path));
     J(cJSON_AddStringToObject(root, "drafter", d ? d->base.path : ""));
     J(cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt)));
+    J(cJSON_AddStringToObject(root, "mix", mix[0] ? mix : db_dtype_name(dt)));
     J(cJSON_AddStringToObject(root, "variant", variant));
     J(cJSON_AddNumberToObject(root, "block_size", B));
     J(cJSON_AddStringToObject(root, "acceptance", acc));
@@ -375,6 +378,7 @@ typedef struct {
     float tau_arg, bw_arg, gf_arg;
     /* what they give */
     db_dtype dt;
+    char mix[16];                     /* the target file's weight mix (db_tensors_mix), "" if none */
     db_dtype kv_dtype;                /* the K/V caches': 2 bytes per element at f16 */
     db_variant variant;
     int conc[DB_LIST_MAX], nconc;
@@ -579,6 +583,7 @@ static int load_inputs(plan_ctx *p, char *err, size_t errlen)
         p->dt = DB_BF16;
         if ((rc = db_tensors_open_dir(&st, p->target, e2, sizeof e2)) == DB_OK) {
             p->dt = db_tensors_main_dtype(&st);
+            db_tensors_mix(&st, p->mix, sizeof p->mix);
             db_tensors_close(&st);
         } else if (db_tensors_dir_has_weights(p->target)) { /* there, but truncated, lying, unreadable:
                                                           * never a silent plan at bf16 */
@@ -783,12 +788,12 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
             cJSON *tp = p->ntp ? J(cJSON_CreateObject()) : NULL;
             if (tp) tp_rows(p, NULL, tp);
             if (print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail,
-                           p->dt, tp))
+                           p->dt, p->mix, tp))
                 rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the plan as JSON");
         } else if (!strcmp(p->output, "csv")) {
             print_csv(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->dt);
         } else {
-            print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt);
+            print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt, p->mix);
             if (p->ntp) tp_rows(p, stdout, NULL);
         }
         if (!p->fits_all)

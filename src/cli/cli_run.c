@@ -233,17 +233,19 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
     int rc = DB_OK;
     for (int ti = 0; ti < sw->n_target && !rc; ti++) {
         db_dtype dt;
+        char mix[16];
         const char *tp = sw->synthetic ? sr->tcfg.path : db_sweep_runner_target_path(sr, ti);
-        rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, ti), &dt, err, errlen);
-        if (!rc) rc = db_run_meta_add_model(&c->meta, tp, db_dtype_name(dt), err, errlen);
+        rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, ti), &dt, mix, sizeof mix, err, errlen);
+        if (!rc) rc = db_run_meta_add_model(&c->meta, tp, db_dtype_name(dt), mix, err, errlen);
     }
     for (int i = 0; i < sr->nkeys && !rc; i++) { /* the drafters, by the slots of the last plan */
         int s = db_drafter_set_of(&sr->ds, sw, &sr->keys[i]);
         if (s < 0) continue;
         db_dtype dt;
+        char mix[16];
         const char *dp = sw->synthetic ? sr->ds.slot[s].cfg.base.path : sr->ds.slot[s].path;
-        rc = db_sweep_runner_main_dtype(sr, sr->ds.slot[s].path, &dt, err, errlen);
-        if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), err, errlen);
+        rc = db_sweep_runner_main_dtype(sr, sr->ds.slot[s].path, &dt, mix, sizeof mix, err, errlen);
+        if (!rc) rc = db_run_meta_add_model(&c->meta, dp, db_dtype_name(dt), mix, err, errlen);
     }
     if (!rc) rc = db_run_inputs_record(&c->meta, &c->sw, err, errlen);
     if (!rc && c->resume) rc = db_run_inputs_check(&c->meta, c->out_dir, c->allow_changed, err, errlen);

@@ -21,12 +21,12 @@ static const struct {
     const char *name;
     int dtype;
 } ggml_types[] = {
-    {0, "F32", DB_F32},   {1, "F16", DB_F16},   {2, "Q4_0", DB_Q4_0}, {3, "Q4_1", -1},
-    {6, "Q5_0", -1},      {7, "Q5_1", -1},      {8, "Q8_0", DB_Q8_0}, {9, "Q8_1", -1},
-    {10, "Q2_K", -1},     {11, "Q3_K", -1},     {12, "Q4_K", DB_Q4_K}, {13, "Q5_K", DB_Q5_K},
+    {0, "F32", DB_F32},   {1, "F16", DB_F16},   {2, "Q4_0", DB_Q4_0}, {3, "Q4_1", DB_Q4_1},
+    {6, "Q5_0", DB_Q5_0}, {7, "Q5_1", DB_Q5_1}, {8, "Q8_0", DB_Q8_0}, {9, "Q8_1", -1},
+    {10, "Q2_K", DB_Q2_K}, {11, "Q3_K", DB_Q3_K}, {12, "Q4_K", DB_Q4_K}, {13, "Q5_K", DB_Q5_K},
     {14, "Q6_K", DB_Q6_K}, {15, "Q8_K", -1},    {16, "IQ2_XXS", -1},  {17, "IQ2_XS", -1},
-    {18, "IQ3_XXS", -1},  {19, "IQ1_S", -1},    {20, "IQ4_NL", -1},   {21, "IQ3_S", -1},
-    {22, "IQ2_S", -1},    {23, "IQ4_XS", -1},   {24, "I8", -1},       {25, "I16", -1},
+    {18, "IQ3_XXS", -1},  {19, "IQ1_S", -1},    {20, "IQ4_NL", DB_IQ4_NL}, {21, "IQ3_S", -1},
+    {22, "IQ2_S", -1},    {23, "IQ4_XS", DB_IQ4_XS}, {24, "I8", -1},  {25, "I16", -1},
     {26, "I32", -1},      {27, "I64", -1},      {28, "F64", -1},      {29, "IQ1_M", -1},
     {30, "BF16", DB_BF16}, {34, "TQ1_0", -1},   {35, "TQ2_0", -1},    {39, "MXFP4", -1},
 };
@@ -166,9 +166,10 @@ static int parse_tensor_info(cursor *c, db_gguf *g, db_gguf_tensor *t, int i)
         if (ggml_types[k].id == type) dt = ggml_types[k].dtype, tn = ggml_types[k].name;
     if (dt < 0)
         return db_fail(c->err, c->errlen, DB_EINPUT,
-                       "%s: tensor '%s': %s type %s (%u) (supported: F32, F16, BF16, Q8_0, Q4_0, "
-                       "Q4_K, Q5_K, Q6_K)", g->path, t->name, dt == -1 ? "unsupported" : "unknown",
-                       tn, type);
+                       "%s: tensor '%s': %s type %s (%u)%s (supported: F32, F16, BF16, Q8_0, Q4_0, "
+                       "Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)", g->path, t->name,
+                       dt == -1 ? "unsupported" : "unknown", tn, type,
+                       tn[0] == 'I' && tn[1] == 'Q' ? ", an importance-matrix type not implemented" : "");
     t->dtype = (db_dtype)dt;
     uint64_t bs = (uint64_t)db_dtype_block(t->dtype), n = (uint64_t)t->ne[0] / bs * db_dtype_size(t->dtype);
     if ((uint64_t)t->ne[0] % bs)

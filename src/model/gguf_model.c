@@ -350,6 +350,12 @@ int db_gguf_open_tensors(db_tensor_set *s, const char *path, char *err, size_t e
         s->files[0].borrowed = g.borrowed;
         g.map = NULL;
         rc = s->files[0].path ? fill_set(s, &g, arch, err, errlen) : db_fail(err, errlen, DB_ERUNTIME, "%s: out of memory opening it", path);
+        /* the mix llama-quantize was asked for (db_tensors_mix); a key of another type or out of
+         * llama.cpp's range only loses the name, never the load */
+        int64_t ft;
+        char e2[64];
+        if (!rc && db_gguf_int(&g, "general.file_type", 0, -1, -1, 1023, &ft, e2, sizeof e2) == DB_OK && ft >= 0)
+            s->file_type = (int)ft + 1;
     }
     db_gguf_close(&g);
     if (rc) {

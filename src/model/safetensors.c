@@ -508,6 +508,29 @@ int db_tensors_expect(const db_tensor_set *s, const char *name, int ndim, const 
     return DB_OK;
 }
 
+void db_tensors_mix(const db_tensor_set *s, char *out, size_t n)
+{
+    /* llama.cpp's file types 0..32 (llama.h llama_ftype); NULL: retired numbers */
+    static const char *const ftype[] = {
+        "f32",     "f16",     "q4_0",   "q4_1",   NULL,    NULL,    NULL,    "q8_0",  "q5_0",
+        "q5_1",    "q2_k",    "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m",
+        "q6_k",    "iq2_xxs", "iq2_xs", "q2_k_s", "iq3_xs", "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s",
+        "iq3_m",   "iq2_s",   "iq2_m",  "iq4_xs", "iq1_m",  "bf16"};
+    int ft = s->file_type - 1;
+    if (!s->synthetic && ft >= 0 && ft < (int)(sizeof ftype / sizeof *ftype) && ftype[ft]) {
+        snprintf(out, n, "%s", ftype[ft]);
+        return;
+    }
+    db_dtype m = db_tensors_main_dtype(s);
+    int has[DB_NUM_DTYPES] = {0};
+    for (int i = 0; i < s->ntensors; i++)
+        if (s->tensors[i].ndim >= 2 && (unsigned)s->tensors[i].dtype < DB_NUM_DTYPES) has[s->tensors[i].dtype] = 1;
+    const char *sfx = "";
+    if (!s->synthetic && (m == DB_Q4_K || m == DB_Q5_K)) sfx = has[DB_Q6_K] ? "_m" : "_s";
+    if (!s->synthetic && m == DB_Q3_K) sfx = has[DB_Q5_K] ? "_l" : has[DB_Q4_K] ? "_m" : "_s";
+    snprintf(out, n, "%s%s", db_dtype_name(m), sfx);
+}
+
 db_dtype db_tensors_main_dtype(const db_tensor_set *s)
 {
     if (s->synthetic) return s->dtype;

@@ -51,6 +51,7 @@ typedef struct {
     uint64_t seed;         /* weight seed of the model (tensor seeds derive from it + name) */
     db_dtype dtype;        /* storage dtype of the generated matrices */
     db_tensor any;
+    int file_type;         /* a GGUF's general.file_type + 1 (llama.cpp's mix number), 0: none */
 } db_tensor_set;
 
 /* Open every safetensors file of a checkpoint directory. */
@@ -86,6 +87,12 @@ const db_tensor *db_tensors_find(const db_tensor_set *s, const char *name);
 /* the dtype holding most elements of the set's matrices (tensors of 2 dims or more; ties to the
  * lower dtype number), what the rows call the checkpoint's dtype; a synthetic set's own dtype */
 db_dtype db_tensors_main_dtype(const db_tensor_set *s);
+/* The name of the set's weight mix, llama.cpp style ("q4_k_m", "q8_0", "bf16"): a GGUF's
+ * general.file_type when it names one (llama-quantize writes it: a Q4_K_M file of narrow rows
+ * holds mostly Q5_0 fallbacks, which no count tells apart); otherwise from the tensor type
+ * counts: the main dtype, and for Q4_K / Q5_K "_m" when Q6_K matrices are mixed in, else "_s",
+ * for Q3_K "_l" with Q5_K, "_m" with Q4_K, else "_s". out gets at most n - 1 characters. */
+void db_tensors_mix(const db_tensor_set *s, char *out, size_t n);
 const char *db_tensors_file_of(const db_tensor_set *s, const db_tensor *t);
 
 /* Every tensor named <prefix><N>.… has N < n_layers: a checkpoint with more layers than its

@@ -53,7 +53,9 @@ int db_synth_conv_base(float **out, db_backend *be, const db_tensor_set *st, con
  * store (DB_WEIGHT_DTYPES, plan --dtype); the one list of each parser, sweep key and help line
  * (DB_SYNTH_DTYPE_NAMES "bf16, f16, f32", DB_WEIGHT_DTYPE_NAMES; parse.h) */
 #define DB_SYNTH_DTYPES(X, SEP) X("bf16") SEP() X("f16") SEP() X("f32")
-#define DB_QUANT_DTYPES(X, SEP) X("q8_0") SEP() X("q4_0") SEP() X("q4_k") SEP() X("q5_k") SEP() X("q6_k")
+#define DB_QUANT_DTYPES(X, SEP)                                                                   \
+    X("q8_0") SEP() X("q4_0") SEP() X("q4_1") SEP() X("q5_0") SEP() X("q5_1") SEP() X("q2_k") SEP()  \
+    X("q3_k") SEP() X("q4_k") SEP() X("q5_k") SEP() X("q6_k") SEP() X("iq4_nl") SEP() X("iq4_xs")
 #define DB_WEIGHT_DTYPES(X, SEP) DB_SYNTH_DTYPES(X, SEP) SEP() DB_QUANT_DTYPES(X, SEP)
 #define DB_SYNTH_DTYPE_NAMES DB_NAMES_TEXT(DB_SYNTH_DTYPES)
 #define DB_WEIGHT_DTYPE_NAMES DB_NAMES_TEXT(DB_WEIGHT_DTYPES)

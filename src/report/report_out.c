@@ -76,12 +76,21 @@ static const char *md_cell(char *b, size_t n, const char *s)
     return b;
 }
 
+/* a model's dtype cell: its main dtype, with the file's mix in front when that names more
+ * ("q4_k_m (q5_0)": llama-quantize's Q4_K_M of narrow rows, mostly Q5_0 fallbacks) */
+static const char *dtype_cell(char *b, size_t n, const db_model_meta *mm)
+{
+    if (mm->mix[0] && strcmp(mm->mix, mm->dtype)) snprintf(b, n, "%s (%s)", mm->mix, mm->dtype);
+    else snprintf(b, n, "%s", mm->dtype);
+    return b;
+}
+
 /* the target and dtype cells: "name | q8_0" (ar) or "name | q8_0 / q4_0" (target / drafter) */
 static int md_models(FILE *f, const db_run_meta *m, const db_point_key *k)
 {
-    char nb[300], db[40] = "";
-    const char *tdt = db_run_meta_model(m, k->target)->dtype;
-    if (k->drafter[0]) snprintf(db, sizeof db, " / %s", db_run_meta_model(m, k->drafter)->dtype);
+    char nb[300], db[48] = "", tb[40], dd[40];
+    const char *tdt = dtype_cell(tb, sizeof tb, db_run_meta_model(m, k->target));
+    if (k->drafter[0]) snprintf(db, sizeof db, " / %s", dtype_cell(dd, sizeof dd, db_run_meta_model(m, k->drafter)));
     return fprintf(f, "| %s | %s%s ", md_cell(nb, sizeof nb, k->target), tdt, db) < 0;
 }
 

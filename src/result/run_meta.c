@@ -179,7 +179,8 @@ int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t er
     return DB_OK;
 }
 
-int db_run_meta_add_model(db_run_meta *m, const char *path, const char *dtype, char *err, size_t errlen)
+int db_run_meta_add_model(db_run_meta *m, const char *path, const char *dtype, const char *mix, char *err,
+                          size_t errlen)
 {
     for (int i = 0; i < m->n_models; i++)
         if (!strcmp(m->models[i].path, path)) return DB_OK;
@@ -192,6 +193,7 @@ int db_run_meta_add_model(db_run_meta *m, const char *path, const char *dtype, c
         return rc;
     }
     snprintf(mm->dtype, sizeof mm->dtype, "%s", dtype ? dtype : "");
+    snprintf(mm->mix, sizeof mm->mix, "%s", mix ? mix : mm->dtype);
     m->n_models++;
     return DB_OK;
 }
@@ -231,6 +233,7 @@ static cJSON *model_json(int *oom, const db_model_meta *mm)
     J(cJSON_AddStringToObject(o, "path", mm->path));
     J(cJSON_AddStringToObject(o, "sha256", mm->sha256));
     J(cJSON_AddStringToObject(o, "dtype", mm->dtype));
+    J(cJSON_AddStringToObject(o, "mix", mm->mix));
     cJSON *fs = J(cJSON_AddArrayToObject(o, "files"));
     for (int i = 0; i < mm->n_files; i++) {
         cJSON *f = J(cJSON_CreateObject());

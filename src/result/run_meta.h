@@ -34,6 +34,7 @@ typedef struct {
     char path[1024];
     char sha256[65];  /* see the top of this file */
     char dtype[16];   /* the weight type holding most of its matrix elements (bf16, q8_0, ...) */
+    char mix[16];     /* the file's weight mix, llama.cpp style (q4_k_m; db_tensors_mix) */
     int n_files;
     db_weight_file *files; /* [n_files], malloc'd */
 } db_model_meta;
@@ -79,7 +80,8 @@ void db_run_meta_set_backend(db_run_meta *m, const char *backend, const char *de
 int db_model_meta_hash(db_model_meta *mm, const char *path, char *err, size_t errlen);
 /* the checkpoint at path (a directory, a file, or with synthetic weights the config standing
  * for it), with its main weight dtype, unless a model of that path is listed already */
-int db_run_meta_add_model(db_run_meta *m, const char *path, const char *dtype, char *err, size_t errlen);
+int db_run_meta_add_model(db_run_meta *m, const char *path, const char *dtype, const char *mix, char *err,
+                          size_t errlen);
 /* the listed model named name (db_model_name of its path); an empty entry when none */
 const db_model_meta *db_run_meta_model(const db_run_meta *m, const char *name);
 /* the meta.json document (caller cJSON_Delete()s); NULL when out of memory */
