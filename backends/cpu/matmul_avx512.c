@@ -485,24 +485,20 @@ void db_scores_multi_avx512(float *const *out, const float *const *q, int nq, co
     float buf[WIDE_MAX];
     const float *wide = widen_block(buf, k, dt, stride, nk, hd, nq);
     if (wide) k = wide, dt = DB_F32, stride = (size_t)hd;
-    const int nq4 = nq / 4 * 4;
-    int j0 = 0;
-    /* whole tiles of an f32 block at the common head sizes with the sizes as constants: no
-     * masks, plain loads, the loop unrolled (16 rows x 4096 keys, f16 cache widened, one layer,
-     * 2 threads: 3.16 -> 2.72 ms a call, medians of 5 interleaved runs). Keys outer, queries
-     * inner: four keys (2 KB at hd 128) stay in L1 while every query group passes over them;
-     * queries outer streamed the whole block (32 KB of f32, an L1's worth) once per group of four
-     * queries. Each tile computes the same (query, key) values either way. */
-    if (dt == DB_F32 && hd == 128)
-        for (; j0 + 4 <= nk; j0 += 4)
-            for (int a = 0; a < nq4; a += 4) scores_tile4(out + a, q + a, k, DB_F32, stride, j0, 4, 128, scale);
-    else if (dt == DB_F32 && hd == 64)
-        for (; j0 + 4 <= nk; j0 += 4)
-            for (int a = 0; a < nq4; a += 4) scores_tile4(out + a, q + a, k, DB_F32, stride, j0, 4, 64, scale);
-    for (; j0 < nk; j0 += 4)
-        for (int a = 0; a < nq4; a += 4)
+    int a = 0;
+    for (; a + 4 <= nq; a += 4) {
+        int j0 = 0;
+        /* whole tiles of an f32 block at the common head sizes with the sizes as constants: no
+         * masks, plain loads, the loop unrolled (16 rows x 4096 keys, f16 cache widened, one
+         * layer, 2 threads: 3.16 -> 2.72 ms a call, medians of 5 interleaved runs) */
+        if (dt == DB_F32 && hd == 128)
+            for (; j0 + 4 <= nk; j0 += 4) scores_tile4(out + a, q + a, k, DB_F32, stride, j0, 4, 128, scale);
+        else if (dt == DB_F32 && hd == 64)
+            for (; j0 + 4 <= nk; j0 += 4) scores_tile4(out + a, q + a, k, DB_F32, stride, j0, 4, 64, scale);
+        for (; j0 < nk; j0 += 4)
             scores_tile4(out + a, q + a, k, dt, stride, j0, nk - j0 < 4 ? nk - j0 : 4, hd, scale);
-    for (int a = nq4; a < nq; a++) scores_dt(out[a], q[a], k, dt, stride, nk, hd, scale);
+    }
+    for (; a < nq; a++) scores_dt(out[a], q[a], k, dt, stride, nk, hd, scale);
 }
 
 /* o[a][i] += sum_j p[a][j] * v[j * stride + i] for nq queries (db_wsum_multi_kernel). Each
@@ -548,14 +544,8 @@ void db_wsum_multi_avx512(float *const *o, const float *const *p, int nq, const 
     if (wide) v = wide, dt = DB_F32, stride = (size_t)hd;
     const size_t es = dt == DB_F32 ? 4 : 2;
     int full = hd / 128 * 128, a = 0;
-    /* columns outer, queries inner: a 64-element column of the block (16 KB of f32 at 64 keys)
-     * stays in L1 while every group of four queries passes over it; queries outer re-read the
-     * whole block (32 KB) from L2 once per group. Each accumulator's operations are the same. */
-    if (hd % 64 == 0) {
-        for (int i0 = 0; i0 < hd; i0 += 64)
-            for (int b = 0; b + 4 <= nq; b += 4) wsum_tile4x64(o + b, p + b, v, dt, stride, nk, i0);
-        a = nq / 4 * 4;
-    }
+    for (; a + 4 <= nq && hd % 64 == 0; a += 4)
+        for (int i0 = 0; i0 < hd; i0 += 64) wsum_tile4x64(o + a, p + a, v, dt, stride, nk, i0);
     for (; a + 2 <= nq; a += 2) {
         float *oa = o[a], *ob = o[a + 1];
         const float *pa = p[a], *pb = p[a + 1];
