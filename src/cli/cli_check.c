@@ -99,7 +99,7 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
 {
     int rc = DB_OK, Bmax = c->s.drafter.cfg.block_size;
     if (!c->blocks_text) { /* a chain drafter (EAGLE-3, MTP) has no trained block: 4, 8, 16 */
-        int dflt[3] = {4, 8, DB_KIND_IS_CHAIN(c->s.drafter.cfg.kind) ? 16 : Bmax};
+        int dflt[3] = {4, 8, DB_DEFAULT_BLOCK(&c->s.drafter.cfg)};
         for (int i = 0; i < 3; i++)
             if (dflt[i] <= Bmax && (c->nblocks == 0 || c->blocks[c->nblocks - 1] < dflt[i])) c->blocks[c->nblocks++] = dflt[i];
     }

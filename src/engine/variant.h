@@ -33,8 +33,8 @@ typedef enum {
     X(DFLASH2,      "dflash2",      DB_NEEDS_DFLASH2, 1, 1, 1, "full DFlash 2") \
     X(DFLASH2_BARE, "dflash2-bare", DB_NEEDS_DFLASH2, 0, 0, 0, "DFlash 2 checkpoint, convolutions and selector off (not DFlash 1)") \
     X(DSPARK,       "dspark",       DB_NEEDS_DSPARK,  0, 0, 1, "DSpark: a DFlash 1 drafter whose block positions are corrected one by one by the previous pick (low-rank Markov head)") \
-    X(EAGLE3,       "eagle3",       DB_NEEDS_EAGLE3,  0, 0, 0, "EAGLE-3: an autoregressive drafter on three target taps, B-1 sequential steps per cycle (chain, top-1)") \
-    X(MTP,          "mtp",          DB_NEEDS_MTP,     0, 0, 0, "MTP: a multi-token-prediction head on the target's last hidden, B-1 sequential steps per cycle (chain, top-1)")
+    X(EAGLE3,       "eagle3",       DB_NEEDS_EAGLE3,  0, 0, 1, "EAGLE-3: an autoregressive drafter on three target taps, B-1 sequential steps per cycle (chain, top-1)") \
+    X(MTP,          "mtp",          DB_NEEDS_MTP,     0, 0, 1, "MTP: a multi-token-prediction head on the target's last hidden, B-1 sequential steps per cycle (chain, top-1)")
 /* clang-format on */
 
 #define DB_VARIANT_ENUM_(e, ...) DB_VAR_##e,

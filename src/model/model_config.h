@@ -44,6 +44,11 @@ typedef enum {
 } db_drafter_kind;
 /* an EAGLE-3 or MTP checkpoint: drafts by sequential steps (model/chain.h) */
 #define DB_KIND_IS_CHAIN(k) ((k) == DB_DRAFTER_EAGLE3 || (k) == DB_DRAFTER_MTP)
+/* a chain drafter has no trained block (its block_size is DB_MAX_BLOCK): the block the commands
+ * default to for it */
+#define DB_CHAIN_DEFAULT_BLOCK 16
+/* the block size a command drafts with when none is given: the drafter's block_size, 16 for a chain */
+#define DB_DEFAULT_BLOCK(c) (DB_KIND_IS_CHAIN((c)->kind) ? DB_CHAIN_DEFAULT_BLOCK : (c)->block_size)
 
 typedef struct {
     db_model_config base;  /* Qwen3 shapes of the drafter's own layers */
