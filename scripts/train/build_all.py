@@ -283,7 +283,12 @@ def main():
              "distill_wall_s": dd["wall_s"],
              "distill_sequences": len(seqs), "distill_tokens": sum(len(s["ids"]) for s in seqs),
              "seed": a.seed, "times": times}
-    if a.only_chain:
+    if a.only_chain:  # the block drafters' figures stay; this run's distillation goes with the chain drafters
+        for k in ("distill_wall_s", "distill_sequences", "distill_tokens", "versions", "seed", "times"):
+            if k in prev:
+                build[k] = prev[k]
+        build["chain_drafters"] = dict(build["chain_drafters"], distill={
+            "sequences": len(seqs), "tokens": sum(len(s["ids"]) for s in seqs), "wall_s": dd["wall_s"]})
         with open(os.path.join(a.out, "build_info.json"), "w") as f:
             json.dump(build, f, indent=1)
             f.write("\n")

@@ -116,7 +116,8 @@ def _bars(res):
     return "\n".join(lines)
 
 
-def write_cards(models_dir, res, build, sweep):
+def write_cards(models_dir, res, build, sweep, only=None):
+    """only: the eval keys whose cards to write (None: every card)"""
     d = build["drafters"]
     vers = "\n".join(f"- `{k}` {v}" for k, v in build["versions"].items())
     data = (f"Data: self-distillation by `tiny-qwen3` itself: {build['distill_sequences']} continuations "
@@ -146,9 +147,12 @@ def write_cards(models_dir, res, build, sweep):
              f"- Teacher-forced block acceptance on held-out greedy sequences: "
              f"{json.dumps({k: round(v, 3) for k, v in d.get('val_block_tau', {}).items()})}\n")
     rebuild = ("Rebuild: `scripts/train/build_all` (fixed seeds; reuses the committed target; about 75 min on 2 CPU "
-               "cores, resumable: `--budget-minutes M` stops at a checkpoint, the same command goes on).\n")
-    write_chain_cards(models_dir, res, build, sweep, data, evalnote, rebuild)
+               "cores, resumable: `--budget-minutes M` stops at a checkpoint, the same command goes on; "
+               "`--only-chain` rebuilds only the EAGLE-3 and MTP drafters).\n")
+    write_chain_cards(models_dir, res, build, sweep, data, evalnote, rebuild, only)
     for name, arch, pkey, keys in DRAFTER_CARDS:
+        if only and not set(keys) & only:
+            continue
         cp = os.path.join(models_dir, name, "config.json")
         if not os.path.exists(cp):
             continue
@@ -194,11 +198,19 @@ Aims for the default sweep (block 16):
             f.write(card)
 
 
-def write_chain_cards(models_dir, res, build, sweep, data, evalnote, rebuild):
+def write_chain_cards(models_dir, res, build, sweep, data, evalnote, rebuild, only=None):
     d = build.get("chain_drafters")
     if not d:
         return
+    dd = d.get("distill")
+    if dd:  # the chain drafters' own distillation run (build_all --only-chain regenerates it)
+        data = data.replace(f"{build['distill_sequences']} continuations ({build['distill_tokens']:,} tokens, "
+                            f"{build['distill_wall_s'] / 60:.1f} min)",
+                            f"{dd['sequences']} continuations ({dd['tokens']:,} tokens, {dd['wall_s'] / 60:.1f} min; the "
+                            f"block drafters' run of the same pipeline and seeds had {build['distill_tokens']:,})")
     for name, arch, pkey, keys in CHAIN_CARDS:
+        if only and not set(keys) & only:
+            continue
         cp = os.path.join(models_dir, name, "config.json")
         if not os.path.exists(cp):
             continue
@@ -216,6 +228,10 @@ def write_chain_cards(models_dir, res, build, sweep, data, evalnote, rebuild):
                     f"shape, `mtp.norm`, the target's embedding and tied head; h = the target's last hidden after its "
                     f"final norm for step 1, the head's own post-norm output after. The config is the target's plus "
                     f"`mtp_num_hidden_layers: 1`.")
+        bs = build["drafters"]["steps"]
+        short = (f"\n- **Fewer steps than the block drafters** ({d['steps']} against their {bs}: the budget of the machine "
+                 f"that built it); `scripts/train/build_all --only-chain --chain-steps {bs}` trains the same-budget "
+                 f"pair.") if d["steps"] != bs else ""
         card = f"""# {name}
 
 {arch} chain drafter for `tiny-qwen3` (variant `{pkey}`): {what} B-1 sequential steps per cycle, so its
@@ -228,7 +244,7 @@ draft time grows with the block (`draft_ms_per_cycle`).
 - Objective (EAGLE-3's training-time test, both drafters): the chain of an anchor a starts at row a-1 fed x_a
   and the target's features there, step k predicts x_(a+k) fed x_(a+k-1) (teacher-forced) and its own previous
   hidden, attending to the context rows and its own earlier steps; CE weighted exp(-(k-1)/{d['gamma']}),
-  k = 1..{d['block_size'] - 1}.
+  k = 1..{d['block_size'] - 1}.{short}
 - Final losses (EMA): {json.dumps(d['final_loss_ema'])}
 - Greedy chain acceptance on held-out greedy sequences: {json.dumps({k: round(v, 3) for k, v in d['val_block_tau'].items()})}
 

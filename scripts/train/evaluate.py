@@ -173,7 +173,7 @@ def main(argv=None):
     build = json.load(open(os.path.join(a.models, "build_info.json")))
     from cards import read_sweep, write_cards
     sweep = read_sweep(a.sweep_csv) if a.sweep_csv else {}
-    write_cards(a.models, res, build, sweep)
+    write_cards(a.models, res, build, sweep, set(a.only.split(",")) if a.only else None)
     print(json.dumps({f: {k: v["tau"] for k, v in fr["variants"].items()} for f, fr in res["families"].items()},
                      indent=1))
 
