@@ -99,6 +99,21 @@ expect_refused "prompt id outside the vocabulary: exit 2" "" -- \
 expect_refused "prompt ids not numbers: exit 2" "" -- generate --target "$TIED" --prompt-ids 1,x
 expect_refused "no --target: exit 2" "target" -- generate --prompt-ids 1,2
 
+# ---- bad chain drafters (EAGLE-3, MTP): exit 2 naming the file and the key / tensor ----
+d="$tmp/eagle3_taps"
+mkdir -p "$d"
+cp "$DATA/eagle3-f32/model.safetensors" "$d/"
+tr -d '\n' <"$DATA/eagle3-f32/config.json" |
+    sed 's/"eagle_aux_hidden_state_layer_ids": *\[[^]]*\]/"eagle_aux_hidden_state_layer_ids": [1, 3, 9]/' >"$d/config.json"
+expect_refused "eagle3 tap id 9 of a 6-layer target: exit 2 naming file and key" "$d/config.json" \
+    "eagle_aux_hidden_state_layer_ids" -- generate --target "$TIED" --drafter "$d" --variant eagle3 --prompt-ids 1,2
+d="$tmp/mtp_none"
+mkdir -p "$d"
+cp "$DATA/mtp-f32/config.json" "$d/"
+cp "$TIED/model.safetensors" "$d/" # the target's tensors, no mtp.*
+expect_refused "an MTP config over tensors without the head: exit 2 naming the tensor" "$d" "mtp.fc.weight" -- \
+    generate --target "$TIED" --drafter "$d" --variant mtp --prompt-ids 1,2
+
 # ---- --version ----
 run --version
 ok "$([ "$rc" = 0 ] && grep -Eq '^backends:( [a-z0-9]+)* cpu( |$)' "$out"; echo $?)" \

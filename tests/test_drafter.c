@@ -54,7 +54,7 @@ static int prefill_context(db_target *t, db_drafter *d, const int *ctx, int n)
         pos[i] = i;
     }
     if (db_target_forward(t, rows, n, NULL, 0, err, sizeof err)) return -1;
-    return db_drafter_add_context(d, db_target_taps(t), slot, pos, n, err, sizeof err);
+    return db_drafter_add_context(d, db_target_taps(t), ctx, slot, pos, n, err, sizeof err);
 }
 
 /* golden.json of drafter fixture `name` plus the loaded pair; a failed test point otherwise */

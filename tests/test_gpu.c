@@ -31,10 +31,11 @@
  * CPU backend, 1e-5, batch-invariant in both modes; embed bitwise.
  *
  * Then the pipeline: greedy generation with the tests/data/qwen3-f32-tied target and the
- * tests/data/dflash2-f32 drafter, variants ar, dflash, selector-off, conv-off, dflash2 at
- * concurrency 2, deterministic and fast mode, must give the CPU backend's tokens, and
- * `dflash-bench check-lossless --backend NAME` must pass. Sampled generation (ar, selector-off,
- * dflash2) on the device path must give the host path's tokens on the same backend.
+ * tests/data/dflash2-f32 drafter (dspark, eagle3, mtp: dspark-f32, eagle3-f32, mtp-f32), variants
+ * ar, dflash, selector-off, conv-off, dflash2, dspark, eagle3, mtp at concurrency 2, deterministic
+ * and fast mode, must give the CPU backend's tokens, and `dflash-bench check-lossless --backend
+ * NAME` must pass. Sampled generation (ar, selector-off, dflash2, mtp) on the device path must give
+ * the host path's tokens on the same backend.
  *
  * Non-finite logits: probs turns rows holding a NaN or no finite largest value into zeros and
  * counts them (== the CPU backend's rows and count), the count read back with the results of
@@ -951,6 +952,12 @@ static db_backend *make_backend(const db_backend_ops *ops, int deterministic, ch
 static db_dtype pipeline_kv = DB_F32; /* generate_t's K/V cache dtype */
 static struct db_engine_test_hooks pipeline_hooks; /* generate_t's hooks (host_path its own) */
 
+/* the fixture drafter variant v runs on */
+static const char *fixture_of(db_variant v)
+{
+    return v == DB_VAR_DSPARK ? "dspark-f32" : v == DB_VAR_EAGLE3 ? "eagle3-f32" : v == DB_VAR_MTP ? "mtp-f32" : "dflash2-f32";
+}
+
 static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v, int max_new, float temperature,
                       int host_path, int out[NPROMPT][MAX_NEW], int nout[NPROMPT])
 {
@@ -964,7 +971,7 @@ static int generate_t(const db_backend_ops *ops, int deterministic, db_variant v
         return rc;
     }
     if (v != DB_VAR_AR) {
-        rc = db_drafter_load(&d, be, tu_data(v == DB_VAR_DSPARK ? "dspark-f32" : "dflash2-f32"), &t, err, sizeof err);
+        rc = db_drafter_load(&d, be, tu_data(fixture_of(v)), &t, err, sizeof err);
         has_d = rc == 0;
     }
     static const int p0[] = {1, 17, 4, 60, 2}, p1[] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, p2[] = {42};
@@ -1009,12 +1016,12 @@ static int generate(const db_backend_ops *ops, int deterministic, db_variant v, 
 
 /* sampling (T = 0.9): the device path (the backend's sample / accept ops) picks the tokens the
  * host path (the [N, V] rows downloaded, the same references on the host) picks, token for
- * token, on the same backend: ar (sample), selector-off (dense q on the device) and dflash2
- * (the selector's sparse q). Equal tokens make the sampling statistics (test_sampling's
+ * token, on the same backend: ar (sample), selector-off (dense q on the device), dflash2
+ * (the selector's sparse q) and mtp (each chain step's q copied into the drafter's rows). Equal tokens make the sampling statistics (test_sampling's
  * chi-square tests, run on the CPU backend's device path) hold here too. */
 static void test_sampling_paths(const db_backend_ops *ops, int max_new)
 {
-    static const db_variant vs[] = {DB_VAR_AR, DB_VAR_SELECTOR_OFF, DB_VAR_DFLASH2};
+    static const db_variant vs[] = {DB_VAR_AR, DB_VAR_SELECTOR_OFF, DB_VAR_DFLASH2, DB_VAR_MTP};
     for (size_t vi = 0; vi < sizeof vs / sizeof *vs; vi++) {
         int oh[NPROMPT][MAX_NEW], od[NPROMPT][MAX_NEW], nh[NPROMPT], nd[NPROMPT];
         memset(od, 0xff, sizeof od);
@@ -1041,9 +1048,10 @@ static void test_nonfinite_pipeline(const db_backend_ops *ops, int max_new)
         db_variant v;
         int drafter;
     } cs[] = {{DB_VAR_AR, 0},           {DB_VAR_SELECTOR_OFF, 0}, {DB_VAR_DFLASH2, 0},
-              {DB_VAR_SELECTOR_OFF, 1}, {DB_VAR_DSPARK, 0},       {DB_VAR_DSPARK, 1}};
+              {DB_VAR_SELECTOR_OFF, 1}, {DB_VAR_DSPARK, 0},       {DB_VAR_DSPARK, 1},
+              {DB_VAR_MTP, 1},          {DB_VAR_EAGLE3, 1}};
     for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
-        for (int host = cs[ci].v == DB_VAR_DSPARK; host <= 1; host++) {
+        for (int host = cs[ci].v == DB_VAR_DSPARK || cs[ci].v == DB_VAR_EAGLE3; host <= 1; host++) {
             int out[NPROMPT][MAX_NEW], nout[NPROMPT], call = cs[ci].drafter ? 1 : 2;
             pipeline_hooks =
                 (struct db_engine_test_hooks){.nan_target_call = cs[ci].drafter ? 0 : call,
@@ -1053,9 +1061,7 @@ static void test_nonfinite_pipeline(const db_backend_ops *ops, int max_new)
             char want[64];
             snprintf(want, sizeof want, "%s call %d: non-finite logits (1 of ",
                      cs[ci].drafter ? "drafter" : "target", call);
-            const char *model = !cs[ci].drafter             ? tu_data("qwen3-f32-tied")
-                                : cs[ci].v == DB_VAR_DSPARK ? tu_data("dspark-f32")
-                                                            : tu_data("dflash2-f32");
+            const char *model = !cs[ci].drafter ? tu_data("qwen3-f32-tied") : tu_data(fixture_of(cs[ci].v));
             int ok =
                 rc == DB_ERUNTIME && strncmp(err, want, strlen(want)) == 0 && strstr(err, model);
             if (!ok) tap_diag("rc %d: %s", rc, rc ? err : "(none)");
@@ -1093,7 +1099,7 @@ static void test_pipeline(const db_backend_ops *ops, int quick)
     for (int det = 1; det >= 0; det--) {
         for (int v = DB_VAR_AR; v < DB_VAR_COUNT; v++) {
             if (v == DB_VAR_DFLASH) continue; /* a DFlash 1 checkpoint's; the fixture is DFlash 2 */
-            /* dspark runs on the DSpark fixture (generate) */
+            /* dspark, eagle3 and mtp run on their own fixtures (fixture_of) */
             if (quick && (v == DB_VAR_SELECTOR_OFF || v == DB_VAR_CONV_OFF || (!det && v != DB_VAR_DFLASH2)))
                 continue;
             tap_ok(greedy_same_as_cpu(ops, det, (db_variant)v, max_new),

@@ -2,8 +2,8 @@
  * evaluation (scripts/train/evaluate.py, reference cycle of scripts/reference/) wrote into
  * models/eval-golden.json: for one prompt per family and every variant, the greedy block-16
  * cycle must reproduce the reference exactly — output ids, accepted count of every cycle, and so
- * tau. The DSpark drafter (key "dspark") is replayed when models/ has one. Skips when models/
- * has no trained pair. */
+ * tau. The DSpark drafter (key "dspark") and the chain drafters (keys "eagle3", "mtp") are
+ * replayed when models/ has them. Skips when models/ has no trained pair. */
 #include "engine/engine.h"
 #include "model/model_test.h"
 #include "tap.h"
@@ -32,12 +32,14 @@ int main(void)
 {
     db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     const char *root = getenv("DB_SOURCE_ROOT");
-    char models[1024], tdir[1100], d2[1100], d1[1100], d3[1100];
+    char models[1024], tdir[1100], d2[1100], d1[1100], d3[1100], d4[1100], d5[1100];
     snprintf(models, sizeof models, "%s/models", root ? root : ".");
     snprintf(tdir, sizeof tdir, "%s/tiny-qwen3", models);
     snprintf(d2, sizeof d2, "%s/tiny-qwen3-dflash2-b16", models);
     snprintf(d1, sizeof d1, "%s/tiny-qwen3-dflash-b16", models);
     snprintf(d3, sizeof d3, "%s/tiny-qwen3-dspark-b16", models);
+    snprintf(d4, sizeof d4, "%s/tiny-qwen3-eagle3", models);
+    snprintf(d5, sizeof d5, "%s/tiny-qwen3-mtp", models);
     char gp[1200];
     snprintf(gp, sizeof gp, "%s/eval-golden.json", models);
     if (access(gp, R_OK) != 0 || access(tdir, R_OK) != 0) tap_skip_all("no trained pair in models/");
@@ -46,13 +48,15 @@ int main(void)
     db_backend *be;
     db_backend_opts bo = {.deterministic = 1};
     db_target t;
-    db_drafter dr[3];
-    int has_dspark = access(d3, R_OK) == 0;
+    db_drafter dr[5];
+    int has_dspark = access(d3, R_OK) == 0, has_e3 = access(d4, R_OK) == 0, has_mtp = access(d5, R_OK) == 0;
     if (!g || db_backend_create("cpu", &bo, &be, err, sizeof err) ||
         db_target_load(&t, be, tdir, err, sizeof err) ||
         db_drafter_load(&dr[0], be, d2, &t, err, sizeof err) ||
         db_drafter_load(&dr[1], be, d1, &t, err, sizeof err) ||
-        (has_dspark && db_drafter_load(&dr[2], be, d3, &t, err, sizeof err))) {
+        (has_dspark && db_drafter_load(&dr[2], be, d3, &t, err, sizeof err)) ||
+        (has_e3 && db_drafter_load(&dr[3], be, d4, &t, err, sizeof err)) ||
+        (has_mtp && db_drafter_load(&dr[4], be, d5, &t, err, sizeof err))) {
         tap_ok(0, "load the trained pair and eval-golden.json: %s", g ? err : "not JSON");
         return tap_done();
     }
@@ -68,12 +72,14 @@ int main(void)
             /* keys: dflash2 / selector-off / conv-off on the DFlash 2 checkpoint,
              * dflash2-ckpt-as-dflash = variant dflash on it, dflash-v1 = the DFlash 1 checkpoint,
              * dspark = the DSpark checkpoint */
-            int is_dspark = strcmp(v->string, "dspark") == 0;
-            if (is_dspark && !has_dspark) {
-                tap_ok(0, "%s/dspark: eval-golden.json has it, models/ has no tiny-qwen3-dspark-b16", fam->string);
+            int is_dspark = strcmp(v->string, "dspark") == 0, is_e3 = strcmp(v->string, "eagle3") == 0,
+                is_mtp = strcmp(v->string, "mtp") == 0;
+            if ((is_dspark && !has_dspark) || (is_e3 && !has_e3) || (is_mtp && !has_mtp)) {
+                tap_ok(0, "%s/%s: eval-golden.json has it, models/ has no checkpoint for it", fam->string, v->string);
                 continue;
             }
-            db_drafter *d = strcmp(v->string, "dflash-v1") == 0 ? &dr[1] : is_dspark ? &dr[2] : &dr[0];
+            db_drafter *d = strcmp(v->string, "dflash-v1") == 0 ? &dr[1] : is_dspark ? &dr[2] : is_e3 ? &dr[3]
+                            : is_mtp ? &dr[4] : &dr[0];
             db_variant var;
             /* conv and selector off on the DFlash 2 checkpoint: dflash2-bare (dflash is v1's) */
             if (d == &dr[1]) var = DB_VAR_DFLASH;
@@ -111,6 +117,8 @@ int main(void)
     db_drafter_free(&dr[0]);
     db_drafter_free(&dr[1]);
     if (has_dspark) db_drafter_free(&dr[2]);
+    if (has_e3) db_drafter_free(&dr[3]);
+    if (has_mtp) db_drafter_free(&dr[4]);
     db_target_free(&t);
     db_backend_destroy(be);
     cJSON_Delete(g);

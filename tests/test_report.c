@@ -310,12 +310,18 @@ static void tables(void)
     db_out_end(&o, err, sizeof err);
     fclose(f);
     int lines = 0, table_ok = 1;
-    for (char *l = text; *l; l = strchr(l, '\n') + 1) {
+    for (char *l = text; *l && *l != '\n'; l = strchr(l, '\n') + 1) { /* the table: up to the first blank line */
         lines++;
         if (l[0] != '|') table_ok = 0;
     }
     tap_ok(table_ok && lines == 5 && strstr(text, "| dflash2 | 8 |") && strstr(text, "x ["),
            "-o md: a markdown table, speedup with its CI");
+    /* two drafter variants ran: the combined table under it, a cell per (dataset, B, c, T) and variant */
+    const char *comb = strstr(text, "\nCombined: tau / speedup / draft ms per cycle");
+    tap_ok(comb && strstr(comb, "| dataset | B | conc | T | dflash2 | conv-off |") &&
+               strstr(comb, "| gsm8k, hard \"x\" | 8 | 2 | 0 | ") && strstr(comb, " / 1.50x / ") && strstr(comb, " - |"),
+           "-o md with two drafter variants: the combined table (tau / speedup / draft ms; '-' where a variant did not run)");
+    if (!comb) tap_diag("%s", text);
     for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) tap_diag("%s", l);
     free(text);
     tap_ok(db_out_begin(&o, stdout, "xml", 0, err, sizeof err) == DB_EINPUT, "unknown -o: %s", err);

@@ -8,7 +8,9 @@
  * < 5 pooled); the test passes at p > 0.001. The same test must REJECT a deliberately broken
  * acceptance rule (every draft accepted), showing it has the power to catch a wrong sampler.
  * `dspark` runs on its own 16-token fixture (dspark-v16-f32: a reduced draft vocabulary of 12
- * ids with d2t, so q is 0 at four target ids), its q the Markov-corrected distribution. */
+ * ids with d2t, so q is 0 at four target ids), its q the Markov-corrected distribution. `eagle3`
+ * and `mtp` run on theirs (eagle3-v16-f32: draft vocabulary 12 with d2t, q built on the host;
+ * mtp-v16-f32: the full vocabulary, q kept on the device), q each chain step's distribution. */
 #include "engine/engine_test.h"
 #include "model/model_test.h"
 #include "tap.h"
@@ -117,11 +119,13 @@ int main(void)
     db_backend_opts bo = {.threads = 1}; /* tiny matrices: threads would only add barriers */
     if (db_backend_create("cpu", &bo, &be, err, sizeof err) != 0) return tap_done();
     db_target t;
-    db_drafter d, ds;
+    db_drafter d, ds, de, dm;
     cJSON *g = tu_golden(tu_data("dflash2-v16-f32"));
     if (!g || db_target_load(&t, be, tu_data("qwen3-v16-f32"), err, sizeof err) ||
         db_drafter_load(&d, be, tu_data("dflash2-v16-f32"), &t, err, sizeof err) ||
-        db_drafter_load(&ds, be, tu_data("dspark-v16-f32"), &t, err, sizeof err)) {
+        db_drafter_load(&ds, be, tu_data("dspark-v16-f32"), &t, err, sizeof err) ||
+        db_drafter_load(&de, be, tu_data("eagle3-v16-f32"), &t, err, sizeof err) ||
+        db_drafter_load(&dm, be, tu_data("mtp-v16-f32"), &t, err, sizeof err)) {
         tap_ok(0, "load v16 pair: %s", err);
         return tap_done();
     }
@@ -160,8 +164,18 @@ int main(void)
             tap_ok(pv > 0.001, "dspark (draft vocabulary 12 of 16) T=%.1f top_p=%.2f top_k=%d: joint of the first "
                    "two tokens ~ target (p = %.3g)", T, tp, tk, pv);
         }
+        {
+            double pv = run_variant(&t, &de, DB_VAR_EAGLE3, prompt, np, T, tp, tk, 0, joint);
+            tap_ok(pv > 0.001, "eagle3 (draft vocabulary 12 of 16) T=%.1f top_p=%.2f top_k=%d: joint of the first "
+                   "two tokens ~ target (p = %.3g)", T, tp, tk, pv);
+            pv = run_variant(&t, &dm, DB_VAR_MTP, prompt, np, T, tp, tk, 0, joint);
+            tap_ok(pv > 0.001, "mtp T=%.1f top_p=%.2f top_k=%d: joint of the first two tokens ~ target (p = %.3g)", T,
+                   tp, tk, pv);
+        }
         if (si == 0) {
-            double pv = run_variant(&t, &ds, DB_VAR_DSPARK, prompt, np, T, tp, tk, 1, joint);
+            double pv = run_variant(&t, &dm, DB_VAR_MTP, prompt, np, T, tp, tk, 1, joint);
+            tap_ok(pv >= 0 && pv < 0.001, "mtp: a broken acceptance rule is caught by the same test (p = %.3g)", pv);
+            pv = run_variant(&t, &ds, DB_VAR_DSPARK, prompt, np, T, tp, tk, 1, joint);
             tap_ok(pv >= 0 && pv < 0.001, "dspark: a broken acceptance rule is caught by the same test (p = %.3g)", pv);
             pv = run_variant(&t, &d, DB_VAR_DFLASH2, prompt, np, T, tp, tk, 1, joint);
             tap_ok(pv >= 0 && pv < 0.001, "a broken acceptance rule is caught by the same test (p = %.3g)", pv);
@@ -171,6 +185,8 @@ int main(void)
     cJSON_Delete(g);
     db_drafter_free(&d);
     db_drafter_free(&ds);
+    db_drafter_free(&de);
+    db_drafter_free(&dm);
     db_target_free(&t);
     db_backend_destroy(be);
     return tap_done();

@@ -5,7 +5,8 @@ API:
     output_ids, stats = speculative_generate(target, drafter, prompt_ids, variant, block_size,
                                              max_new_tokens, temperature=0.0, top_p=1.0, top_k=0,
                                              seed=0, recall_k=None)
-    target: qwen3_ref.Target; drafter: dflash_ref.Drafter (ignored / may be None for variant "ar").
+    target: qwen3_ref.Target; drafter: dflash_ref.Drafter, or chain_ref.ChainDrafter for the chain
+    variants "eagle3" / "mtp" (ignored / may be None for variant "ar").
     output_ids: the GENERATED ids only (prompt excluded), at most max_new_tokens, ending with the
     first EOS if one was produced (EOS is committed, then generation stops).
 
@@ -15,6 +16,7 @@ Loop:
      filtered_probs).  The prompt's tap features become the drafter's context (positions 0..n-1).
   2. Cycle, anchor = last committed token at position P (not yet seen by the target):
      draft = drafter.draft_block(ctx, anchor, P, B, variant); picks = drafter.select(...)
+     (eagle3 / mtp: picks = drafter.draft_chain(ctx, anchor, B, ...): B-1 sequential steps)
      target verifies [anchor, d_1..d_{B-1}] at P..P+B-1 with its KV cache.
      T == 0: a = leading run of d_t == argmax(target row t-1); bonus = argmax(target row a).
      T > 0: p_{t-1} = filtered_probs(target row t-1), q_t = the distribution d_t was drawn from;
@@ -94,19 +96,31 @@ def speculative_generate(target, drafter, prompt_ids, variant, block_size, max_n
                      min_margin=min(margins) if temperature <= 0 else None)
         return out, stats
 
-    drafter.check_variant(variant)
+    chain = hasattr(drafter, "draft_chain")  # eagle3 / mtp (chain_ref.py)
+    if chain and variant != drafter.cfg.kind:
+        raise ValueError(f"variant {variant!r} needs a {variant} checkpoint; this one is {drafter.cfg.kind}")
+    if not chain:
+        drafter.check_variant(variant)
     ctx = drafter.new_context()
-    drafter.add_context(ctx, taps, list(range(len(prompt))))
-    rk = recall_k or (drafter.cfg.selector_top_k if drafter.cfg.selector_top_k > 0 else 4)
+    if chain:
+        drafter.add_context(ctx, taps, prompt, list(range(len(prompt))))
+    else:
+        drafter.add_context(ctx, taps, list(range(len(prompt))))
+    stk = getattr(drafter.cfg, "selector_top_k", 0)
+    rk = recall_k or (stk if stk > 0 else 4)
     margins = [_margin(logits[-1])] if temperature <= 0 else []
     row_top = []  # per cycle: (P, [top1 per row], [topk list per row])
     while not done():
         P = len(prompt) + len(out) - 1
         anchor = out[-1]
         assert cache.length == P
-        d = drafter.draft_block(ctx, anchor, P, B, variant)
-        picks, info = drafter.select(d, anchor, variant, temperature, top_p, top_k, gen)
-        rows = info.get("corrected", d["logits"])  # dspark: the corrected rows of the walk
+        if chain:
+            picks, info = drafter.draft_chain(ctx, anchor, B, temperature, top_p, top_k, gen)
+            rows = info["logits"]
+        else:
+            d = drafter.draft_block(ctx, anchor, P, B, variant)
+            picks, info = drafter.select(d, anchor, variant, temperature, top_p, top_k, gen)
+            rows = info.get("corrected", d["logits"])  # dspark: the corrected rows of the walk
         row_top.append((P, [topk_desc(r, 1)[0] for r in rows], [topk_desc(r, rk) for r in rows]))
         vlog, vtaps = target.forward([anchor] + picks, cache, tap_layers=taps_ids)
         a = 0
@@ -137,7 +151,10 @@ def speculative_generate(target, drafter, prompt_ids, variant, block_size, max_n
                 break
             out.append(tok)
         cache.truncate(P + a + 1)
-        drafter.add_context(ctx, vtaps[: a + 1], list(range(P, P + a + 1)))
+        if chain:  # the verified rows' own tokens: the anchor, then the accepted drafts
+            drafter.add_context(ctx, vtaps[: a + 1], [anchor] + picks[:a], list(range(P, P + a + 1)))
+        else:
+            drafter.add_context(ctx, vtaps[: a + 1], list(range(P, P + a + 1)))
 
     # ---- measurements ----
     n = B - 1

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerate every reference fixture under tests/data/ (fixed seeds, deterministic).
 
-    /usr/bin/python3 scripts/reference/make_fixtures.py [targets] [drafters] [v16] [dspark]   (default: all)
+    /usr/bin/python3 scripts/reference/make_fixtures.py [targets] [drafters] [v16] [dspark] [chain]   (default: all)
 
 Writes random-weight checkpoints in the Hugging Face layout plus golden.json files computed by the
 independent references in this directory (qwen3_ref, dflash_ref, cycle_ref).  See README.md.
@@ -20,6 +20,7 @@ from safetensors_io import save_hf_dir  # noqa: E402
 from qwen3_ref import Target, greedy_generate  # noqa: E402
 from dflash_ref import Drafter, DrafterConfig, topk_desc  # noqa: E402
 from cycle_ref import speculative_generate  # noqa: E402
+import chain_fixtures  # noqa: E402
 
 torch.set_num_threads(1)
 DATA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "data")
@@ -459,7 +460,7 @@ def make_v16():
 def main():
     os.makedirs(DATA, exist_ok=True)
     torch.manual_seed(0)
-    parts = sys.argv[1:] or ["targets", "drafters", "v16", "dspark"]
+    parts = sys.argv[1:] or ["targets", "drafters", "v16", "dspark", "chain"]
     if "targets" in parts:
         make_targets()
     if "drafters" in parts:  # needs the targets on disk
@@ -468,6 +469,8 @@ def main():
         make_v16()
     if "dspark" in parts:  # needs the targets on disk
         make_dspark()
+    if "chain" in parts:  # EAGLE-3 and MTP (chain_fixtures.py); needs the targets on disk
+        chain_fixtures.make_chain()
     total = 0
     for root, _, files in os.walk(DATA):
         total += sum(os.path.getsize(os.path.join(root, f)) for f in files)

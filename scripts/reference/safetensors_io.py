@@ -3,14 +3,14 @@
 API (stable; imported by the training pipeline):
 
     save_safetensors(path, tensors: dict[str, torch.Tensor], metadata: dict | None = None)
-        Writes F32 / BF16 / F16 tensors.  File layout: 8-byte little-endian header
+        Writes F32 / BF16 / F16 tensors (and I64 / I32 / BOOL index tensors).  File layout: 8-byte little-endian header
         length N, then N bytes of JSON header {name: {"dtype", "shape",
         "data_offsets": [begin, end]}, "__metadata__": {str: str}} padded with
         spaces to a multiple of 8, then the raw little-endian data, tensors laid
         out in sorted-name order.
 
     load_safetensors(path) -> dict[str, torch.Tensor]
-        Reads a file written by any conforming writer (F32/BF16/F16, I64/I32; other
+        Reads a file written by any conforming writer (F32/BF16/F16, I64/I32/BOOL; other
         dtypes raise ValueError naming the tensor and dtype).  Offsets and shapes
         are validated against the file size.
 
@@ -33,9 +33,9 @@ import numpy as np
 import torch
 
 _DT_TO_STR = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16",
-              torch.int64: "I64", torch.int32: "I32"}
+              torch.int64: "I64", torch.int32: "I32", torch.bool: "BOOL"}
 _STR_TO_DT = {v: k for k, v in _DT_TO_STR.items()}
-_ELEM = {"F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4}
+_ELEM = {"F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "BOOL": 1}
 
 
 def _tensor_bytes(t):
@@ -49,6 +49,8 @@ def _tensor_bytes(t):
         return t.numpy().astype("<i8").tobytes()
     if t.dtype == torch.int32:
         return t.numpy().astype("<i4").tobytes()
+    if t.dtype == torch.bool:
+        return t.numpy().astype("u1").tobytes()
     return t.numpy().astype("<f4").tobytes()
 
 
@@ -59,7 +61,7 @@ def save_safetensors(path, tensors, metadata=None):
     for name in sorted(tensors):
         t = tensors[name]
         if t.dtype not in _DT_TO_STR:
-            raise ValueError(f"{name}: unsupported dtype {t.dtype} (F32/BF16/F16/I64/I32 only)")
+            raise ValueError(f"{name}: unsupported dtype {t.dtype} (F32/BF16/F16/I64/I32/BOOL only)")
         b = _tensor_bytes(t)
         header[name] = {"dtype": _DT_TO_STR[t.dtype], "shape": list(t.shape),
                         "data_offsets": [off, off + len(b)]}
@@ -104,7 +106,7 @@ def load_safetensors(path):
             continue
         dt = info.get("dtype")
         if dt not in _STR_TO_DT:
-            raise ValueError(f"{path}: tensor {name}: unsupported dtype {dt} (F32/BF16/F16/I64/I32 only)")
+            raise ValueError(f"{path}: tensor {name}: unsupported dtype {dt} (F32/BF16/F16/I64/I32/BOOL only)")
         shape = [int(s) for s in info["shape"]]
         b, e = (int(x) for x in info["data_offsets"])
         numel = int(np.prod(shape)) if shape else 1
@@ -117,6 +119,8 @@ def load_safetensors(path):
         elif dt == "F16":
             arr = np.frombuffer(raw, dtype="<f2").astype(np.float16)
             t = torch.from_numpy(arr.copy())
+        elif dt == "BOOL":
+            t = torch.from_numpy(np.frombuffer(raw, dtype="u1").astype(np.bool_).copy())
         elif dt in ("I64", "I32"):
             arr = np.frombuffer(raw, dtype="<i8" if dt == "I64" else "<i4").astype(np.int64)
             t = torch.from_numpy(arr.copy())

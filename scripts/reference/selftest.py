@@ -8,8 +8,9 @@
 3. Greedy speculative output == ar output for every variant, several block sizes and prompts.
 4. Lossless sampling: chi-square of (token1, token2) and of token3 from N speculative runs on the
    v16 pair against the exact target distributions in dflash2-v16-f32/golden.json, at T = 1 and
-   with the filtered setting (T 0.8, top-p 0.9, top-k 8), selector on and off, and dspark on its
-   v16 fixture (dspark-v16-f32: a reduced draft vocabulary).
+   with the filtered setting (T 0.8, top-p 0.9, top-k 8), selector on and off, and dspark, eagle3
+   and mtp on their v16 fixtures (dspark-v16-f32, eagle3-v16-f32: a reduced draft vocabulary).
+   Chain drafters (eagle3, mtp): context in chunks == at once, greedy == ar (item 2 and 3).
 """
 import json
 import math
@@ -22,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from qwen3_ref import Target  # noqa: E402
 from dflash_ref import Drafter  # noqa: E402
+from chain_ref import ChainDrafter  # noqa: E402
 from cycle_ref import speculative_generate  # noqa: E402
 
 torch.set_num_threads(1)
@@ -90,9 +92,30 @@ def main():
             print(f"[ok] {dname}: v1 refuses dflash2: {str(ex)[:80]}...")
         print(f"[ok] {dname}: chunked context == whole; greedy speculative == ar for {variants} x B 2/4/8/16")
 
+    for dname in ("eagle3-f32", "eagle3-specul-f32", "mtp-f32", "mtp-deepseek-f32"):
+        dr = ChainDrafter.from_dir(os.path.join(DATA, dname), tgt)
+        ctx_ids = [5, 9, 30, 2, 44, 61, 7]
+        _, taps = tgt.forward(ctx_ids, tap_layers=dr.cfg.target_layer_ids)
+        a, b = dr.new_context(), dr.new_context()
+        dr.add_context(a, taps, ctx_ids, list(range(7)))
+        for i in range(7):
+            dr.add_context(b, taps[i:i + 1], ctx_ids[i:i + 1], [i])
+        pa, ia = dr.draft_chain(a, 3, 8)
+        pb, ib = dr.draft_chain(b, 3, 8)
+        m = dr.d2t  # the draft ids (the other target ids are -inf)
+        assert pa == pb and (ia["logits"][:, m] - ib["logits"][:, m]).abs().max() < 1e-4
+        for B in (2, 4, 8, 16):
+            for pr in ([1, 2, 3, 4, 5], [60, 61], [9]):
+                ar, _ = speculative_generate(tgt, None, pr, "ar", B, 30)
+                out, st = speculative_generate(tgt, dr, pr, dr.cfg.kind, B, 30)
+                assert out == ar, (dname, B, pr)
+        print(f"[ok] {dname}: chunked context == whole; greedy {dr.cfg.kind} == ar x B 2/4/8/16")
+
     t16 = Target.from_dir(os.path.join(DATA, "qwen3-v16-f32"))
     d16 = Drafter.from_dir(os.path.join(DATA, "dflash2-v16-f32"), t16)
     ds16 = Drafter.from_dir(os.path.join(DATA, "dspark-v16-f32"), t16)  # draft vocabulary 12 of 16
+    e16 = ChainDrafter.from_dir(os.path.join(DATA, "eagle3-v16-f32"), t16)  # draft vocabulary 12 of 16
+    m16 = ChainDrafter.from_dir(os.path.join(DATA, "mtp-v16-f32"), t16)
     gold = json.load(open(os.path.join(DATA, "dflash2-v16-f32", "golden.json")))
     prompt = gold["prompt"]
     settings = [("T=1", 1.0, 1.0, 0, gold), ("filtered", 0.8, 0.9, 8, gold["filtered"])]
@@ -105,7 +128,7 @@ def main():
         joint[eos] = 0
         joint[eos, 0] = p1[eos]  # generation stops after a first-token EOS: one cell
         joint = joint.reshape(-1)
-        for v, dd in (("selector-off", d16), ("dflash2", d16), ("dspark", ds16)):
+        for v, dd in (("selector-off", d16), ("dflash2", d16), ("dspark", ds16), ("eagle3", e16), ("mtp", m16)):
             c12 = torch.zeros(256)
             c3 = torch.zeros(16)
             acc = 0

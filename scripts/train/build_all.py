@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Rebuild the project's tiny models: corpus -> tokenizer -> target -> self-distillation data ->
-DFlash / DFlash 2 / DSpark drafters -> export (models/) -> evaluation (model cards, eval-golden.json).
+DFlash / DFlash 2 / DSpark drafters -> EAGLE-3 / MTP drafters (chain_train.py) -> export (models/)
+-> evaluation (model cards, eval-golden.json).
 
 Run through scripts/train/build_all (sets nice, jemalloc, thread env).  Intermediate artefacts go to
 .train-work/ (ignored); a stage whose output exists there is reused unless --force is given.
@@ -9,6 +10,8 @@ The target is frozen: by default the committed models/tiny-qwen3 (and its tokeni
 only the drafters are rebuilt (--train-target retrains it from the corpus).  Drafter training is
 resumable: it checkpoints to .train-work/drafters-ckpt.pt every 50 steps and when --budget-minutes
 (wall time of this invocation) is spent, then exits with status 3; run the same command again to go on.
+The chain drafters (EAGLE-3, MTP) train after them the same way (.train-work/chain-ckpt.pt);
+--only-chain keeps the committed DFlash / DFlash 2 / DSpark drafters and trains only those two.
 """
 import argparse
 import json
@@ -85,6 +88,10 @@ def main():
                     help="fixed step count (overrides the time budget; the committed target used 747)")
     ap.add_argument("--drafter-steps", type=int, default=1000,
                     help="joint steps of the three drafters (v1 of the models had 197)")
+    ap.add_argument("--chain-steps", type=int, default=None,
+                    help="joint steps of the EAGLE-3 and MTP drafters (default: --drafter-steps)")
+    ap.add_argument("--only-chain", action="store_true",
+                    help="keep the committed block drafters; train and export only EAGLE-3 and MTP")
     ap.add_argument("--budget-minutes", type=float, default=None,
                     help="wall time of this invocation; drafter training checkpoints and exits 3 when spent")
     ap.add_argument("--raw-prompts", type=int, default=800,
@@ -227,7 +234,11 @@ def main():
     cfgs = {"v1": drafter_config(tcfg, tok, False), "v2": drafter_config(tcfg, tok, True),
             "dspark": drafter_config(tcfg, tok, False, dspark=True)}
     drp = os.path.join(a.work, "drafters.pt")
-    if stage(drp, a.force):
+    if a.only_chain:
+        with open(os.path.join(a.out, "build_info.json")) as f:
+            prev = json.load(f)
+        dinfo = prev["drafters"]
+    elif stage(drp, a.force):
         ckpt = os.path.join(a.work, "drafters-ckpt.pt")
         if a.force and os.path.exists(ckpt):
             os.remove(ckpt)
@@ -245,16 +256,46 @@ def main():
         }
         log(f"val block tau {dinfo['val_block_tau']}", logf)
         torch.save({k: m.state_dict() for k, m in models.items()} | {"info": dinfo}, drp)
-    dck = torch.load(drp)
-    dinfo = dck["info"]
+    if not a.only_chain:
+        dck = torch.load(drp)
+        dinfo = dck["info"]
+
+    # ---- chain drafters (EAGLE-3, MTP): same data, anchors and steps
+    from chain_train import chain_configs, export_chain, train_chain_drafters
+    ccfgs = chain_configs(tcfg)
+    chp = os.path.join(a.work, "chain.pt")
+    if stage(chp, a.force):
+        ckpt = os.path.join(a.work, "chain-ckpt.pt")
+        if a.force and os.path.exists(ckpt):
+            os.remove(ckpt)
+        cmodels, cinfo = train_chain_drafters(ccfgs, target, train_seqs, val, a.seed + 9,
+                                              a.chain_steps or a.drafter_steps, B=B, logf=logf, ckpt=ckpt,
+                                              deadline=deadline)
+        if cmodels is None:
+            sys.exit(3)
+        log(f"chain val block tau {cinfo['val_block_tau']}", logf)
+        torch.save({k: m.state_dict() for k, m in cmodels.items()} | {"info": cinfo}, chp)
+    cck = torch.load(chp)
 
     # ---- export
     from export import export_all
-    build = {"versions": versions, "target": tinfo, "drafters": dinfo, "distill_wall_s": dd["wall_s"],
+    build = {"versions": versions, "target": tinfo, "drafters": dinfo, "chain_drafters": cck["info"],
+             "distill_wall_s": dd["wall_s"],
              "distill_sequences": len(seqs), "distill_tokens": sum(len(s["ids"]) for s in seqs),
              "seed": a.seed, "times": times}
-    export_all(a.out, tcfg, target.state_dict(), cfgs, {k: dck[k] for k in cfgs}, tokp, build,
-               write_target=not reuse)
+    if a.only_chain:  # the block drafters' figures stay; this run's distillation goes with the chain drafters
+        for k in ("distill_wall_s", "distill_sequences", "distill_tokens", "versions", "seed", "times"):
+            if k in prev:
+                build[k] = prev[k]
+        build["chain_drafters"] = dict(build["chain_drafters"], distill={
+            "sequences": len(seqs), "tokens": sum(len(s["ids"]) for s in seqs), "wall_s": dd["wall_s"]})
+        with open(os.path.join(a.out, "build_info.json"), "w") as f:
+            json.dump(build, f, indent=1)
+            f.write("\n")
+    else:
+        export_all(a.out, tcfg, target.state_dict(), cfgs, {k: dck[k] for k in cfgs}, tokp, build,
+                   write_target=not reuse)
+    export_chain(a.out, ccfgs, {k: cck[k] for k in ccfgs}, {})
     with open(os.path.join(a.work, "build_info.json"), "w") as f:
         json.dump(build, f, indent=1)
     log(f"export done, {time.time() - t_start:.0f}s so far", logf)

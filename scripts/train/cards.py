@@ -11,10 +11,15 @@ DRAFTER_CARDS = [
     ("tiny-qwen3-dflash-b16", "DFlashDraftModel", "v1", ["dflash-v1"]),
     ("tiny-qwen3-dspark-b16", "DSparkDraftModel", "dspark", ["dspark"]),
 ]
-ALL_KEYS = ["dflash-v1", "dspark", "dflash2", "selector-off", "conv-off"]
+# the chain drafters (chain_train.py): (directory, architecture, build_info params key, eval keys)
+CHAIN_CARDS = [("tiny-qwen3-eagle3", "LlamaForCausalLMEagle3", "eagle3", ["eagle3"]),
+               ("tiny-qwen3-mtp", "MTP head (mtp.*)", "mtp", ["mtp"])]
+ALL_KEYS = ["mtp", "eagle3", "dflash-v1", "dspark", "dflash2", "selector-off", "conv-off"]
 # eval key -> (run's variant, the drafter directory it runs on)
 RUN_VARIANT = {"dflash-v1": "dflash", "dspark": "dspark", "dflash2": "dflash2", "selector-off": "selector-off",
-               "conv-off": "conv-off"}
+               "conv-off": "conv-off", "eagle3": "eagle3", "mtp": "mtp"}
+# the DFlash 2 write-up's combined table: its columns, in its order
+COMBINED = ["mtp", "eagle3", "dflash", "dspark", "dflash2"]
 BARS = {"math": 5.0, "code": 4.0, "chat": 2.5}  # dflash2 tau at block 16 the embedded pair aims for
 
 
@@ -76,6 +81,27 @@ def _positions(res, keys, B=16, n=8):
     return out
 
 
+def combined_table(sweep):
+    """The write-up's combined table from `run`'s rows (c = 1): per family and block size, tau and
+    speedup of each baseline and DFlash 2, and draft ms per cycle (chain drafters grow with B)."""
+    if not sweep:
+        return "(no `run` CSV given: see the closing note of the build for the table)\n"
+    fams = sorted({k[0] for k in sweep}, key=lambda f: ["math", "code", "chat"].index(f) if f in ("math", "code", "chat") else 9)
+    blocks = sorted({k[2] for k in sweep})
+    head = "| family | B | " + " | ".join(f"{v} tau / speedup / draft ms" for v in COMBINED) + " |\n"
+    head += "|---|--:|" + "---|" * len(COMBINED) + "\n"
+    rows = ""
+    for fam in fams:
+        for B in blocks:
+            cells = []
+            for v in COMBINED:
+                r = sweep.get((fam, v, B))
+                cells.append(f"{float(r['tau']):.2f} / {float(r['speedup']):.2f}x / {float(r['draft_ms_per_cycle']):.2f}"
+                             if r else "—")
+            rows += f"| {fam} | {B} | " + " | ".join(cells) + " |\n"
+    return head + rows
+
+
 def _bars(res):
     lines = []
     for fam, fr in res["families"].items():
@@ -90,7 +116,8 @@ def _bars(res):
     return "\n".join(lines)
 
 
-def write_cards(models_dir, res, build, sweep):
+def write_cards(models_dir, res, build, sweep, only=None):
+    """only: the eval keys whose cards to write (None: every card)"""
     d = build["drafters"]
     vers = "\n".join(f"- `{k}` {v}" for k, v in build["versions"].items())
     data = (f"Data: self-distillation by `tiny-qwen3` itself: {build['distill_sequences']} continuations "
@@ -120,8 +147,12 @@ def write_cards(models_dir, res, build, sweep):
              f"- Teacher-forced block acceptance on held-out greedy sequences: "
              f"{json.dumps({k: round(v, 3) for k, v in d.get('val_block_tau', {}).items()})}\n")
     rebuild = ("Rebuild: `scripts/train/build_all` (fixed seeds; reuses the committed target; about 75 min on 2 CPU "
-               "cores, resumable: `--budget-minutes M` stops at a checkpoint, the same command goes on).\n")
+               "cores, resumable: `--budget-minutes M` stops at a checkpoint, the same command goes on; "
+               "`--only-chain` rebuilds only the EAGLE-3 and MTP drafters).\n")
+    write_chain_cards(models_dir, res, build, sweep, data, evalnote, rebuild, only)
     for name, arch, pkey, keys in DRAFTER_CARDS:
+        if only and not set(keys) & only:
+            continue
         cp = os.path.join(models_dir, name, "config.json")
         if not os.path.exists(cp):
             continue
@@ -162,6 +193,71 @@ Aims for the default sweep (block 16):
 
 {_bars(res)}
 
+{rebuild}"""
+        with open(os.path.join(models_dir, name, "README.md"), "w") as f:
+            f.write(card)
+
+
+def write_chain_cards(models_dir, res, build, sweep, data, evalnote, rebuild, only=None):
+    d = build.get("chain_drafters")
+    if not d:
+        return
+    dd = d.get("distill")
+    if dd:  # the chain drafters' own distillation run (build_all --only-chain regenerates it)
+        data = data.replace(f"{build['distill_sequences']} continuations ({build['distill_tokens']:,} tokens, "
+                            f"{build['distill_wall_s'] / 60:.1f} min)",
+                            f"{dd['sequences']} continuations ({dd['tokens']:,} tokens, {dd['wall_s'] / 60:.1f} min; the "
+                            f"block drafters' run of the same pipeline and seeds had {build['distill_tokens']:,})")
+    for name, arch, pkey, keys in CHAIN_CARDS:
+        if only and not set(keys) & only:
+            continue
+        cp = os.path.join(models_dir, name, "config.json")
+        if not os.path.exists(cp):
+            continue
+        c = json.load(open(cp))
+        if pkey == "eagle3":
+            what = (f"EAGLE-3 drafter in the EAGLE / SpecForge layout (`midlayer.*`, docs/checkpoints.md): one decoder "
+                    f"layer whose attention reads [input_layernorm(embedding) ; hidden_norm(g)] (2 x {c['hidden_size']}), "
+                    f"`fc` over the target's residual stream after layers "
+                    f"{c['eagle_config']['eagle_aux_hidden_state_layer_ids']} (output-of-layer ids, the first 1), its own "
+                    f"`lm_head` over the full vocabulary ({c['draft_vocab_size']}; `d2t` offsets 0), the target's "
+                    f"embedding; steps 2.. feed back the layer's pre-norm output.")
+        else:
+            what = (f"MTP head in the Qwen3.5 / Qwen3-Next names (`mtp.*`, docs/checkpoints.md): "
+                    f"u = fc([pre_fc_norm_embedding(emb) ; pre_fc_norm_hidden(h)]), one decoder layer of the target's "
+                    f"shape, `mtp.norm`, the target's embedding and tied head; h = the target's last hidden after its "
+                    f"final norm for step 1, the head's own post-norm output after. The config is the target's plus "
+                    f"`mtp_num_hidden_layers: 1`.")
+        bs = build["drafters"]["steps"]
+        short = (f"\n- **Fewer steps than the block drafters** ({d['steps']} against their {bs}: the budget of the machine "
+                 f"that built it); `scripts/train/build_all --only-chain --chain-steps {bs}` trains the same-budget "
+                 f"pair.") if d["steps"] != bs else ""
+        card = f"""# {name}
+
+{arch} chain drafter for `tiny-qwen3` (variant `{pkey}`): {what} B-1 sequential steps per cycle, so its
+draft time grows with the block (`draft_ms_per_cycle`).
+
+- Parameters: {d['params'][pkey]:,}; BF16 weights.
+- Training: {d['steps']} steps x {d['batch_sequences']} sequences x {d['anchors_per_sequence']} anchors (the block
+  drafters' data, anchors and batch; EAGLE-3 and MTP trained jointly on identical batches), AdamW peak lr
+  {d['peak_lr']}, cosine; wall time (both) {d['wall_s'] / 60:.1f} min on 2 CPU cores.
+- Objective (EAGLE-3's training-time test, both drafters): the chain of an anchor a starts at row a-1 fed x_a
+  and the target's features there, step k predicts x_(a+k) fed x_(a+k-1) (teacher-forced) and its own previous
+  hidden, attending to the context rows and its own earlier steps; CE weighted exp(-(k-1)/{d['gamma']}),
+  k = 1..{d['block_size'] - 1}.{short}
+- Final losses (EMA): {json.dumps(d['final_loss_ema'])}
+- Greedy chain acceptance on held-out greedy sequences: {json.dumps({k: round(v, 3) for k, v in d['val_block_tau'].items()})}
+
+{data}
+## Acceptance (greedy)
+
+{evalnote}
+{_table(res, sweep, ALL_KEYS)}
+Per position (conditional acceptance = accepted / reached; recall@k as the block drafters'):
+{_positions(res, keys + ["dflash2"])}
+## The write-up's combined table (`run`, c = 1)
+
+{combined_table(sweep)}
 {rebuild}"""
         with open(os.path.join(models_dir, name, "README.md"), "w") as f:
             f.write(card)

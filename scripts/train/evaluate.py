@@ -32,7 +32,10 @@ FAMILIES = ("math", "code", "chat")
 DRAFTERS = [("tiny-qwen3-dflash-b16", [("dflash-v1", "dflash")]),
             ("tiny-qwen3-dspark-b16", [("dspark", "dspark")]),
             ("tiny-qwen3-dflash2-b16", [("dflash2", "dflash2"), ("selector-off", "selector-off"),
-                                        ("conv-off", "conv-off")])]
+                                        ("conv-off", "conv-off")]),
+            ("tiny-qwen3-eagle3", [("eagle3", "eagle3")]),
+            ("tiny-qwen3-mtp", [("mtp", "mtp")])]
+CHAIN = {"tiny-qwen3-eagle3", "tiny-qwen3-mtp"}  # chain_ref.ChainDrafter
 
 
 def rep4(ids):
@@ -48,15 +51,16 @@ def _ratio(x, y):
     return [round(a / b, 4) if b else 0.0 for a, b in zip(x, y)]
 
 
-def run_eval(models_dir, max_samples, sweep_seed, max_new, blocks, logf=print):
+def run_eval(models_dir, max_samples, sweep_seed, max_new, blocks, logf=print, only=None):
     from qwen3_ref import Target
     from dflash_ref import Drafter
+    from chain_ref import ChainDrafter
     from cycle_ref import speculative_generate
     tok = Tokenizer(os.path.join(models_dir, "tiny-qwen3", "tokenizer.json"))
     special = set(tok.special.values())
     target = Target.from_dir(os.path.join(models_dir, "tiny-qwen3"))
-    drafters = {d: Drafter.from_dir(os.path.join(models_dir, d), target) for d, _ in DRAFTERS
-                if os.path.exists(os.path.join(models_dir, d, "config.json"))}
+    drafters = {d: (ChainDrafter if d in CHAIN else Drafter).from_dir(os.path.join(models_dir, d), target)
+                for d, _ in DRAFTERS if os.path.exists(os.path.join(models_dir, d, "config.json"))}
     res = {"max_new_tokens": max_new, "blocks": list(blocks), "temperature": 0.0, "max_samples": max_samples,
            "sweep_seed": sweep_seed, "families": {}}
     golden = {"description": "Greedy (T=0) block-16 speculative decoding with the reference cycle "
@@ -71,6 +75,8 @@ def run_eval(models_dir, max_samples, sweep_seed, max_new, blocks, logf=print):
             if dname not in drafters:
                 continue
             for key, v in variants:
+                if only and key not in only:
+                    continue
                 for B in blocks:
                     t0 = time.time()
                     acc = {"committed": 0, "cycles": 0, "oracle": 0.0, "reached": None, "accepted": None,
@@ -133,14 +139,30 @@ def main(argv=None):
     ap.add_argument("--blocks", default="16", help="block sizes, comma list (the card shows run's for the others)")
     ap.add_argument("--sweep-csv", help="CSV of `dflash-bench run -c 1` on the same models, for the cards")
     ap.add_argument("--cards-only", action="store_true", help="rewrite the cards from models/eval.json")
+    ap.add_argument("--only", help="eval keys to (re)evaluate, comma list (e.g. eagle3,mtp), merged into the "
+                                   "existing eval.json / eval-golden.json")
     a = ap.parse_args(argv)
     torch.set_num_threads(int(os.environ.get("TRAIN_THREADS", "2")))
     evp = os.path.join(a.models, "eval.json")
     if not a.cards_only:
         t0 = time.time()
+        only = set(a.only.split(",")) if a.only else None
         res, golden = run_eval(a.models, a.max_samples, a.sweep_seed, a.max_new,
-                               [int(b) for b in a.blocks.split(",")])
+                               [int(b) for b in a.blocks.split(",")], only=only)
         res["wall_s"] = round(time.time() - t0, 1)
+        if only:  # merged into what the other keys' evaluation wrote
+            old = json.load(open(evp))
+            oldg = json.load(open(os.path.join(a.models, "eval-golden.json")))
+            for fam, fr in res["families"].items():
+                of = old["families"][fam]
+                of["variants"] = {k: v for k, v in of["variants"].items() if k.split("/")[0] not in only}
+                of["variants"].update(fr["variants"])
+                fg = golden["families"].get(fam)
+                if fg:
+                    og = oldg["families"].setdefault(fam, fg)
+                    og["variants"].update(fg["variants"])
+            old.setdefault("wall_s_by_keys", {})[",".join(sorted(only))] = res["wall_s"]
+            res, golden = old, oldg
         with open(evp, "w") as f:
             json.dump(res, f, indent=1)
             f.write("\n")
@@ -151,7 +173,7 @@ def main(argv=None):
     build = json.load(open(os.path.join(a.models, "build_info.json")))
     from cards import read_sweep, write_cards
     sweep = read_sweep(a.sweep_csv) if a.sweep_csv else {}
-    write_cards(a.models, res, build, sweep)
+    write_cards(a.models, res, build, sweep, set(a.only.split(",")) if a.only else None)
     print(json.dumps({f: {k: v["tau"] for k, v in fr["variants"].items()} for f, fr in res["families"].items()},
                      indent=1))
 

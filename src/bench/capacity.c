@@ -39,6 +39,18 @@ static double layer_params(const db_model_config *c)
     return q * H + 2 * kv * H + H * q + 3 * I * H;
 }
 
+/* a chain drafter (chain.h): fc's input width (EAGLE-3: the T taps; MTP: [emb ; hidden]) and the
+ * weights its layer has beyond a plain one (EAGLE-3: q/k/v read 2H; MTP: none) */
+static double chain_fc_in(const db_drafter_config *d)
+{
+    return d->kind == DB_DRAFTER_EAGLE3 ? (double)d->n_taps * d->target_hidden : 2.0 * d->base.hidden;
+}
+static double chain_extra(const db_drafter_config *d)
+{
+    const db_model_config *m = &d->base;
+    return d->kind == DB_DRAFTER_EAGLE3 ? ((double)m->n_heads + 2.0 * m->n_kv_heads) * m->head_dim * m->hidden : 0;
+}
+
 static int conv_groups(const db_drafter_config *d)
 {
     return d->conv_group > 0 ? d->base.hidden / d->conv_group : 0;
@@ -49,7 +61,12 @@ double db_weights_bytes(const db_model_config *t, const db_drafter_config *d, db
     double es = db_dtype_weight_bytes(dt), H = t->hidden, V = t->vocab;
     double b = V * H * es * (t->tied ? 1 : 2) + H * 4;
     b += t->n_layers * layer_bytes(t, es);
-    if (d) {
+    if (d && DB_KIND_IS_CHAIN(d->kind)) { /* fc, the layer (q/k/v over A), 3 norms, own head */
+        const db_model_config *m = &d->base;
+        double Hd = m->hidden;
+        b += Hd * chain_fc_in(d) * es + layer_bytes(m, es) + chain_extra(d) * es + 3 * Hd * 4;
+        if (d->kind == DB_DRAFTER_EAGLE3) b += (double)d->draft_vocab * Hd * es;
+    } else if (d) {
         const db_model_config *m = &d->base;
         double Hd = m->hidden;
         b += Hd * d->n_taps * H * es + 2 * Hd * 4; /* fc, hidden_norm, norm */
@@ -228,6 +245,42 @@ static int max_window(const db_model_config *m)
     return w;
 }
 
+/* Context rows of a chain drafter: fc over each row's input (EAGLE-3: its taps; MTP: the
+ * concatenation) and the layer's K/V (over A), n rows. */
+static db_cost chain_ctx(const db_drafter_config *d, double es, double kvs, const db_hw *hw, double n)
+{
+    const db_model_config *m = &d->base;
+    double H = m->hidden, kvd = (double)m->n_kv_heads * m->head_dim, fi = chain_fc_in(d),
+           A = d->kind == DB_DRAFTER_EAGLE3 ? 2 * H : H;
+    db_cost c = cost(hw, (H * fi + 2 * kvd * A) * es + n * d->n_taps * (double)d->target_hidden * 4 + n * 2 * kvd * kvs,
+                     2.0 * n * (H * fi + 2 * kvd * A), n);
+    c.t += 6 * hw->op_s; /* embed, 2 norms, 2 concatenations, RoPE */
+    return c;
+}
+
+/* A chain drafter's draft (eagle3, mtp): B-1 sequential steps of one row per request, each the
+ * layer over a context growing by one, the extra weights of chain_extra (MTP: its fc), the head
+ * over the Vd draft ids and the top-k read back (a wait for the host per step); step 1 of
+ * EAGLE-3 runs fc over the tap features too. */
+static db_cost chain_draft(const db_drafter_config *d, double es, double kvs, const db_hw *hw, double N, double B,
+                           double ctx)
+{
+    const db_model_config *m = &d->base;
+    double H = m->hidden, Vd = d->draft_vocab, extra = chain_extra(d) + (d->kind == DB_DRAFTER_MTP ? 2 * H * H : 0);
+    db_cost c = {0};
+    for (int st = 1; st < B; st++) {
+        add(&c, stack_cost(m, es, kvs, hw, N, N, N * (ctx + st - 1), ctx + st, N, Vd, H));
+        add(&c, cost(hw, extra * es, 2.0 * N * extra, N));
+        add(&c, vocab_pass(hw, N * Vd * 4, 1));
+        c.t += 6 * hw->op_s; /* embed, 2 norms, 2 concatenations, the fed-back copy */
+    }
+    if (d->kind == DB_DRAFTER_EAGLE3) {
+        double F = (double)d->n_taps * d->target_hidden;
+        add(&c, cost(hw, H * F * es + N * F * 4, 2.0 * N * H * F, N));
+    }
+    return c;
+}
+
 void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                       const db_hw *hw, const db_step_shape *s, db_step_cost *out)
 {
@@ -244,6 +297,16 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     }
     const db_model_config *m = &d->base;
     double Hd = m->hidden, Ld = m->n_layers, kvd = (double)m->n_kv_heads * m->head_dim;
+    if (DB_KIND_IS_CHAIN(d->kind)) {
+        out->draft = chain_draft(d, es, kvs, hw, N, B, ctx);
+        out->ctx = chain_ctx(d, es, kvs, hw, N * (s->tau > 1 ? s->tau : 1));
+        out->verify = stack_cost(t, es, kvs, hw, N * B, N, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
+        add(&out->verify, vocab_pass(hw, N * B * V * 4, 1));
+        out->verify.bytes += N * B * d->n_taps * H * 4;
+        out->t = out->draft.t + out->ctx.t + out->verify.t;
+        out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
+        return;
+    }
     /* draft: block rows see the context (window-limited) and the whole block */
     int W = max_window(m);
     double keys = ctx + B;
@@ -291,7 +354,9 @@ db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d
         add(&c, stack_cost(t, es, (double)db_dtype_size(kv), hw, per, fmax(1.0, (double)reqs / chunks), per * prompt / 2, prompt / 2, (double)reqs / chunks,
                            t->vocab, t->hidden));
         c.t += hw->fwd_s;
-        if (d) {
+        if (d && DB_KIND_IS_CHAIN(d->kind)) {
+            add(&c, chain_ctx(d, es, (double)db_dtype_size(kv), hw, per));
+        } else if (d) {
             const db_model_config *m = &d->base;
             double Hd = m->hidden, Ld = m->n_layers, kvd = (double)m->n_kv_heads * m->head_dim,
                    T = d->n_taps, H = t->hidden;

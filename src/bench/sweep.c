@@ -81,6 +81,8 @@ void db_sweep_init(db_sweep *s)
     s->n_drafter = 1;
     strcpy(s->variant_drafter[DB_VAR_DFLASH], "models/tiny-qwen3-dflash-b16");
     strcpy(s->variant_drafter[DB_VAR_DSPARK], "models/tiny-qwen3-dspark-b16");
+    strcpy(s->variant_drafter[DB_VAR_EAGLE3], "models/tiny-qwen3-eagle3");
+    strcpy(s->variant_drafter[DB_VAR_MTP], "models/tiny-qwen3-mtp");
     strcpy(s->chat_template, "auto");
     strcpy(s->output, "md");
     strcpy(s->format_files, "csv");

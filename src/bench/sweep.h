@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define DB_SWEEP_MAX DB_LIST_MAX /* values per axis */
-#define DB_SWEEP_VARIANTS 8      /* >= DB_VAR_COUNT (variant.h), checked in sweep.c */
+#define DB_SWEEP_VARIANTS 12     /* >= DB_VAR_COUNT (variant.h), checked in sweep.c */
 #define DB_SWEEP_MODELS 8        /* targets, and plain drafter entries, per sweep */
 #ifndef DB_SWEEP_MAX_POINTS /* fuzz builds set a smaller one (meson.build) */
 #define DB_SWEEP_MAX_POINTS 10000 /* points per sweep (db_sweep_validate refuses more) */

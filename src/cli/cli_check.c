@@ -67,7 +67,7 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
         {"drafter", 'd', "DIR", "drafter directory", NULL, DB_OPT_STR, &c->drafter_dir},
         {"prompt-ids-file", 0, "FILE", "one prompt of token ids per line (default: random prompts)", NULL, DB_OPT_STR, &c->prompts_file},
         {"random-prompts", 0, "N", "number of seeded random prompts when no file (default 20)", NULL, DB_OPT_INT, &c->n_random},
-        {"block-size", 'B', "LIST", "block sizes, a list or ranges (default: 4,8 and the drafter's)", NULL, DB_OPT_STR, &c->blocks_text},
+        {"block-size", 'B', "LIST", "block sizes, a list or ranges (default: 4,8 and the drafter's; EAGLE-3 / MTP: 4,8,16)", NULL, DB_OPT_STR, &c->blocks_text},
         {"max-new-tokens", 'n', "N", "tokens per prompt (default 48)", NULL, DB_OPT_INT, &c->max_new},
         {"concurrency", 'c', "N", "requests batched per cycle (default 4)", NULL, DB_OPT_INT, &c->conc},
         {"seed", 's', "N", "seed of the random prompts (default 0)", NULL, DB_OPT_INT, &c->seed},
@@ -98,8 +98,8 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
 static int prepare(check_ctx *c, char *err, size_t errlen)
 {
     int rc = DB_OK, Bmax = c->s.drafter.cfg.block_size;
-    if (!c->blocks_text) {
-        int dflt[3] = {4, 8, Bmax};
+    if (!c->blocks_text) { /* a chain drafter (EAGLE-3, MTP) has no trained block: 4, 8, 16 */
+        int dflt[3] = {4, 8, DB_DEFAULT_BLOCK(&c->s.drafter.cfg)};
         for (int i = 0; i < 3; i++)
             if (dflt[i] <= Bmax && (c->nblocks == 0 || c->blocks[c->nblocks - 1] < dflt[i])) c->blocks[c->nblocks++] = dflt[i];
     }

@@ -63,7 +63,7 @@ static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *er
         {"target", 't', "DIR", "target checkpoint directory (config.json + safetensors)", NULL, DB_OPT_STR, &g->target_dir},
         {"drafter", 'd', "DIR", "DFlash / DFlash 2 drafter directory", NULL, DB_OPT_STR, &g->drafter_dir},
         {"variant", 'v', "NAME", vhelp, NULL, DB_OPT_STR, &g->variant_name},
-        {"block-size", 'B', "N", "draft block size (default: the drafter's)", NULL, DB_OPT_INT, &g->block},
+        {"block-size", 'B', "N", "draft block size (default: the drafter's; EAGLE-3 / MTP: 16)", NULL, DB_OPT_INT, &g->block},
         {"prompt", 'p', "TEXT", "prompt text (chat template applied; output printed as text)", NULL, DB_OPT_STR, &g->prompt_text},
         {"dataset", 0, "NAME", "take the prompt from a dataset (built-in name or path)", NULL, DB_OPT_STR, &g->dataset},
         {"index", 'i', "N", "sample index in --dataset (default 0)", NULL, DB_OPT_INT, &g->index},
@@ -173,7 +173,7 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     if (!rc) rc = db_session_check_ids(&s, prompt, n_prompt, err, errlen);
     /* a v1 checkpoint runs DFlash 1 by default */
     if (!rc && !g.variant_name && s.has_drafter && !s.drafter.has_selector) variant = DB_VAR_DFLASH;
-    int B = !db_variant_uses_drafter(variant) ? 1 : g.block > 0 ? g.block : s.has_drafter ? s.drafter.cfg.block_size : 1;
+    int B = !db_variant_uses_drafter(variant) ? 1 : g.block > 0 ? g.block : s.has_drafter ? DB_DEFAULT_BLOCK(&s.drafter.cfg) : 1;
     db_gen_params p = {.variant = variant, .block_size = B, .temperature = g.temperature, .top_p = g.top_p,
                        .top_k = g.top_k, .max_new_tokens = g.max_new, .seed = (uint64_t)g.seed,
                        .allow_long_context = g.long_context,

@@ -413,7 +413,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
     snprintf(vhelp, sizeof vhelp, "drafter variant: %s (default dflash2)", db_variant_names(names, sizeof names, 1));
     const db_opt opts[] = {
         {"target-config", 't', "FILE", "target config.json (or a checkpoint directory)", NULL, DB_OPT_STR, &p->target},
-        {"drafter-config", 'd', "FILE", "DFlash / DFlash 2 drafter config.json (none: ar only)", NULL, DB_OPT_STR, &p->drafter},
+        {"drafter-config", 'd', "FILE", "drafter config.json: DFlash / DFlash 2 / DSpark / EAGLE-3 / MTP (none: ar only)", NULL, DB_OPT_STR, &p->drafter},
         {"variant", 'v', "NAME", vhelp, NULL, DB_OPT_STR, &p->variant_s},
         {"block-size", 'B', "N", "draft block size (default 8)", NULL, DB_OPT_INT, &p->block},
         {"concurrency", 'c', "LIST", "concurrencies, a list or ranges as in run (default 1,8,32)", NULL, DB_OPT_STR, &p->conc_s},

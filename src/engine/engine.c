@@ -9,6 +9,9 @@
  *   correct (dspark instead of select) the DSpark walk (dspark.h): per block position, one
  *           batched correction of every request's row by its previous pick, then the pick
  *           (on the host path: dspark's q rows are host rows)
+ *   chain   (eagle3, mtp instead of draft and select) B-1 drafter steps (chain.h), one row per
+ *           request each, each fed the previous step's pick; each step's top-k to the host, its
+ *           pick the argmax or a draw (sampling: its filtered rows kept as q)
  *   verify  one target call over the A*B rows [anchor, d1..d(B-1)]; argmax (greedy) to the
  *           host; sampling: the filtered distributions stay on the device and the backend's
  *           `accept` op returns a and the bonus per request (the device path), or, on a backend
@@ -53,7 +56,7 @@ struct db_engine {
     db_drafter *d;
     db_backend *be;
     db_gen_params p;
-    int conc, B, V, k, sk, use_draft, use_conv, use_sel, use_markov, sampling, prefill_chunk;
+    int conc, B, V, k, sk, use_draft, use_conv, use_sel, use_markov, use_chain, sampling, prefill_chunk;
     int dev;                   /* sampling on the device: the backend's sample / accept ops */
     slot_state *slots;
     db_request *reqs;
@@ -70,13 +73,13 @@ struct db_engine {
     double *u;                 /* [N*B] uniforms handed to the sample / accept ops */
     int *acc, *bonus;          /* [N] the accept op's results */
     float *residual;           /* [V] rejection sampling scratch */
-    int *mk_prev, *mk_rows;    /* [N] DSpark walk: previous picks, logits rows of a position */
-    int *mk_ids;               /* [N*k] DSpark walk: top-k draft ids of a position */
-    float *mk_q;               /* [N*Vd] DSpark walk, sampling: the corrected distributions */
+    int *mk_prev, *mk_rows;    /* [N] DSpark / chain walk: previous picks, logits rows of a position */
+    int *mk_ids;               /* [N*k] DSpark / chain walk: top-k draft ids of a position */
+    float *mk_q;               /* [N*Vd] DSpark / chain walk, sampling on the host: the step's distributions */
     struct db_engine_test_hooks hooks; /* all zero outside the tests (engine_test.h) */
     db_row *rows;              /* [max(N*B, chunk)] */
     int *logit_rows;           /* [N*B] */
-    int *ctx_slot, *ctx_pos, *ctx_src; /* [N*B] */
+    int *ctx_slot, *ctx_pos, *ctx_src, *ctx_tok; /* [N*B] */
     float *ctx_feats;          /* device [N*B, T*Ht] */
     int *ring_mem;             /* backing of every slot's ring */
 };
@@ -108,7 +111,7 @@ void db_engine_destroy(db_engine *e)
     void *bufs[] = {e->slots, e->active, e->anchors, e->topk_ids, e->topk_vals, e->draft,
                     e->targ, e->targv, e->p_host, e->q_host, e->q_sel, e->u, e->acc, e->bonus, e->residual,
                     e->mk_prev, e->mk_rows, e->mk_ids, e->mk_q, e->rows, e->logit_rows,
-                    e->ctx_slot, e->ctx_pos, e->ctx_src, e->ring_mem};
+                    e->ctx_slot, e->ctx_pos, e->ctx_src, e->ctx_tok, e->ring_mem};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(e);
 }
@@ -156,12 +159,19 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->use_conv = db_variant_uses_conv(p->variant);
     e->use_sel = db_variant_uses_selector(p->variant);
     e->use_markov = db_variant_uses_markov(p->variant);
+    e->use_chain = db_variant_uses_chain(p->variant);
     e->sampling = p->temperature > 0;
     /* a count an earlier engine's failed point left on the backend is not this engine's */
     if (e->sampling) (void)e->be->ops->nonfinite(e->be);
     /* dspark's walk builds its q rows on the host: it stays on the host path */
     e->dev = e->be->ops->sample && e->be->ops->accept && !e->hooks.host_path &&
              !e->hooks.broken_accept && !e->use_markov;
+    /* a chain drafter over a draft vocabulary other than the target's: q built on the host too */
+    if (e->use_chain && e->dev && use_draft) {
+        const int *m = db_drafter_d2t(d);
+        for (int i = 0; m && i < d->cfg.draft_vocab; i++) e->dev &= m[i] == i;
+        e->dev &= d->cfg.draft_vocab == t->cfg.vocab;
+    }
     e->sk = e->use_sel ? d->cfg.selector_top_k : 0;
     int rk = p->recall_k > 0 ? p->recall_k : 16;
     e->k = rk > e->sk ? rk : e->sk;
@@ -198,8 +208,8 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->u = xcalloc((size_t)NB, sizeof(double), &f);
     e->acc = xcalloc((size_t)concurrency, sizeof(int), &f);
     e->bonus = xcalloc((size_t)concurrency, sizeof(int), &f);
-    if (e->use_markov) {
-        size_t Vd = (size_t)d->markov.vd;
+    if (e->use_markov || e->use_chain) {
+        size_t Vd = (size_t)d->cfg.draft_vocab;
         e->mk_prev = xcalloc((size_t)concurrency, sizeof(int), &f);
         e->mk_rows = xcalloc((size_t)concurrency, sizeof(int), &f);
         e->mk_ids = xcalloc((size_t)concurrency * e->k, sizeof(int), &f);
@@ -210,6 +220,7 @@ int db_engine_create(db_engine **out, db_target *t, db_drafter *d, const db_gen_
     e->ctx_slot = xcalloc((size_t)max_rows, sizeof(int), &f);
     e->ctx_pos = xcalloc((size_t)max_rows, sizeof(int), &f);
     e->ctx_src = xcalloc((size_t)max_rows, sizeof(int), &f);
+    e->ctx_tok = xcalloc((size_t)max_rows, sizeof(int), &f);
     e->ring_mem = xcalloc((size_t)concurrency * B * (B > 1 ? B - 1 : 1) * e->k, sizeof(int), &f);
     for (int i = 0; !f && i < concurrency; i++) {
         e->slots[i].req = -1;
@@ -451,6 +462,7 @@ static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, ch
                 e->rows[m + j] = (db_row){slots[si], off + j, r->prompt[off + j]};
                 e->ctx_slot[m + j] = slots[si];
                 e->ctx_pos[m + j] = off + j;
+                e->ctx_tok[m + j] = r->prompt[off + j];
             }
             m += take;
             off += take;
@@ -463,7 +475,7 @@ static int prefill_admitted(db_engine *e, const int *slots, int n, double t0, ch
         }
         rc = forward(e, m, nl, err, errlen);
         if (!rc && e->d)
-            rc = db_drafter_add_context(e->d, db_target_taps(t), e->ctx_slot, e->ctx_pos, m, err, errlen);
+            rc = db_drafter_add_context(e->d, db_target_taps(t), e->ctx_tok, e->ctx_slot, e->ctx_pos, m, err, errlen);
         if (!rc && nl > 0) rc = pick_tokens(e, db_target_logits(t), nl, e->active, e->targ, err, errlen);
         for (int j = 0; j < nl && !rc; j++) {
             int slot = e->active[j];
@@ -554,6 +566,57 @@ static int dspark_walk(db_engine *e, int na, char *err, size_t errlen)
     return DB_OK;
 }
 
+/* The chain drafters' walk (eagle3, mtp; chain.h): steps t = 1..B-1, one drafter call over one
+ * row per request each, fed the anchor (t = 1) or the pick at t-1. Each step's top-k comes to the
+ * host (ids through d2t); the pick is the argmax, or a draw from the step's filtered
+ * distribution, which stays q for the rejection rule: copied to row j*(B-1)+t-1 of the
+ * drafter's logits on the device path, scattered into q_host rows on the host path. */
+static int chain_walk(db_engine *e, int na, char *err, size_t errlen)
+{
+    db_backend *be = e->be;
+    db_drafter *d = e->d;
+    const int *d2t = db_drafter_d2t(d);
+    int B = e->B, Vd = d->cfg.draft_vocab, k = e->k, kd = k < Vd ? k : Vd, rc;
+    float *rows = db_drafter_step_logits(d);
+    for (int j = 0; j < na; j++) e->mk_prev[j] = e->draft[j * B] = e->anchors[j];
+    for (int t = 1; t < B; t++) {
+        if ((rc = db_drafter_chain_step(d, e->active, e->mk_prev, na, t, err, errlen))) return rc;
+        e->drafter_calls++;
+        if (e->hooks.nan_drafter_call == e->drafter_calls && (rc = plant_nan(e, rows, na, Vd, err, errlen))) return rc;
+        if (be->ops->topk(be, e->mk_ids, e->topk_vals, rows, na, Vd, kd) != 0)
+            return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+        if ((rc = check_largest(e, 1, e->topk_vals, na, kd, err, errlen))) return rc;
+        for (int j = 0; j < na; j++) {
+            int *ids = e->topk_ids + ((size_t)j * (B - 1) + t - 1) * k, *src = e->mk_ids + (size_t)j * kd;
+            for (int i = 0; i < k; i++) ids[i] = i < kd ? (d2t ? d2t[src[i]] : src[i]) : -1;
+            e->mk_rows[j] = j * (B - 1) + t - 1;
+            e->draft[j * B + t] = ids[0];
+        }
+        if (e->sampling) {
+            be->ops->probs(be, rows, na, Vd, e->p.temperature, e->p.top_p, e->p.top_k);
+            if (e->dev) { /* Vd == V, identity map: q stays on the device */
+                for (int j = 0; j < na; j++) e->u[j] = db_rng_uniform(&e->slots[e->active[j]].rng);
+                if (be->ops->sample(be, e->targ, rows, na, Vd, e->u) != 0)
+                    return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+                be->ops->copy_rows(be, db_drafter_logits(d), Vd, e->mk_rows, rows, Vd, NULL, na, Vd);
+                for (int j = 0; j < na; j++) e->draft[j * B + t] = e->targ[j];
+            } else {
+                if (be->ops->download(be, e->mk_q, rows, sizeof(float) * (size_t)na * Vd) != 0)
+                    return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+                for (int j = 0; j < na; j++) {
+                    float *q = e->q_host + ((size_t)j * B + t) * e->V;
+                    memset(q, 0, sizeof(float) * (size_t)e->V);
+                    for (int i = 0; i < Vd; i++) q[d2t ? d2t[i] : i] = e->mk_q[(size_t)j * Vd + i];
+                    e->draft[j * B + t] = db_sample_index(q, e->V, &e->slots[e->active[j]].rng);
+                }
+            }
+            if ((rc = check_probs(e, 1, na, err, errlen))) return rc;
+        }
+        for (int j = 0; j < na; j++) e->mk_prev[j] = e->draft[j * B + t];
+    }
+    return DB_OK;
+}
+
 static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_select,
                             double *t_correct, char *err, size_t errlen)
 {
@@ -561,6 +624,12 @@ static int draft_and_select(db_engine *e, int na, double *t_draft, double *t_sel
     db_drafter *d = e->d;
     int B = e->B, k = e->k, R1 = na * (B - 1);
     double ta = db_now();
+    if (e->use_chain) { /* every step is drafting: no select, no correct */
+        int rc = chain_walk(e, na, err, errlen);
+        *t_draft = db_now() - ta;
+        *t_select = *t_correct = 0;
+        return rc;
+    }
     int rc = db_drafter_block(d, e->active, e->anchors, na, B, e->use_conv, err, errlen);
     if (rc) return rc;
     e->drafter_calls++;
@@ -735,6 +804,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
         for (int i = 0; i <= a; i++) {
             e->ctx_slot[nctx] = s;
             e->ctx_pos[nctx] = P0 + i;
+            e->ctx_tok[nctx] = e->draft[j * B + i];
             e->ctx_src[nctx++] = j * B + i;
         }
     }
@@ -742,7 +812,7 @@ static int cycle(db_engine *e, int na, double t0, char *err, size_t errlen)
     if (nctx > 0) {
         int w = e->d->cfg.n_taps * t->cfg.hidden;
         be->ops->copy_rows(be, e->ctx_feats, w, NULL, db_target_taps(t), w, e->ctx_src, nctx, w);
-        rc = db_drafter_add_context(e->d, e->ctx_feats, e->ctx_slot, e->ctx_pos, nctx, err, errlen);
+        rc = db_drafter_add_context(e->d, e->ctx_feats, e->ctx_tok, e->ctx_slot, e->ctx_pos, nctx, err, errlen);
         if (rc) return rc;
     }
     double te = db_now();

@@ -38,6 +38,10 @@ int db_variant_uses_drafter(db_variant v)
 int db_variant_uses_conv(db_variant v) { return known(v) && db_variant_table[v].conv; }
 int db_variant_uses_selector(db_variant v) { return known(v) && db_variant_table[v].selector; }
 int db_variant_uses_markov(db_variant v) { return known(v) && db_variant_table[v].needs == DB_NEEDS_DSPARK; }
+int db_variant_uses_chain(db_variant v)
+{
+    return known(v) && (db_variant_table[v].needs == DB_NEEDS_EAGLE3 || db_variant_table[v].needs == DB_NEEDS_MTP);
+}
 
 static int fits_kind(db_variant v, db_drafter_kind kind)
 {
@@ -46,6 +50,8 @@ static int fits_kind(db_variant v, db_drafter_kind kind)
     case DB_NEEDS_DFLASH1: return kind == DB_DRAFTER_V1;
     case DB_NEEDS_DFLASH2: return kind == DB_DRAFTER_V2;
     case DB_NEEDS_DSPARK: return kind == DB_DRAFTER_DSPARK;
+    case DB_NEEDS_EAGLE3: return kind == DB_DRAFTER_EAGLE3;
+    case DB_NEEDS_MTP: return kind == DB_DRAFTER_MTP;
     default: return 0;
     }
 }
@@ -54,9 +60,10 @@ int db_variant_check_kind(db_variant v, db_drafter_kind kind, const char *path, 
                           size_t errlen)
 {
     if (!db_variant_uses_drafter(v) || fits_kind(v, kind)) return DB_OK;
-    static const char *const kinds[] = {"?", "DFlash 1", "DFlash 2", "DSpark"};
-    return db_fail(err, errlen, DB_EINPUT, "variant %s needs a %s checkpoint; %s is %s", db_variant_name(v),
-                   db_variant_checkpoint(v), path, kinds[kind >= 1 && kind <= 3 ? kind : 0]);
+    static const char *const kinds[] = {"?", "DFlash 1", "DFlash 2", "DSpark", "EAGLE-3", "MTP"};
+    const char *need = db_variant_checkpoint(v), *an = need[0] == 'E' || need[0] == 'M' ? "an" : "a";
+    return db_fail(err, errlen, DB_EINPUT, "variant %s needs %s %s checkpoint; %s is %s", db_variant_name(v), an,
+                   need, path, kinds[kind >= 1 && kind <= 5 ? kind : 0]);
 }
 
 int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen)
@@ -75,7 +82,7 @@ int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen
 
 const char *db_variant_checkpoint(db_variant v)
 {
-    static const char *const words[] = {"none", "DFlash 1 or 2", "DFlash 1", "DFlash 2", "DSpark"};
+    static const char *const words[] = {"none", "DFlash 1 or 2", "DFlash 1", "DFlash 2", "DSpark", "EAGLE-3", "MTP"};
     return words[known(v) ? db_variant_table[v].needs : DB_NEEDS_NOTHING];
 }
 

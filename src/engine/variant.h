@@ -5,7 +5,8 @@
  * Adding a variant is one line of DB_VARIANTS (the enum constant and the row come from it).
  * Columns: enum suffix, name, checkpoint it needs, two-tap convolutions on, path selector on,
  * in the default sweep, meaning. A variant without a drafter (needs DB_NEEDS_NOTHING) is the `ar`
- * baseline; one needing DB_NEEDS_DSPARK runs the DSpark sequential correction (dspark.h). */
+ * baseline; one needing DB_NEEDS_DSPARK runs the DSpark sequential correction (dspark.h); one
+ * needing DB_NEEDS_EAGLE3 or DB_NEEDS_MTP drafts by B-1 sequential drafter steps (chain.h). */
 #ifndef DB_VARIANT_H
 #define DB_VARIANT_H
 
@@ -19,6 +20,8 @@ typedef enum {
     DB_NEEDS_DFLASH1, /* a DFlash 1 checkpoint */
     DB_NEEDS_DFLASH2, /* a DFlash 2 checkpoint */
     DB_NEEDS_DSPARK,  /* a DSpark checkpoint */
+    DB_NEEDS_EAGLE3,  /* an EAGLE-3 checkpoint */
+    DB_NEEDS_MTP,     /* an MTP head */
 } db_variant_needs;
 
 /* clang-format off */
@@ -29,7 +32,9 @@ typedef enum {
     X(CONV_OFF,     "conv-off",     DB_NEEDS_DFLASH2, 0, 1, 1, "DFlash 2 without the two-tap convolutions") \
     X(DFLASH2,      "dflash2",      DB_NEEDS_DFLASH2, 1, 1, 1, "full DFlash 2") \
     X(DFLASH2_BARE, "dflash2-bare", DB_NEEDS_DFLASH2, 0, 0, 0, "DFlash 2 checkpoint, convolutions and selector off (not DFlash 1)") \
-    X(DSPARK,       "dspark",       DB_NEEDS_DSPARK,  0, 0, 1, "DSpark: a DFlash 1 drafter whose block positions are corrected one by one by the previous pick (low-rank Markov head)")
+    X(DSPARK,       "dspark",       DB_NEEDS_DSPARK,  0, 0, 1, "DSpark: a DFlash 1 drafter whose block positions are corrected one by one by the previous pick (low-rank Markov head)") \
+    X(EAGLE3,       "eagle3",       DB_NEEDS_EAGLE3,  0, 0, 1, "EAGLE-3: an autoregressive drafter on three target taps, B-1 sequential steps per cycle (chain, top-1)") \
+    X(MTP,          "mtp",          DB_NEEDS_MTP,     0, 0, 1, "MTP: a multi-token-prediction head on the target's last hidden, B-1 sequential steps per cycle (chain, top-1)")
 /* clang-format on */
 
 #define DB_VARIANT_ENUM_(e, ...) DB_VAR_##e,
@@ -57,13 +62,16 @@ int db_variant_uses_conv(db_variant v);
 int db_variant_uses_selector(db_variant v);
 /* the DSpark sequential correction (the variant needs a DSpark checkpoint) */
 int db_variant_uses_markov(db_variant v);
+/* chain drafting: one drafter step per drafted token (EAGLE-3, MTP) */
+int db_variant_uses_chain(db_variant v);
 /* DB_EINPUT naming the checkpoint kind v needs when a drafter of this kind (config at path) is
  * not it; checkable from the config alone, before any weight loads */
 int db_variant_check_kind(db_variant v, db_drafter_kind kind, const char *path, char *err,
                           size_t errlen);
 /* DB_EINPUT naming the missing tensor or checkpoint kind when the loaded drafter cannot run v */
 int db_variant_check(db_variant v, const db_drafter *d, char *err, size_t errlen);
-/* the checkpoint v needs, in words: "none", "DFlash 1 or 2", "DFlash 1", "DFlash 2", "DSpark" */
+/* the checkpoint v needs, in words: "none", "DFlash 1 or 2", "DFlash 1", "DFlash 2", "DSpark",
+ * "EAGLE-3", "MTP" */
 const char *db_variant_checkpoint(db_variant v);
 /* the names, comma separated ("ar, dflash, ..."); drafter_only leaves out `ar` */
 const char *db_variant_names(char *buf, size_t n, int drafter_only);

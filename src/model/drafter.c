@@ -87,7 +87,8 @@ int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_
     int rc = db_drafter_config_load(&d->cfg, dir, tc->n_layers, err, errlen);
     if (rc) return rc;
     db_drafter_config *c = &d->cfg;
-    if (c->base.hidden != tc->hidden)
+    int chain = DB_KIND_IS_CHAIN(c->kind); /* EAGLE-3: its own hidden size may differ (chain.c checks) */
+    if (c->base.hidden != tc->hidden && c->kind != DB_DRAFTER_EAGLE3)
         return db_fail(err, errlen, DB_EINPUT,
                        "%s: hidden_size %d does not match the target's %d (%s)", c->base.path,
                        c->base.hidden, tc->hidden, tc->path);
@@ -106,6 +107,10 @@ int db_drafter_load_ex(db_drafter *d, db_backend *be, const char *dir, const db_
         db_tensors_open_synthetic(&d->st, c->base.path, db_synth_model_seed(syn->seed, "drafter"), syn->dtype);
     else if ((rc = db_tensors_open_dir(&d->st, dir, err, errlen)))
         return rc;
+    if (chain) {
+        if ((rc = db_chain_load(d, err, errlen))) goto fail;
+        return DB_OK;
+    }
     int H = c->base.hidden;
     char r1[300], r2[300], r3[300];
     if ((rc = db_load_matrix(&d->fc, be, &d->st, resolve(&d->st, "fc.weight", r1, sizeof r1), H,
@@ -190,6 +195,7 @@ static void state_sizes(const db_drafter_config *c, const db_drafter_opts *o, si
 
 size_t db_drafter_state_bytes(const db_drafter_config *c, const db_drafter_opts *o)
 {
+    if (DB_KIND_IS_CHAIN(c->kind)) return db_chain_state_bytes(c, o);
     size_t s[STATE_VIEWS], total = 0;
     state_sizes(c, o, s);
     for (int i = 0; i < STATE_VIEWS; i++) total += s[i];
@@ -208,6 +214,19 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
                         m->n_kv_heads * m->head_dim, o->kv_dtype, err, errlen);
     if (rc) return rc;
     size_t Rc = (size_t)o->max_ctx_rows, Rb = (size_t)o->max_requests * o->max_block;
+    if (DB_KIND_IS_CHAIN(c->kind)) {
+        size_t hr = Rc > (size_t)o->max_requests ? Rc : (size_t)o->max_requests;
+        d->ids = db_calloc(hr, sizeof(int));
+        d->pos = db_calloc(hr, sizeof(int));
+        d->kv_index = db_calloc(hr, sizeof(int));
+        d->attn_rows = db_calloc(hr, sizeof *d->attn_rows);
+        if (!d->ids || !d->pos || !d->kv_index || !d->attn_rows)
+            return db_fail(err, errlen, DB_ERUNTIME, "out of memory allocating the drafter's row index arrays (%zu rows)", hr);
+        d->max_ctx_rows = o->max_ctx_rows;
+        d->max_requests = o->max_requests;
+        d->max_block = o->max_block;
+        return db_chain_alloc(d, o, err, errlen);
+    }
     size_t sizes[STATE_VIEWS];
     state_sizes(c, o, sizes);
     float **views[STATE_VIEWS] = {&d->s.u, &d->s.k, &d->s.v, &d->s.x, &d->s.xn, &d->s.xc,
@@ -259,6 +278,7 @@ void db_drafter_free(db_drafter *d)
     db_weight_free(be, &d->sel_pred);
     db_weight_free(be, &d->sel_succ);
     db_dspark_free(&d->markov, be);
+    if (DB_KIND_IS_CHAIN(d->cfg.kind)) db_chain_free(d);
     if (d->hidden_norm) be->ops->dfree(be, d->hidden_norm);
     if (d->norm) be->ops->dfree(be, d->norm);
     release_state(d);
@@ -266,10 +286,11 @@ void db_drafter_free(db_drafter *d)
     memset(d, 0, sizeof *d);
 }
 
-int db_drafter_add_context(db_drafter *d, const float *feats, const int *slot, const int *pos,
-                           int n, char *err, size_t errlen)
+int db_drafter_add_context(db_drafter *d, const float *feats, const int *tok, const int *slot,
+                           const int *pos, int n, char *err, size_t errlen)
 {
     if (n < 1) return DB_OK;
+    if (DB_KIND_IS_CHAIN(d->cfg.kind)) return db_chain_add_context(d, feats, tok, slot, pos, n, err, errlen);
     if (n > d->max_ctx_rows)
         return db_fail(err, errlen, DB_EINPUT, "drafter context: %d rows (max %d)", n, d->max_ctx_rows);
     const db_model_config *m = &d->cfg.base;
@@ -324,6 +345,11 @@ int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, 
     if (nq < 1 || nq > d->max_requests || B < 2 || B > d->max_block)
         return db_fail(err, errlen, DB_EINPUT, "drafter block: %d requests x block %d (max %d x %d)",
                        nq, B, d->max_requests, d->max_block);
+    for (int t = 1; DB_KIND_IS_CHAIN(c->kind) && t < B; t++) {
+        int rc = db_chain_step(d, slot, anchor, nq, t, err, errlen);
+        if (rc) return rc;
+        if (t == B - 1) return DB_OK;
+    }
     if (use_conv && !d->has_conv)
         return db_fail(err, errlen, DB_EINPUT, "%s: no convolution tensors (missing '%s')", m->path,
                        d->missing_conv);
@@ -394,5 +420,27 @@ int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, 
 
 float *db_drafter_logits(const db_drafter *d) { return d->s.logits; }
 const float *db_drafter_block_hidden(const db_drafter *d) { return d->s.y; }
-void db_drafter_reset(db_drafter *d, int slot) { db_kv_reset(&d->kv, slot); }
-void db_drafter_assume_len(db_drafter *d, int slot, int len) { db_kv_assume_len(&d->kv, slot, len); }
+void db_drafter_reset(db_drafter *d, int slot)
+{
+    if (DB_KIND_IS_CHAIN(d->cfg.kind)) db_chain_reset(d, slot);
+    else db_kv_reset(&d->kv, slot);
+}
+void db_drafter_assume_len(db_drafter *d, int slot, int len)
+{
+    if (DB_KIND_IS_CHAIN(d->cfg.kind)) db_chain_assume_len(d, slot, len);
+    else db_kv_assume_len(&d->kv, slot, len);
+}
+
+int db_drafter_chain_step(db_drafter *d, const int *slot, const int *tok, int nq, int step, char *err,
+                          size_t errlen)
+{
+    if (!DB_KIND_IS_CHAIN(d->cfg.kind))
+        return db_fail(err, errlen, DB_EINPUT, "%s: not an EAGLE-3 or MTP checkpoint", d->cfg.base.path);
+    return db_chain_step(d, slot, tok, nq, step, err, errlen);
+}
+float *db_drafter_step_logits(const db_drafter *d) { return d->chain.logits; }
+const int *db_drafter_d2t(const db_drafter *d)
+{
+    if (DB_KIND_IS_CHAIN(d->cfg.kind)) return d->chain.d2t;
+    return d->cfg.kind == DB_DRAFTER_DSPARK ? d->markov.d2t : NULL;
+}

@@ -17,6 +17,7 @@
 #define DB_DRAFTER_H
 
 #include "backend.h"
+#include "model/chain.h"
 #include "model/dspark.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
@@ -52,7 +53,7 @@ typedef struct {
     float *corr;   /* [Nq, Vo] DSpark corrected rows of one block position (DSpark only) */
 } db_drafter_state;
 
-typedef struct {
+typedef struct db_drafter {
     db_drafter_config cfg;
     db_backend *be;
     db_tensor_set st;
@@ -65,6 +66,7 @@ typedef struct {
     db_weight sel_pred;       /* [V, r] predecessor_codebook */
     db_weight sel_succ;       /* [V, r] successor_codebook */
     db_dspark_head markov;    /* DSpark drafters (cfg.kind == DB_DRAFTER_DSPARK) */
+    db_chain chain;           /* EAGLE-3 / MTP drafters (DB_KIND_IS_CHAIN(cfg.kind)) */
     int has_conv, has_selector;
     char missing_conv[320], missing_selector[320]; /* first absent tensor, for errors */
     db_kv kv;
@@ -76,7 +78,7 @@ typedef struct {
     int *row_map;               /* host [Rb] */
 } db_drafter;
 
-typedef struct {
+typedef struct db_drafter_opts {
     int slots, capacity;
     int max_ctx_rows;   /* rows per add_context call */
     int max_requests;   /* requests per draft call */
@@ -96,16 +98,27 @@ int db_drafter_alloc(db_drafter *d, const db_drafter_opts *o, char *err, size_t 
 void db_drafter_free(db_drafter *d);
 
 /* Append context rows: target tap features feats [n, T*Ht] (device, row stride T*Ht) of
- * (slot[r], pos[r]); positions continue each slot's length. */
-int db_drafter_add_context(db_drafter *d, const float *feats, const int *slot, const int *pos,
-                           int n, char *err, size_t errlen);
+ * (slot[r], pos[r]), tok[r] the token at that position (host; only a chain drafter reads it,
+ * NULL allowed otherwise); positions continue each slot's length. */
+int db_drafter_add_context(db_drafter *d, const float *feats, const int *tok, const int *slot,
+                           const int *pos, int n, char *err, size_t errlen);
 
 /* Draft one block per request: anchors at the slots' current lengths. Block K/V rows are
  * written past each slot's length and not committed (add_context commits the accepted ones). */
 int db_drafter_block(db_drafter *d, const int *slot, const int *anchor, int nq, int block,
                      int use_conv, char *err, size_t errlen);
+/* A chain drafter (EAGLE-3, MTP): step `step` = 1..B-1 of one draft for nq requests, tok[j] the
+ * anchor (step 1) or request j's pick of step-1; the step's logits [nq, Vd] at
+ * db_drafter_step_logits. On a chain drafter db_drafter_block runs the B-1 steps with the anchors
+ * as every step's token (the cost of a draft, for `bench`). */
+int db_drafter_chain_step(db_drafter *d, const int *slot, const int *tok, int nq, int step,
+                          char *err, size_t errlen);
+float *db_drafter_step_logits(const db_drafter *d);
+/* target id of each of the cfg.draft_vocab draft ids (DSpark, EAGLE-3), NULL for the identity */
+const int *db_drafter_d2t(const db_drafter *d);
 /* Results of the last db_drafter_block (device, request-major rows 1..B-1 of each block):
- * logits [nq*(B-1), Vo]; the final-normed hidden rows [nq*(B-1), H] the selector projects. */
+ * logits [nq*(B-1), Vo] (a chain drafter: the rows the engine copied there, its q); the
+ * final-normed hidden rows [nq*(B-1), H] the selector projects. */
 float *db_drafter_logits(const db_drafter *d);
 const float *db_drafter_block_hidden(const db_drafter *d);
 

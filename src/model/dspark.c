@@ -19,20 +19,19 @@ static const db_tensor *find(const db_tensor_set *st, const char *base, char *bu
     return t;
 }
 
-/* d2t: draft id i -> target id i + d2t[i]; every target id in range and used once */
-static int load_d2t(db_dspark_head *m, const db_tensor_set *st, const db_tensor *t, const char *name,
-                    int V, char *err, size_t errlen)
+int db_d2t_load(int *map, int vd, const db_tensor_set *st, const db_tensor *t, const char *name, int V, char *err,
+                size_t errlen)
 {
     const char *file = db_tensors_file_of(st, t);
-    if (!t->int_bytes)
+    if (t->int_bytes != 4 && t->int_bytes != 8)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' must be I64 or I32", file, name);
-    if (t->ndim != 1 || t->shape[0] != m->vd)
+    if (t->ndim != 1 || t->shape[0] != vd)
         return db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s' must have shape [%d] (draft_vocab_size)",
-                       file, name, m->vd);
+                       file, name, vd);
     unsigned char *seen = db_calloc((size_t)V, 1);
     if (!seen) return db_fail(err, errlen, DB_ERUNTIME, "out of memory checking tensor '%s' (%d target ids)", name, V);
     int rc = DB_OK;
-    for (int i = 0; i < m->vd && !rc; i++) {
+    for (int i = 0; i < vd && !rc; i++) {
         int64_t off;
         if (t->int_bytes == 8) memcpy(&off, (const char *)t->data + 8 * (size_t)i, 8);
         else {
@@ -48,7 +47,7 @@ static int load_d2t(db_dspark_head *m, const db_tensor_set *st, const db_tensor 
             rc = db_fail(err, errlen, DB_EINPUT, "%s: tensor '%s': target id %lld mapped twice (draft id %d)",
                          file, name, (long long)id, i);
         else
-            m->d2t[i] = (int)id;
+            map[i] = (int)id;
     }
     free(seen);
     return rc;
@@ -95,7 +94,7 @@ int db_dspark_load(db_dspark_head *m, db_backend *be, const db_tensor_set *st, i
         db_convert_to_f32(&m->scale, t->data, t->dtype, 1);
     }
     t = find(st, "d2t", nb, sizeof nb);
-    if (t && (rc = load_d2t(m, st, t, nb, V, err, errlen))) return rc;
+    if (t && (rc = db_d2t_load(m->d2t, m->vd, st, t, nb, V, err, errlen))) return rc;
     if (!t && Vd < V)
         return db_fail(err, errlen, DB_EINPUT, "%s: draft_vocab_size %d below vocab_size %d needs tensor 'd2t'",
                        st->dir, Vd, V);

@@ -33,6 +33,11 @@ typedef struct {
 int db_dspark_load(db_dspark_head *m, db_backend *be, const db_tensor_set *st, int H, int V, int Vd,
                    char *err, size_t errlen);
 void db_dspark_free(db_dspark_head *m, db_backend *be);
+/* an offset draft-to-target map (DSpark's and EAGLE-3's `d2t`): tensor t (I64 or I32, shape [vd])
+ * of set st, draft id i -> target id i + t[i] into map[i]; DB_EINPUT naming the file and tensor
+ * unless every id is in [0, V) and used once */
+int db_d2t_load(int *map, int vd, const db_tensor_set *st, const db_tensor *t, const char *name, int V, char *err,
+                size_t errlen);
 
 /* out[r] = logits[src_rows[r]] + s * W2 . W1[prev[r]] for r < n (device rows of Vd floats;
  * src_rows and prev host arrays, prev target ids). out must not overlap logits. */

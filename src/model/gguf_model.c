@@ -262,8 +262,12 @@ int db_gguf_drafter_config(db_drafter_config *d, const char *path, int target_la
     if (!(rc = read_arch(&g, arch, sizeof arch, err, errlen))) {
         if (strcmp(arch, "dflash") == 0)
             rc = parse_dflash(&g, d, target_layers, err, errlen);
+        else if (strcmp(arch, "eagle3") == 0)
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: a GGUF EAGLE-3 drafter (architecture 'eagle3') is not read yet: "
+                         "give its safetensors checkpoint", path);
         else
-            rc = db_fail(err, errlen, DB_EINPUT, "%s: architecture '%s' is not a drafter (dflash)", path, arch);
+            rc = db_fail(err, errlen, DB_EINPUT, "%s: architecture '%s' is not a drafter (dflash; an MTP head in a GGUF "
+                         "is not read yet)", path, arch);
     }
     db_gguf_close(&g);
     return rc;

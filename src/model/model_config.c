@@ -67,6 +67,12 @@ static int parse_base(ctx *c, const cJSON *root, db_model_config *m)
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (!cJSON_IsString(mt)) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: missing key 'model_type'", c->path);
     snprintf(m->model_type, sizeof m->model_type, "%s", mt->valuestring);
+    static const char *const hybrid[] = {"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text"};
+    for (size_t i = 0; i < sizeof hybrid / sizeof *hybrid; i++)
+        if (strcmp(m->model_type, hybrid[i]) == 0)
+            return db_fail(c->err, c->errlen, DB_EINPUT,
+                           "%s: model_type '%s' is a hybrid (linear-attention) model: not supported, nor its "
+                           "MTP head (qwen3, llama, mistral targets only)", c->path, m->model_type);
     if (strcmp(m->model_type, "qwen3") == 0) m->qk_norm = 1;
     else if (strcmp(m->model_type, "llama") == 0 || strcmp(m->model_type, "mistral") == 0) m->qk_norm = 0;
     else
@@ -94,6 +100,9 @@ static int parse_base(ctx *c, const cJSON *root, db_model_config *m)
                        "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
                        c->path, m->n_heads, m->n_kv_heads);
     if (m->eps <= 0) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: rms_norm_eps must be > 0", c->path);
+    const char *mk = cJSON_GetObjectItemCaseSensitive(root, "mtp_num_hidden_layers") ? "mtp_num_hidden_layers"
+                                                                                     : "num_nextn_predict_layers";
+    if ((rc = get_int(c, root, mk, 0, 0, 0, 64, &m->mtp_layers))) return rc;
     /* rope_theta: top level (older configs) or rope_parameters.rope_theta (newer) */
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -246,12 +255,150 @@ static int parse_dspark(ctx *c, const cJSON *root, const cJSON *dc, db_drafter_c
     return get_int(c, o, "draft_vocab_size", 0, d->base.vocab, 1, d->base.vocab, &d->draft_vocab);
 }
 
+/* ---- EAGLE-3 and MTP (docs/checkpoints.md): chain drafters, DB_MAX_BLOCK as block size ---- */
+
+static void chain_defaults(db_drafter_config *d, int target_layers)
+{
+    d->block_size = DB_MAX_BLOCK;
+    d->num_target_layers = target_layers;
+    d->mask_token_id = -1;
+    d->output_multiplier = 1.0f;
+    d->draft_vocab = d->base.vocab;
+    d->target_hidden = d->base.hidden;
+    d->mtp_feedback = -1;
+}
+
+/* eagle_aux_hidden_state_layer_ids -> the target taps (the residual stream after layer i): the
+ * first id 1 -> output of layer id; else input of layer id (tap id - 1; id L: the last layer's
+ * output); absent: EAGLE's input-of-layer {2, L/2, L-3} */
+static int eagle3_taps(ctx *c, const cJSON *ids, db_drafter_config *d, int L)
+{
+    if (!ids || cJSON_IsNull(ids)) {
+        int dflt[3] = {2, L / 2, L - 3};
+        d->aux_input = 1;
+        d->n_taps = 3;
+        for (int i = 0; i < 3; i++) {
+            d->tap_layers[i] = dflt[i] - 1;
+            if (d->tap_layers[i] < 0)
+                return db_fail(c->err, c->errlen, DB_EINPUT,
+                               "%s: no eagle_aux_hidden_state_layer_ids, and EAGLE's default {2, L/2, L-3} does not "
+                               "fit a %d-layer target", c->path, L);
+        }
+        return DB_OK;
+    }
+    if (!cJSON_IsArray(ids) || cJSON_GetArraySize(ids) < 1 || cJSON_GetArraySize(ids) > DB_MAX_TAPS)
+        return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eagle_aux_hidden_state_layer_ids must list 1..%d layer ids",
+                       c->path, DB_MAX_TAPS);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ids)
+    {
+        if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 || e->valuedouble > 1e6)
+            return db_fail(c->err, c->errlen, DB_EINPUT, "%s: eagle_aux_hidden_state_layer_ids holds a non-integer entry",
+                           c->path);
+        d->aux_ids[d->n_aux++] = e->valueint;
+    }
+    d->aux_input = d->aux_ids[0] != 1;
+    d->n_taps = d->n_aux;
+    for (int i = 0; i < d->n_aux; i++) {
+        int t = d->aux_ids[i] - d->aux_input;
+        if (t < 0 || t >= L)
+            return db_fail(c->err, c->errlen, DB_EINPUT,
+                           "%s: eagle_aux_hidden_state_layer_ids entry %d (%s of layer %d) is outside the target's %d "
+                           "layers", c->path, d->aux_ids[i], d->aux_input ? "input" : "output", d->aux_ids[i], L);
+        d->tap_layers[i] = t;
+    }
+    return DB_OK;
+}
+
+static int get_bool(ctx *c, const cJSON *o, const char *key, int *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!j || cJSON_IsNull(j)) return DB_OK;
+    if (!cJSON_IsBool(j)) return db_fail(c->err, c->errlen, DB_EINPUT, "%s: key '%s' must be a boolean", c->path, key);
+    *out = cJSON_IsTrue(j);
+    return DB_OK;
+}
+
+/* LlamaForCausalLMEagle3 / Eagle3LlamaForCausalLM (EAGLE, SpecForge) or Eagle3Speculator
+ * (speculators: the layer's keys in transformer_layer_config); rope_theta absent: 10000, the
+ * LlamaConfig default those configs rely on */
+static int eagle3_from_json(ctx *c, cJSON *root, db_drafter_config *d, int L)
+{
+    d->kind = DB_DRAFTER_EAGLE3;
+    cJSON *base = root;
+    if (has_arch(root, "Eagle3Speculator")) {
+        base = cJSON_GetObjectItemCaseSensitive(root, "transformer_layer_config");
+        if (!cJSON_IsObject(base))
+            return db_fail(c->err, c->errlen, DB_EINPUT, "%s: Eagle3Speculator without object 'transformer_layer_config'", c->path);
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(base, "rope_theta") && !cJSON_GetObjectItemCaseSensitive(base, "rope_parameters") &&
+        !cJSON_AddNumberToObject(base, "rope_theta", 10000.0))
+        return db_fail(c->err, c->errlen, DB_ERUNTIME, "%s: out of memory", c->path);
+    int rc = parse_base(c, base, &d->base);
+    if (rc) return rc;
+    chain_defaults(d, L);
+    if (d->base.n_layers != 1)
+        return db_fail(c->err, c->errlen, DB_EINPUT, "%s: num_hidden_layers %d: an EAGLE-3 drafter has one layer", c->path,
+                       d->base.n_layers);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "draft_vocab_size") ? root : base;
+    if ((rc = get_int(c, o, "draft_vocab_size", 0, d->base.vocab, 1, d->base.vocab, &d->draft_vocab))) return rc;
+    o = cJSON_GetObjectItemCaseSensitive(root, "target_hidden_size") ? root : base;
+    if ((rc = get_int(c, o, "target_hidden_size", 0, d->base.hidden, 1, 1 << 20, &d->target_hidden))) return rc;
+    o = cJSON_GetObjectItemCaseSensitive(root, "norm_before_residual") ? root : base;
+    if ((rc = get_bool(c, o, "norm_before_residual", &d->norm_before_residual))) return rc;
+    const cJSON *ec = cJSON_GetObjectItemCaseSensitive(root, "eagle_config");
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ec, "eagle_aux_hidden_state_layer_ids");
+    if (!ids) ids = cJSON_GetObjectItemCaseSensitive(root, "eagle_aux_hidden_state_layer_ids");
+    return eagle3_taps(c, ids, d, L);
+}
+
+/* an MTP head: its config is the target's plus num_nextn_predict_layers / mtp_num_hidden_layers
+ * (1); one tap, the target's last layer, through the target's final norm at run time */
+static int mtp_from_json(ctx *c, cJSON *root, db_drafter_config *d, int L)
+{
+    d->kind = DB_DRAFTER_MTP;
+    int rc = parse_base(c, root, &d->base);
+    if (rc) return rc;
+    chain_defaults(d, L);
+    if (d->base.mtp_layers != 1)
+        return db_fail(c->err, c->errlen, DB_EINPUT, "%s: %d MTP layers: only one is implemented (steps 2.. reuse it)",
+                       c->path, d->base.mtp_layers);
+    if (d->base.n_layers != L)
+        return db_fail(c->err, c->errlen, DB_EINPUT,
+                       "%s: num_hidden_layers %d: an MTP head's config is its target's, which has %d layers", c->path,
+                       d->base.n_layers, L);
+    d->num_target_layers = d->base.n_layers;
+    d->base.n_layers = 1; /* the drafter's own layers: the MTP layer */
+    d->n_taps = 1;
+    d->tap_layers[0] = L - 1;
+    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(root, "mtp_feedback");
+    if (fb && !cJSON_IsNull(fb)) {
+        if (!cJSON_IsString(fb) || (strcmp(fb->valuestring, "pre_norm") && strcmp(fb->valuestring, "post_norm")))
+            return db_fail(c->err, c->errlen, DB_EINPUT, "%s: mtp_feedback must be \"pre_norm\" or \"post_norm\"", c->path);
+        d->mtp_feedback = strcmp(fb->valuestring, "post_norm") == 0;
+    }
+    return DB_OK;
+}
+
 /* a drafter's config from its JSON object (deleted here); d->base.path names it */
 static int drafter_from_json(db_drafter_config *d, cJSON *root, int target_layers, char *err,
                              size_t errlen)
 {
     int rc;
     ctx c = {d->base.path, err, errlen};
+    if (has_arch(root, "LlamaForCausalLMEagle3") || has_arch(root, "Eagle3LlamaForCausalLM") ||
+        has_arch(root, "Eagle3Speculator")) {
+        rc = eagle3_from_json(&c, root, d, target_layers);
+        cJSON_Delete(root);
+        return rc;
+    }
+    if (!has_arch(root, "DFlash2DraftModel") && !has_arch(root, "DFlashDraftModel") &&
+        (cJSON_GetObjectItemCaseSensitive(root, "mtp_num_hidden_layers") ||
+         cJSON_GetObjectItemCaseSensitive(root, "num_nextn_predict_layers"))) {
+        rc = mtp_from_json(&c, root, d, target_layers);
+        cJSON_Delete(root);
+        return rc;
+    }
     if (has_arch(root, "DFlash2DraftModel")) d->kind = DB_DRAFTER_V2;
     else if (has_arch(root, "DFlashDraftModel")) d->kind = DB_DRAFTER_V1;
     else if (has_arch(root, "DSparkDraftModel") || has_arch(root, "Qwen3DSparkModel") ||
@@ -260,7 +407,9 @@ static int drafter_from_json(db_drafter_config *d, cJSON *root, int target_layer
     else {
         cJSON_Delete(root);
         return db_fail(err, errlen, DB_EINPUT,
-                       "%s: architectures names none of DFlashDraftModel, DFlash2DraftModel, DSparkDraftModel",
+                       "%s: architectures names none of DFlashDraftModel, DFlash2DraftModel, DSparkDraftModel, "
+                       "LlamaForCausalLMEagle3, Eagle3LlamaForCausalLM, Eagle3Speculator (and no MTP layers: "
+                       "num_nextn_predict_layers / mtp_num_hidden_layers)",
                        c.path);
     }
     rc = parse_base(&c, root, &d->base);
@@ -315,7 +464,6 @@ static int drafter_from_json(db_drafter_config *d, cJSON *root, int target_layer
         else if (d->selector_top_k > d->base.vocab)
             rc = db_fail(err, errlen, DB_EINPUT, "%s: selector_top_k exceeds the vocabulary", c.path);
     }
-    if (!rc && d->kind == DB_DRAFTER_DSPARK) rc = parse_dspark(&c, root, dc, d);
     if (!rc && d->kind == DB_DRAFTER_DSPARK) rc = parse_dspark(&c, root, dc, d);
     cJSON_Delete(root);
     return rc;

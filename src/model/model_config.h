@@ -33,10 +33,22 @@ typedef struct {
     /* per-layer attention window (0 = full); drafters use it, targets have none */
     int window[DB_MAX_LAYERS];
     int is_causal;         /* sliding layers causal unless is_causal: false */
+    int mtp_layers;        /* MTP layers the checkpoint may carry (num_nextn_predict_layers /
+                            * mtp_num_hidden_layers; 0 when absent): a target loads around them */
 } db_model_config;
 
-/* DSPARK: a DFlash 1 drafter plus the DSpark Markov head (docs/checkpoints.md) */
-typedef enum { DB_DRAFTER_V1 = 1, DB_DRAFTER_V2 = 2, DB_DRAFTER_DSPARK = 3 } db_drafter_kind;
+/* DSPARK: a DFlash 1 drafter plus the DSpark Markov head; EAGLE3 and MTP: the autoregressive
+ * (chain) drafters, one step per drafted token (docs/checkpoints.md) */
+typedef enum {
+    DB_DRAFTER_V1 = 1, DB_DRAFTER_V2 = 2, DB_DRAFTER_DSPARK = 3, DB_DRAFTER_EAGLE3 = 4, DB_DRAFTER_MTP = 5
+} db_drafter_kind;
+/* an EAGLE-3 or MTP checkpoint: drafts by sequential steps (model/chain.h) */
+#define DB_KIND_IS_CHAIN(k) ((k) == DB_DRAFTER_EAGLE3 || (k) == DB_DRAFTER_MTP)
+/* a chain drafter has no trained block (its block_size is DB_MAX_BLOCK): the block the commands
+ * default to for it */
+#define DB_CHAIN_DEFAULT_BLOCK 16
+/* the block size a command drafts with when none is given: the drafter's block_size, 16 for a chain */
+#define DB_DEFAULT_BLOCK(c) (DB_KIND_IS_CHAIN((c)->kind) ? DB_CHAIN_DEFAULT_BLOCK : (c)->block_size)
 
 typedef struct {
     db_model_config base;  /* Qwen3 shapes of the drafter's own layers */
@@ -53,8 +65,16 @@ typedef struct {
     int conv_group;              /* gs */
     int selector_rank;           /* r */
     int selector_top_k;          /* k */
-    /* DSpark */
+    /* DSpark, EAGLE-3 */
     int draft_vocab;             /* Vd: draft_vocab_size, default V (== base.vocab) */
+    /* EAGLE-3 / MTP (block_size is DB_MAX_BLOCK: a chain has no trained block) */
+    int target_hidden;           /* Ht: target_hidden_size, default base.hidden */
+    int norm_before_residual;    /* EAGLE-3: the residual is hidden_norm(g), not g */
+    int aux_ids[DB_MAX_TAPS];    /* EAGLE-3: eagle_aux_hidden_state_layer_ids as written */
+    int n_aux;                   /* 0: absent (EAGLE's default taps) */
+    int aux_input;               /* 1: the ids name the INPUT of a layer (tap = id - 1); 0: the
+                                  * output (tap = id): the first id 1 means output (SGLang's rule) */
+    int mtp_feedback;            /* MTP: -1 by the layout, 0 pre-norm, 1 post-norm (mtp_feedback) */
 } db_drafter_config;
 
 /* dir: a checkpoint directory (reads dir/config.json) or the path of a config file */

@@ -33,10 +33,16 @@ static int map_file(db_tensor_file *f, const char *path, const void *buf, size_t
     return db_check_min_size(path, size, 8, short_what, err, errlen);
 }
 
-/* float dtypes; I32 / I64 (index tensors such as a DSpark d2t map) set int_bytes instead */
+/* float dtypes; I32 / I64 (index tensors such as a DSpark d2t map) and BOOL / U8 (an EAGLE-3
+ * t2d mask, never read) set int_bytes instead */
 static int parse_dtype(const char *s, db_dtype *out, int *int_bytes)
 {
     *int_bytes = 0;
+    if (strcmp(s, "BOOL") == 0 || strcmp(s, "U8") == 0) {
+        *out = DB_F32;
+        *int_bytes = 1;
+        return 0;
+    }
     if (strcmp(s, "I32") == 0 || strcmp(s, "I64") == 0) {
         *out = DB_F32; /* unused: int_bytes marks the tensor as integer */
         *int_bytes = s[1] == '3' ? 4 : 8;
@@ -100,7 +106,7 @@ static int parse_entry(const db_tensor_file *f, const cJSON *e, uint64_t data_si
                        "%s: tensor '%s': header entry lacks dtype, shape or data_offsets", f->path, nm);
     if (parse_dtype(dt->valuestring, &t->dtype, &t->int_bytes) != 0)
         return db_fail(err, errlen, DB_EINPUT,
-                       "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16, I32, I64)", f->path, nm,
+                       "%s: tensor '%s': unsupported dtype %s (accepted: F32, BF16, F16, I32, I64, BOOL, U8)", f->path, nm,
                        dt->valuestring);
     t->ndim = cJSON_GetArraySize(sh);
     if (t->ndim > DB_TENSOR_MAX_DIMS)

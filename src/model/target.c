@@ -45,7 +45,8 @@ int db_target_load_ex(db_target *t, db_backend *be, const char *dir, const db_sy
         snprintf(prefix, sizeof prefix, "model.layers.%d.", i);
         if ((rc = db_layer_load(&t->layers[i], be, &t->st, c, prefix, err, errlen))) goto fail;
     }
-    if ((rc = db_tensors_check_layers(&t->st, "model.layers.", c->n_layers, c->path, err, errlen))) goto fail;
+    /* a DeepSeek-style MTP layer follows the last one (model.layers.{L}): the drafter reads it */
+    if ((rc = db_tensors_check_layers(&t->st, "model.layers.", c->n_layers + c->mtp_layers, c->path, err, errlen))) goto fail;
     return DB_OK;
 fail:
     db_target_free(t);

@@ -12,6 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+struct db_out_comb {
+    char dataset[64];
+    int variant, block, conc;
+    float temp;
+    double tau, speedup, draft_ms;
+};
+
 int db_out_begin(db_out *o, FILE *f, const char *format, int models, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
@@ -165,9 +172,25 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
         cJSON_Delete(j);
     }
     o->n++;
-    /* the note reads closed-loop rows: at a request rate the arrivals bound the throughput */
+    /* the note and the combined table read closed-loop rows: at a request rate the arrivals bound
+     * the throughput */
     int closed = !(raw->key.request_rate > 0 && isfinite(raw->key.request_rate));
-    if (closed && !db_variant_is_baseline(db_variant_lookup(raw->key.variant)) && s->speedup < 1 &&
+    db_variant v = db_variant_lookup(raw->key.variant);
+    if (!rc && closed && o->fmt == DB_OUT_MD && db_variant_uses_drafter(v)) { /* a cell of the combined table */
+        if (o->ncomb == o->capcomb) {
+            int cap = o->capcomb ? 2 * o->capcomb : 32;
+            struct db_out_comb *c = db_realloc(o->comb, sizeof *c * (size_t)cap);
+            if (c) o->comb = c, o->capcomb = cap;
+        }
+        if (o->ncomb < o->capcomb) {
+            struct db_out_comb *c = &o->comb[o->ncomb++];
+            *c = (struct db_out_comb){.variant = v, .block = raw->key.block_size, .conc = raw->key.concurrency,
+                                      .temp = raw->key.temperature, .tau = s->tau, .speedup = s->speedup,
+                                      .draft_ms = s->draft_ms_per_cycle};
+            snprintf(c->dataset, sizeof c->dataset, "%s", raw->key.dataset);
+        }
+    }
+    if (closed && !db_variant_is_baseline(v) && s->speedup < 1 &&
         isfinite(s->verify_cost_steps)) {
         o->slow++;
         o->cost_sum += s->verify_cost_steps;
@@ -250,11 +273,64 @@ static int note(db_out *o)
     return rc | (fputs("\n", o->f) == EOF);
 }
 
+static int same_cell(const struct db_out_comb *a, const struct db_out_comb *b)
+{
+    return !strcmp(a->dataset, b->dataset) && a->block == b->block && a->conc == b->conc && a->temp == b->temp;
+}
+
+/* the combined table: a row per cell in the order the cells first ran, a column per drafter
+ * variant: the write-up's order (MTP | EAGLE-3 | DFlash | DSpark | DFlash 2), then the others in
+ * variant.h's */
+static int combined(db_out *o)
+{
+    int used[DB_VAR_COUNT] = {0}, nv = 0, rc = 0, order[DB_VAR_COUNT], no = 0;
+    static const db_variant first[] = {DB_VAR_MTP, DB_VAR_EAGLE3, DB_VAR_DFLASH, DB_VAR_DSPARK, DB_VAR_DFLASH2};
+    for (int i = 0; i < o->ncomb; i++)
+        if (!used[o->comb[i].variant]++) nv++;
+    if (nv < 2) return 0;
+    for (size_t i = 0; i < sizeof first / sizeof *first; i++)
+        if (used[first[i]]) order[no++] = first[i];
+    for (int v = 0; v < DB_VAR_COUNT; v++) {
+        int listed = 0;
+        for (size_t i = 0; i < sizeof first / sizeof *first; i++) listed |= (int)first[i] == v;
+        if (used[v] && !listed) order[no++] = v;
+    }
+    rc |= fputs("\nCombined: tau / speedup / draft ms per cycle (the chain drafters' draft time grows with B)\n\n"
+                "| dataset | B | conc | T |", o->f) == EOF;
+    for (int i = 0; i < no; i++) rc |= fprintf(o->f, " %s |", db_variant_name((db_variant)order[i])) < 0;
+    rc |= fputs("\n|---|--:|--:|--:|", o->f) == EOF;
+    for (int v = 0; v < nv; v++) rc |= fputs("--:|", o->f) == EOF;
+    for (int i = 0; i < o->ncomb; i++) {
+        const struct db_out_comb *r = &o->comb[i];
+        int first = 1;
+        for (int j = 0; j < i && first; j++) first = !same_cell(&o->comb[j], r);
+        if (!first) continue;
+        char ds[160];
+        rc |= fprintf(o->f, "\n| %s | %d | %d | %g |", md_cell(ds, sizeof ds, r->dataset), r->block, r->conc,
+                      (double)r->temp) < 0;
+        for (int oi = 0; oi < no; oi++) {
+            int v = order[oi];
+            const struct db_out_comb *c = NULL;
+            for (int j = i; j < o->ncomb && !c; j++)
+                if (o->comb[j].variant == v && same_cell(&o->comb[j], r)) c = &o->comb[j];
+            char t[32], sp[32], dm[32];
+            if (c) rc |= fprintf(o->f, " %s / %sx / %s |", fx(t, sizeof t, 2, c->tau), fx(sp, sizeof sp, 2, c->speedup),
+                                 fx(dm, sizeof dm, 2, c->draft_ms)) < 0;
+            else rc |= fputs(" - |", o->f) == EOF;
+        }
+    }
+    return rc | (fputs("\n", o->f) == EOF);
+}
+
 int db_out_end(db_out *o, char *err, size_t errlen)
 {
     int rc = 0;
     if (o->started && o->fmt == DB_OUT_JSON) rc = fputs("\n]\n", o->f) == EOF;
     if (o->started && o->fmt == DB_OUT_MD && o->slow) rc |= note(o);
+    if (o->started && o->fmt == DB_OUT_MD) rc |= combined(o);
+    free(o->comb);
+    o->comb = NULL;
+    o->ncomb = o->capcomb = 0;
     if (fflush(o->f) != 0) rc = 1;
     free(o->prior);
     o->prior = NULL;
@@ -268,4 +344,7 @@ void db_out_abort(db_out *o)
     o->started = 0;
     free(o->prior);
     o->prior = NULL;
+    free(o->comb);
+    o->comb = NULL;
+    o->ncomb = o->capcomb = 0;
 }

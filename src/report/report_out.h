@@ -37,6 +37,10 @@ typedef struct {
     double cost_sum, cycle_sum, tau_sum;
     char backend[16];
     double weights_bytes, llc_bytes; /* target weights, last-level cache (hwloc) */
+    /* md, the combined table (db_out_end): tau, speedup and draft ms per cycle of every drafter
+     * row by (dataset, block size, concurrency, temperature) */
+    struct db_out_comb *comb;
+    int ncomb, capcomb;
 } db_out;
 
 /* format "md", "csv" or "json"; prints nothing yet (the header goes out with the first point) */
@@ -52,8 +56,10 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
  * speedup 1, a reading note under the table: their mean verify cost and whole cycle cost in
  * decode steps against their mean tau, and only the conclusions those figures support (a cycle
  * costs more than decoding its tokens would only when the cycle's steps exceed tau); whether the
- * target's weights fit in the last-level cache, and the `plan` command for a memory-bound model.
- * CSV and JSON get nothing. Flushes. Nothing at all when no point was printed. */
+ * target's weights fit in the last-level cache, and the `plan` command for a memory-bound model;
+ * and when two drafter variants or more ran, the DFlash 2 write-up's combined table: per dataset,
+ * block size, concurrency and temperature, each variant's tau / speedup / draft ms per cycle
+ * (the first row of a cell when several targets or drafters share it). CSV and JSON get nothing. Flushes. Nothing at all when no point was printed. */
 int db_out_end(db_out *o, char *err, size_t errlen);
 /* A run that stops early (error, SIGINT / SIGTERM): json gets its closing bracket when the '['
  * is out, so stdout still parses; the other formats nothing. Frees what begin / prior held. */
