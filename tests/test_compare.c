@@ -6,7 +6,9 @@
  * 0.25 --threads 1`. Their c1 rows came out stable, the c4 rows not (spread 8-14%). The
  * references are independent of the code under test: ids written by the binary that recorded
  * the directories, tau and acceptance identical between two greedy runs (the decoding is
- * deterministic), and slowdowns planted here by editing the recorded rounds. */
+ * deterministic), and slowdowns planted here by editing the recorded rounds. Their requests.csv
+ * keeps the columns `compare` and the notebook read (ids, axes, rounds, request times): the
+ * provenance repeated on every row was cut to keep tests/data under 5 MB. */
 #include "base/csv_io.h"
 #include "base/util.h"
 #include "report/compare.h"
