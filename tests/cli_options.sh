@@ -96,8 +96,8 @@ expect_refused "run --config with a mistyped key: file, line, key and the key me
 run run --max-sample 3
 ok "$([ "$rc" = 2 ] && ! grep -q "sweep key" "$errf"; echo $?)" "run --max-sample: not a sweep-key message"
 # a short command line asking for millions of points: refused before anything is written
-expect_refused "run with 3 x 64 x 64 x (1 + 7 x 63) points: refused, the count named" \
-    "the sweep has 5431296 points, more than 10000" -- \
+expect_refused "run with 3 x 64 x 64 x (1 + 5 x 63) points: refused, the count named" \
+    "the sweep has 3883008 points, more than 10000" -- \
     run -c 1-64 -B 2-64 -T "$(seq -s, 0 63)" --out "$tmp/huge"
 ok "$([ ! -e "$tmp/huge" ]; echo $?)" "no results directory for a refused sweep"
 

@@ -149,14 +149,29 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_p
     return rc;
 }
 
-/* W untimed warm-up passes of n first turns; *secs: the last one's engine time */
+/* W untimed warm-up passes of n requests; *secs: the last one's engine time. A multi-turn set's
+ * warm-up runs every turn, as a timed pass does: later turns have longer contexts, and the first
+ * timed round would otherwise be the first to reach them (chat's round 1 ran 5-20% slower than its
+ * others and forced extra rounds). A short warm-up (warmup_tokens) runs first turns only. */
 static int warm_up(const db_runner *r, const db_run_point *pt, int n, double *secs, char *err, size_t errlen)
 {
     db_gen_params p = pt->p;
     p.stop = r->stop;
     if (r->warmup_tokens > 0) p.max_new_tokens = r->warmup_tokens;
     int rc = DB_OK, D = pt->ps->ds.n;
+    int turns = r->warmup_tokens <= 0 && r->tok && db_runner_closed(pt->request_rate) ? db_prompt_set_max_turns(pt->ps) : 1;
     for (int w = 0; w < r->warmup && !rc; w++) {
+        *secs = 0;
+        if (turns > 1) {
+            db_point_raw scratch = {0};
+            int got = 0;
+            db_req_stats *st = db_calloc((size_t)n * (size_t)turns, sizeof *st);
+            rc = st ? timed_pass(r, pt, n, &scratch, st, &got, secs, err, errlen)
+                    : db_fail(err, errlen, DB_ERUNTIME, "out of memory for a warm-up pass");
+            free(st);
+            db_point_raw_free(&scratch);
+            continue;
+        }
         db_request *reqs = db_calloc((size_t)n, sizeof *reqs);
         int *out = db_malloc(sizeof(int) * (size_t)n * (size_t)p.max_new_tokens);
         if (!reqs || !out) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for a warm-up pass");
@@ -164,7 +179,6 @@ static int warm_up(const db_runner *r, const db_run_point *pt, int n, double *se
             reqs[q] = (db_request){.prompt = pt->ps->ids[q % D], .n_prompt = pt->ps->len[q % D],
                                    .out = out + (size_t)q * p.max_new_tokens};
         double t0 = -1;
-        *secs = 0;
         if (!rc) rc = db_runner_pass(r->target, pt->drafter, &p, pt->concurrency, reqs, n, &t0, secs, err, errlen);
         free(reqs);
         free(out);
@@ -185,8 +199,10 @@ static int point_begin(const db_runner *r, const db_run_point *pt, db_point_raw 
     int rc = warm_up(r, pt, nw, &tw, err, errlen);
     if (rc) return rc;
     long turns = db_prompt_set_turns(pt->ps), mult = 1;
-    /* a pass of n0 requests lasts about n0 / nw such waves, later turns as long as first ones */
-    double est = D > 0 && nw > 0 ? tw * (double)n0 / nw * (double)turns / D : 0;
+    /* a pass of n0 requests lasts about n0 / nw such waves (a first-turn warm-up: later turns as
+     * long as first ones) */
+    int warm_turns = r->warmup_tokens <= 0 && r->tok && db_runner_closed(pt->request_rate) ? db_prompt_set_max_turns(pt->ps) : 1;
+    double est = D > 0 && nw > 0 ? tw * (double)n0 / nw * (warm_turns > 1 ? 1.0 : (double)turns / D) : 0;
     if (r->min_time > 0 && r->warmup > 0 && r->warmup_tokens <= 0 && est > 0 && est < r->min_time) {
         mult = (long)ceil(r->min_time / est);
         long cap = DB_RUNNER_MAX_REQUESTS / n0;

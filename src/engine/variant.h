@@ -28,8 +28,8 @@ typedef enum {
 #define DB_VARIANTS(X) \
     X(AR,           "ar",           DB_NEEDS_NOTHING, 0, 0, 1, "target alone, one token per step: the speedup baseline") \
     X(DFLASH,       "dflash",       DB_NEEDS_DFLASH1, 0, 0, 1, "DFlash 1: a v1 checkpoint, its own cycle (the DFlash 1 baseline)") \
-    X(SELECTOR_OFF, "selector-off", DB_NEEDS_DFLASH2, 1, 0, 1, "DFlash 2 without the path selector") \
-    X(CONV_OFF,     "conv-off",     DB_NEEDS_DFLASH2, 0, 1, 1, "DFlash 2 without the two-tap convolutions") \
+    X(SELECTOR_OFF, "selector-off", DB_NEEDS_DFLASH2, 1, 0, 0, "DFlash 2 without the path selector") \
+    X(CONV_OFF,     "conv-off",     DB_NEEDS_DFLASH2, 0, 1, 0, "DFlash 2 without the two-tap convolutions") \
     X(DFLASH2,      "dflash2",      DB_NEEDS_DFLASH2, 1, 1, 1, "full DFlash 2") \
     X(DFLASH2_BARE, "dflash2-bare", DB_NEEDS_DFLASH2, 0, 0, 0, "DFlash 2 checkpoint, convolutions and selector off (not DFlash 1)") \
     X(DSPARK,       "dspark",       DB_NEEDS_DSPARK,  0, 0, 1, "DSpark: a DFlash 1 drafter whose block positions are corrected one by one by the previous pick (low-rank Markov head)") \

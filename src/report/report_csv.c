@@ -372,8 +372,8 @@ static int json_line(FILE *out, int n, const char *const *name, const char *cons
         char *end;
         double v = strtod(val[j], &end);
         cJSON *x = !num[j] ? cJSON_CreateString(val[j])
-                   : val[j][0] && !*end ? cJSON_CreateNumber(v) /* the CSV's digits, parsed */
-                   : val[j][0] ? cJSON_CreateString(val[j])
+                   : val[j][0] && !*end && isfinite(v) ? cJSON_CreateNumber(v) /* the CSV's digits, parsed */
+                   : val[j][0] ? cJSON_CreateString(val[j]) /* "inf" (JSON has no infinity) */
                                : cJSON_CreateNull();
         if (!x || !cJSON_AddItemToObject(o, name[j], x)) {
             cJSON_Delete(x);
