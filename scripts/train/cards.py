@@ -1,6 +1,7 @@
 """Model cards (README.md) of the embedded drafters, from models/eval.json (scripts/train/evaluate.py),
 models/build_info.json (scripts/train/build_all.py) and, when given, the summary.csv of a
-`dflash-bench run -c 1` of the same models (the default sweep's own numbers)."""
+`dflash-bench run -c 1 --max-samples 8` of the same models (the default sweep's own numbers on the
+first 8 of its 16 prompts per family)."""
 import csv
 import json
 import os
@@ -129,12 +130,13 @@ def write_cards(models_dir, res, build, sweep, only=None):
             f"held out (`scripts/train/prompts.py`). Every prompt greedy, a third also sampled at T = 0.8. "
             f"Package versions at build time:\n\n{vers}\n")
     evalnote = (f"Evaluation: `scripts/train/evaluate.py` with the reference cycle `scripts/reference/cycle_ref.py` "
-                f"on exactly the prompts the default sweep measures ({res['max_samples']} per family, "
-                f"`run --seed {res['sweep_seed']}`'s choice, chat's two turns), greedy, "
+                f"on the first {res['max_samples']} per family of the 16 prompts the default sweep measures "
+                f"(`run --max-samples {res['max_samples']} --seed {res['sweep_seed']}`'s choice, chat's two turns), greedy, "
                 f"max_new_tokens {res['max_new_tokens']}. tau = tokens committed by drafting cycles / drafting cycles "
                 f"(the prefill is no cycle), the definition of `run`'s `tau` column; oracle tau = what a perfect "
-                f"selector over the drafter's top-16 would reach. `run` columns: `dflash-bench run -c 1` on the same "
-                f"models (the default sweep at concurrency 1; on a CPU this cache-resident 2M-parameter pair verifies B rows "
+                f"selector over the drafter's top-16 would reach. `run` columns: `dflash-bench run -c 1 "
+                f"--max-samples {res['max_samples']}` on the same "
+                f"models (the default sweep at concurrency 1 on those prompts; on a CPU this cache-resident 2M-parameter pair verifies B rows "
                 f"for nearly B times a decode step, so its speedups stay near or below 1: the taus are what it is for).\n")
     train = (f"- Training: {d['steps']} steps x {d['batch_sequences']} sequences x {d['anchors_per_sequence']} anchors, "
              f"AdamW peak lr {d['peak_lr']}, cosine; the DFlash, DFlash 2 and DSpark drafters trained jointly on "

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Evaluate the exported drafters with the independent reference cycle (scripts/reference/cycle_ref.py)
-on exactly the prompts the default sweep measures.
+on the first 8 per family of the 16 prompts the default sweep measures.
 
 Per family (math, code, chat: the samples `dflash-bench run --max-samples 8 --seed 0` picks, rendered as
 `run` renders them, chat's second turn after the target's own first answer), block size (--blocks) and
