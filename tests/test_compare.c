@@ -183,6 +183,43 @@ int main(void)
         db_results_read_free(&rs);
     }
 
+    /* the machine 20% slower for every row, `ar` included (a neighbour, the host's clock): the
+     * footer names the baseline's move, and the speedups, which divide it out, stay the same */
+    char host[1300];
+    snprintf(host, sizeof host, "%s/host", tmp);
+    ok = copy_dir(a, host) == 0 && edit(host, "requests.csv", NULL, "rep_wall_s", 1.25) == 0 &&
+         edit(host, "summary.csv", NULL, "throughput_tok_s", 1 / 1.25) == 0;
+    rc = ok ? db_results_read_init(&rs, host, err, sizeof err) : -1;
+    tap_ok(rc == 0, "machine-wide slowdown directory read (%s)", err);
+    if (rc == 0) {
+        for (int m = 0; m < 2; m++) {
+            rc = db_compare_init(&c, &ra, &rs, m ? "speedup" : "throughput", DB_COMPARE_MIN_CHANGE, err, sizeof err);
+            int stable = 0, same = 0;
+            for (int i = 0; !rc && i < c.n; i++) {
+                const db_cmp_row *r = &c.rows[i];
+                if (r->b < 0 || r->n < 0 || ra.pt[r->b].stable != 1) continue;
+                stable++, same += !strcmp(r->verdict, "same") && fabs(r->spd - 1) < 1e-6;
+            }
+            char *md = NULL;
+            size_t mdn = 0;
+            FILE *mf = rc ? NULL : open_memstream(&md, &mdn);
+            int printed = mf && db_compare_print(&c, mf, "md", err, sizeof err) == 0;
+            if (mf) fclose(mf);
+            int says = printed && md && strstr(md, "the ar baseline moved as well: its throughput NEW/BASE is a median 0.800") != NULL;
+            if (m == 0) {
+                tap_ok(rc == 0 && c.n_ar > 0 && fabs(c.ar_shift - 0.8) < 1e-6 && fabs(c.ar_shift_max - 0.8) < 1e-6,
+                       "machine-wide: the ar rows' median NEW/BASE %.4f over %d rows (0.8 planted)", c.ar_shift, c.n_ar);
+                tap_ok(says, "machine-wide, throughput: the md footer names the baseline's move");
+            } else {
+                tap_ok(stable > 0 && same == stable, "machine-wide, speedup: %d of %d stable rows same at ratio 1", same, stable);
+                tap_ok(printed && !says, "machine-wide, speedup: no baseline footer (the metric divides it out)");
+            }
+            free(md);
+            if (!rc) db_compare_free(&c);
+        }
+        db_results_read_free(&rs);
+    }
+
     /* one side only: dflash B8 c4 not completed in NEW (points.done), dspark B4 c1 in BASE */
     char one[1300], two[1300];
     snprintf(one, sizeof one, "%s/one", tmp);

@@ -163,6 +163,25 @@ static int judge(db_compare *c, db_cmp_row *row, const id_ix *xb, const id_ix *x
     return 0;
 }
 
+/* the baseline's own move: the median NEW/BASE throughput of the matched `ar` rows */
+static void ar_shift(db_compare *c)
+{
+    c->ar_shift = c->ar_shift_min = c->ar_shift_max = NAN;
+    double *x = db_malloc((size_t)(c->n + 1) * sizeof *x);
+    if (!x) return;
+    int k = 0;
+    for (int i = 0; i < c->n; i++) {
+        const db_cmp_row *r = &c->rows[i];
+        if (r->b >= 0 && r->n >= 0 && isfinite(r->thr) && is_ar(&c->base->pt[r->b].key)) x[k++] = r->thr;
+    }
+    c->n_ar = k;
+    if (k) {
+        c->ar_shift = db_quantile(x, k, 0.5); /* sorts x */
+        c->ar_shift_min = x[0], c->ar_shift_max = x[k - 1];
+    }
+    free(x);
+}
+
 int db_compare_init(db_compare *c, const db_results_read *base, const db_results_read *new_,
                     const char *metric, double min_change, char *err, size_t errlen)
 {
@@ -195,6 +214,7 @@ int db_compare_init(db_compare *c, const db_results_read *base, const db_results
     for (int j = 0; !rc && j < new_->n; j++)
         if (!used[j]) c->rows[c->n++] = (db_cmp_row){.b = -1, .n = j, .verdict = "only-new"};
     free(used), free(xm), free(xb), free(xn);
+    if (!rc) ar_shift(c);
     /* md names a row by the main axes and those that vary */
     static const char *const main_axes[] = {"dataset", "variant", "block_size", "concurrency", "temperature"};
     for (int a = 0; a < db_point_n_axes; a++) {
@@ -370,6 +390,11 @@ static int print_md(const db_compare *c, FILE *f)
     if (unstable_change)
         fprintf(f, "\nunstable (faster? / slower?): a row not stable on a side whose interval alone says faster / "
                    "slower (csv / json: column change)\n");
+    if (c->n_ar && fabs(c->ar_shift - 1) >= c->min_change && c->metric == DB_CMP_THROUGHPUT)
+        fprintf(f, "\nthe ar baseline moved as well: its throughput NEW/BASE is a median %.3f (%.3f to %.3f over %d "
+                   "rows); a change every variant shares is the machine's speed or the target's, not the drafting "
+                   "(--metric speedup divides it out)\n",
+                c->ar_shift, c->ar_shift_min, c->ar_shift_max, c->n_ar);
     return fprintf(f, "\n%d matched rows: %d faster, %d slower, %d same, %d unstable (verdicts on %s NEW/BASE: "
                       "95%% percentile bootstrap over prompts and rounds, significant when the interval excludes 1, "
                       "a change under %.0f%% is same; unstable: a side's row is not stable)\n",

@@ -24,7 +24,11 @@
  *             report.h), else the change. Rows of one side only: "only-base" / "only-new".
  *   tau_diff  tau(NEW) - tau(BASE); acceptance_max_diff the largest |difference| of the
  *             per-position conditional acceptance rates: both exactly 0 between two runs of one
- *             build at T = 0 (deterministic), so anything else is a change of the decoding. */
+ *             build at T = 0 (deterministic), so anything else is a change of the decoding.
+ *   ar_shift  the median thr of the matched `ar` rows (and its range): how far the baseline
+ *             itself moved. Two runs of one build on a VM differ by a machine-wide factor (a
+ *             neighbour, the host's clock) that every row shares; the md footer names it when it
+ *             is at least min_change, since `--metric speedup` divides it out. */
 #ifndef DB_COMPARE_H
 #define DB_COMPARE_H
 
@@ -55,6 +59,8 @@ typedef struct {
     int show_axis[64];  /* md: the axis names a row (the five main ones, and any that varies) */
     int n;
     db_cmp_row *rows;   /* [n] matched rows in BASE's order, then NEW's rows alone */
+    int n_ar;           /* matched `ar` rows with a finite thr */
+    double ar_shift, ar_shift_min, ar_shift_max; /* their median thr and range (NAN when n_ar = 0) */
 } db_compare;
 
 /* metric "throughput" or "speedup" (DB_EINPUT otherwise); min_change a fraction (0.05) */
