@@ -366,6 +366,40 @@ int main(void)
         db_results_close(&r);
     }
 
+    /* a default directory (no --out): a run of the same second makes DIR and probes it between
+     * this run's check and its first point; this run passes and takes DIR-2 */
+    {
+        char def_dir[400], def2[420], f[500];
+        snprintf(def_dir, sizeof def_dir, "%s/default/20261205-121532", base);
+        tap_ok(db_results_check_default(def_dir, err, sizeof err) == 0,
+               "a default directory's parent is creatable (%s)", err);
+        rc = db_results_open_default(&r, def_dir, err, sizeof err);
+        db_results_write_meta(&r, &m, err, sizeof err);
+        snprintf(f, sizeof f, "%s/default", base);
+        mkdir(f, 0777);
+        mkdir(def_dir, 0777); /* the other run's first point, and its write probe */
+        const char *theirs[] = {"points.done", ".write-test.1"};
+        for (int i = 0; i < 2; i++) {
+            snprintf(f, sizeof f, "%s/%s", def_dir, theirs[i]);
+            FILE *t = fopen(f, "w");
+            if (t) fclose(t);
+        }
+        tap_ok(rc == 0 && db_results_check_default(def_dir, err, sizeof err) == 0,
+               "a default directory another run made meanwhile is no reason to refuse (%s)", err);
+        rc = db_results_append(&r, &m, &p[0], &s[0], err, sizeof err);
+        snprintf(def2, sizeof def2, "%s-2", def_dir);
+        tap_ok(rc == 0 && !strcmp(r.dir, def2) && rows_of(def2, DB_TABLE_SUMMARY, NULL) == 1 &&
+                   rows_of(def_dir, DB_TABLE_SUMMARY, NULL) < 0,
+               "its first point takes %s, the other run's directory is left alone (%s)", r.dir, err);
+        db_results_close(&r);
+        snprintf(f, sizeof f, "%s/file", base);
+        FILE *t = fopen(f, "w");
+        if (t) fclose(t);
+        snprintf(def_dir, sizeof def_dir, "%s/file/20261205-121532", base);
+        tap_ok(db_results_check_default(def_dir, err, sizeof err) == DB_EINPUT && strstr(err, "not a directory"),
+               "a default directory under a file: DB_EINPUT: %s", err);
+    }
+
     for (int i = 0; i < 3; i++) db_point_raw_free(&p[i]);
     db_run_meta_free(&m);
     char cmd[400];

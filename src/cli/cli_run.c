@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,10 +169,9 @@ static int check_sweep(run_ctx *c, int argc, char **argv, char *err, size_t errl
     else if (sw->out[0]) snprintf(c->out_dir, sizeof c->out_dir, "%s", sw->out);
     else {
         db_results_default_dir(c->out_dir, sizeof c->out_dir, sw->label, time(NULL));
-        /* a run started in the same second may have taken the name since: the exclusive mkdir at
+        /* a run started in the same second may take the name meanwhile: the exclusive mkdir at
          * the first point moves on to the next free suffix (results_dir.h), nothing to refuse */
-        struct stat st;
-        if (stat(c->out_dir, &st) == 0) return DB_OK;
+        return db_results_check_default(c->out_dir, err, errlen);
     }
     return db_results_check_writable(c->out_dir, c->resume != NULL, err, errlen);
 }
@@ -250,12 +248,12 @@ static int open_results(run_ctx *c, char *err, size_t errlen)
     if (!rc) rc = db_run_inputs_record(&c->meta, &c->sw, err, errlen);
     if (!rc && c->resume) rc = db_run_inputs_check(&c->meta, c->out_dir, c->allow_changed, err, errlen);
     if (!rc) {
-        rc = c->resume ? db_results_open_locked(&c->res, c->out_dir, c->lock_fd, err, errlen)
-                       : db_results_open(&c->res, c->out_dir, 0, err, errlen);
+        /* no --out: a default name, made exclusively (with a suffix when another run took it) */
+        rc = c->resume     ? db_results_open_locked(&c->res, c->out_dir, c->lock_fd, err, errlen)
+             : sw->out[0] ? db_results_open(&c->res, c->out_dir, 0, err, errlen)
+                          : db_results_open_default(&c->res, c->out_dir, err, errlen);
         c->lock_fd = -1; /* the results' now, even when the open failed */
         c->res_open = rc == DB_OK;
-        /* no --out: a default name, made exclusively (with a suffix when another run took it) */
-        c->res.unique = !c->resume && !sw->out[0];
         c->res.jsonl = !strcmp(sw->format_files, "csv,json");
     }
     if (!rc) rc = db_results_write_meta(&c->res, &c->meta, err, errlen);

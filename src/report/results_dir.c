@@ -135,12 +135,13 @@ static int exists_in(const char *dir, const char *name)
     return db_path_join(p, sizeof p, dir, name) == 0 && stat(p, &st) == 0;
 }
 
-/* a fresh DIR that does not exist yet: its nearest existing ancestor must be a directory in
- * which a directory can be made (made and removed here: access() says yes to root on /proc) */
-static int check_creatable(const char *dir, char *err, size_t errlen)
+/* a fresh DIR that does not exist yet: its nearest existing ancestor, from `from` (DIR or one of
+ * its parents) up, must be a directory in which a directory can be made (made and removed here:
+ * access() says yes to root on /proc) */
+static int check_creatable(const char *dir, const char *from, char *err, size_t errlen)
 {
     char up[1024], probe[1100];
-    snprintf(up, sizeof up, "%s", dir);
+    snprintf(up, sizeof up, "%s", from);
     struct stat st;
     while (stat(up, &st) != 0) {
         if (errno != ENOENT)
@@ -169,7 +170,7 @@ int db_results_check_writable(const char *dir, int resume, char *err, size_t err
         if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
             return db_fail(err, errlen, DB_EINPUT, "--resume %s: no such results directory", dir);
     } else {
-        if (stat(dir, &st) != 0) return check_creatable(dir, err, errlen);
+        if (stat(dir, &st) != 0) return check_creatable(dir, dir, err, errlen);
         if (!S_ISDIR(st.st_mode)) return db_fail(err, errlen, DB_EINPUT, "%s: cannot create: File exists", dir);
         if (exists_in(dir, DONE_FILE) || exists_in(dir, db_table_file[DB_TABLE_SUMMARY]))
             return db_fail(err, errlen, DB_EINPUT,
@@ -630,6 +631,32 @@ int db_results_open(db_results *r, const char *dir, int resume, char *err, size_
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
     int rc = db_results_check_writable(dir, 0, err, errlen);
     if (rc) return rc;
+    r->pending = 1;
+    return DB_OK;
+}
+
+int db_results_check_default(const char *dir, char *err, size_t errlen)
+{
+    if (!dir || !dir[0]) return db_fail(err, errlen, DB_EINPUT, "results directory: empty path");
+    if (strlen(dir) >= 1000) return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == parent) slash[1] = 0;
+    else *slash = 0;
+    return check_creatable(dir, parent, err, errlen);
+}
+
+int db_results_open_default(db_results *r, const char *dir, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->lock_fd = -1;
+    if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir)
+        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
+    int rc = db_results_check_default(dir, err, errlen);
+    if (rc) return rc;
+    r->unique = 1;
     r->pending = 1;
     return DB_OK;
 }

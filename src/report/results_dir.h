@@ -51,7 +51,7 @@ typedef struct {
     char made[1024];  /* fresh run: the topmost directory it created ("" when none) */
     int rotate_meta;  /* resume: the previous meta.json not yet kept as meta.<k>.json */
     int done_fix;     /* points.done read with CRs, blanks, duplicates or a cut line */
-    int unique;       /* fresh run in a default directory (set after db_results_open): DIR is
+    int unique;       /* fresh run in a default directory (db_results_open_default): DIR is
                        * made with an exclusive mkdir, as DIR-2, DIR-3, ... when taken, so two
                        * runs started in the same second never share one; dir holds the name */
     int jsonl;        /* set after db_results_open (run --format-files csv,json): every table also
@@ -74,6 +74,12 @@ int db_results_check_writable(const char *dir, int resume, char *err, size_t err
  * anything changes, then points.done repaired (CRs, blanks, ids listed twice) and the tables
  * cleaned (rows of unfinished points, records cut short, a point's rows written twice) */
 int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen);
+/* A default directory (no --out): only its parent must be creatable now, since DIR itself is
+ * claimed at the first append (an exclusive mkdir, DIR-2, DIR-3, ... when taken). Another run of
+ * the same second may have made DIR meanwhile, or be probing it: neither is this run's concern. */
+int db_results_check_default(const char *dir, char *err, size_t errlen);
+/* as db_results_open for a fresh run, with r->unique set and the check above */
+int db_results_open_default(db_results *r, const char *dir, char *err, size_t errlen);
 /* DIR/.lock taken (flock, exclusive, not waiting) into *fd, with "pid N on host H" written in
  * it; DB_EINPUT naming the holder's pid and host when another process holds it. Every run that
  * writes DIR holds it: a fresh run from its first point, a resume from before it reads DIR. */
