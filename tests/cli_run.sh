@@ -291,7 +291,7 @@ ok "$([ "$rc" = 0 ] && grep -q '^Combined: tau / speedup / draft ms per cycle' "
     "configs/baselines.ini prints the combined table: tau / speedup / draft ms of mtp, eagle3, dflash, dspark, dflash2 (rc $rc)"
 [ "$rc" = 0 ] || sed 's/^/# /' "$tmp/rb.err"
 # draft ms per cycle, B 16 over B 8, is a timing: printed as a figure, never a verdict (a busy
-# host moves it; the measured figures are in README, *Baselines*)
+# host moves it; README gives the measured range next to the combined table)
 grow=$("$PY" - "$tmp/rb/summary.csv" <<'EOF'
 import csv, sys
 r = {(x['variant'], int(x['block_size'])): float(x['draft_ms_per_cycle']) for x in csv.DictReader(open(sys.argv[1]))
