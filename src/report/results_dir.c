@@ -622,19 +622,6 @@ int db_results_open_locked(db_results *r, const char *dir, int lock_fd, char *er
     return rc;
 }
 
-int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen)
-{
-    if (resume) return db_results_open_locked(r, dir, -1, err, errlen);
-    memset(r, 0, sizeof *r);
-    r->lock_fd = -1;
-    if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir)
-        return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
-    int rc = db_results_check_writable(dir, 0, err, errlen);
-    if (rc) return rc;
-    r->pending = 1;
-    return DB_OK;
-}
-
 int db_results_check_default(const char *dir, char *err, size_t errlen)
 {
     if (!dir || !dir[0]) return db_fail(err, errlen, DB_EINPUT, "results directory: empty path");
@@ -648,17 +635,28 @@ int db_results_check_default(const char *dir, char *err, size_t errlen)
     return check_creatable(dir, parent, err, errlen);
 }
 
-int db_results_open_default(db_results *r, const char *dir, char *err, size_t errlen)
+/* a fresh run: DIR checked (a default one: its parent), made at the first append */
+static int open_fresh(db_results *r, const char *dir, int unique, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     r->lock_fd = -1;
     if (snprintf(r->dir, sizeof r->dir, "%s", dir) >= (int)sizeof r->dir)
         return db_fail(err, errlen, DB_EINPUT, "%s: path too long", dir);
-    int rc = db_results_check_default(dir, err, errlen);
+    int rc = unique ? db_results_check_default(dir, err, errlen) : db_results_check_writable(dir, 0, err, errlen);
     if (rc) return rc;
-    r->unique = 1;
+    r->unique = unique;
     r->pending = 1;
     return DB_OK;
+}
+
+int db_results_open(db_results *r, const char *dir, int resume, char *err, size_t errlen)
+{
+    return resume ? db_results_open_locked(r, dir, -1, err, errlen) : open_fresh(r, dir, 0, err, errlen);
+}
+
+int db_results_open_default(db_results *r, const char *dir, char *err, size_t errlen)
+{
+    return open_fresh(r, dir, 1, err, errlen);
 }
 
 /* a fresh run whose first point failed: what materialize() made goes again (files, then the
