@@ -1294,6 +1294,9 @@ int main(void)
 {
     db_json_init(); /* cJSON allocates through the fault-injecting wrappers */
     db_rng_seed(&rng, 20251130);
+    /* the GPU kernels dequantize weights to f32: their reference is the CPU's float path, not its
+     * integer one (backends/cpu/matmul_q8.h, activations rounded to 8 bits) */
+    setenv("DB_CPU_Q8", "0", 1);
     cpu = make_backend(&db_cpu_backend_ops, 1, err, sizeof err);
     if (!cpu) {
         printf("Bail out! cpu backend: %s\n", err);

@@ -124,27 +124,6 @@ static void test_golden(void)
     free(buf);
 }
 
-/* random blocks: random bytes, f16 scale fields set to small finite values */
-static void *rand_quant(db_dtype dt, int rows, int cols)
-{
-    size_t bb = db_dtype_size(dt), nblk = (size_t)rows * cols / (size_t)db_dtype_block(dt);
-    unsigned char *w = malloc(nblk * bb + 1);
-    for (size_t i = 0; i < nblk * bb; i++) w[i] = (unsigned char)db_rng_next(&rng);
-    int off[2] = {0, -1};
-    if (dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q4_1 || dt == DB_Q5_1) off[1] = 2;
-    if (dt == DB_Q6_K) off[0] = 208;
-    if (dt == DB_Q3_K) off[0] = 108;
-    if (dt == DB_Q2_K) off[0] = 80, off[1] = 82;
-    for (size_t b = 0; b < nblk; b++)
-        for (int k = 0; k < 2; k++) {
-            if (off[k] < 0) continue;
-            float v = (float)((db_rng_uniform(&rng) - 0.5) * 0.02);
-            uint16_t h = db_f32_to_f16(v);
-            memcpy(w + b * bb + (size_t)off[k], &h, 2);
-        }
-    return w;
-}
-
 typedef struct {
     const char *name;
     db_matmul_kernel k;
@@ -174,7 +153,7 @@ static void test_accuracy(const kern *ks, int nk)
     for (int ti = 0; ti < NQ; ti++) {
         db_dtype dt = qtypes[ti];
         int bs = db_dtype_block(dt), I = bs == 32 ? 160 : 512;
-        void *w = rand_quant(dt, O, I);
+        void *w = tu_rand_quant(&rng, dt, O, I);
         float *wf = malloc(sizeof(float) * (size_t)O * I);
         db_convert_to_f32(wf, w, dt, (size_t)O * I);
         for (int ki = 0; ki < nk; ki++) {
@@ -231,7 +210,7 @@ static void test_exact_values(const kern *ks, int nk)
     for (int ti = 0; ti < NQ; ti++) {
         db_dtype dt = qtypes[ti];
         int I = db_dtype_block(dt) == 32 ? 64 : 256;
-        void *w = rand_quant(dt, O, I);
+        void *w = tu_rand_quant(&rng, dt, O, I);
         float *wf = malloc(sizeof(float) * (size_t)O * I), *x = calloc((size_t)I * I, sizeof(float));
         float *y = malloc(sizeof(float) * (size_t)I * O);
         db_convert_to_f32(wf, w, dt, (size_t)O * I);
@@ -257,7 +236,7 @@ static void test_invariance(const kern *ks, int nk)
     for (int ti = 0; ti < NQ; ti++) {
         db_dtype dt = qtypes[ti];
         int I = db_dtype_block(dt) == 32 ? 96 : 768;
-        void *w = rand_quant(dt, O, I);
+        void *w = tu_rand_quant(&rng, dt, O, I);
         float *x = malloc(sizeof(float) * (size_t)N * I), *y = malloc(sizeof(float) * (size_t)N * O);
         for (int i = 0; i < N * I; i++) x[i] = (float)(db_rng_uniform(&rng) * 2 - 1);
         for (int ki = 0; ki < nk; ki++) {
@@ -292,7 +271,7 @@ static void test_backend(void)
     for (int ti = 0; ti < NQ; ti++) {
         db_dtype dt = qtypes[ti];
         int O = 70, I = 512, N = 40;
-        void *host = rand_quant(dt, O, I);
+        void *host = tu_rand_quant(&rng, dt, O, I);
         db_weight w;
         if (db_weight_upload(be, &w, host, dt, O, I) != 0) {
             tap_ok(0, "upload %s: %s", db_dtype_name(dt), be->err);

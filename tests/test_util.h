@@ -2,6 +2,9 @@
 #ifndef DB_TEST_UTIL_H
 #define DB_TEST_UTIL_H
 
+#include "backend.h"
+#include "base/util.h"
+
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
@@ -16,5 +19,9 @@ float *tu_floats(const cJSON *arr, int *n);
 int *tu_ints(const cJSON *arr, int *n);
 /* max |a-b| / max(|b|, floor) over n values */
 double tu_max_rel_err(const float *a, const float *b, size_t n, double floor);
+
+/* rows x cols values of quantized type dt as random blocks: random bytes, the f16 scale fields
+ * set to small finite values (malloc'd) */
+void *tu_rand_quant(db_rng *rng, db_dtype dt, int rows, int cols);
 
 #endif

@@ -14,6 +14,7 @@
 #include "cpu_kernels.h"
 #include "cpu_attention.h"
 #include "matmul_quant.h"
+#include "matmul_q8.h"
 #include "cpu_topology.h"
 #include "vec_math.h"
 
@@ -54,6 +55,10 @@ typedef struct {
     db_scores_heads_kernel scores_heads; /* one row's heads key by key (NULL: block walk) */
     db_wsum_heads_kernel wsum_heads;
     db_matmul_kernel matmul_quant; /* the quantized dtypes (matmul_quant.h) */
+    db_matmul_q8_kernel matmul_q8; /* their integer path (matmul_q8.h; NULL: none here) */
+    db_q8_quantize_fn quantize_q8;
+    void *xq_buf; /* the activation rows quantized for matmul_q8 */
+    size_t xq_bytes;
     float *panel; /* [BLAS_PANEL, panel_cols] f32 conversion buffer */
     size_t panel_cols;
     /* RoPE angles of the last call: cos / sin [n][hd/2] for positions rope_pos[n], so the q and
@@ -191,6 +196,9 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
     db_attn_multi_kernels(simd, &c->scores_multi, &c->wsum_multi);
     db_attn_heads_kernels(simd, &c->scores_heads, &c->wsum_heads);
     c->matmul_quant = db_matmul_quant_select(simd);
+    /* DB_CPU_Q8=0 keeps quantized weights on the float path (to compare the two) */
+    const char *q8 = getenv("DB_CPU_Q8");
+    if (!(q8 && strcmp(q8, "0") == 0)) db_matmul_q8_select(simd, &c->matmul_q8, &c->quantize_q8);
     be->quant_weights = 1;
     snprintf(be->simd, sizeof be->simd, "%s", simd);
     be->ctx = c;
@@ -219,7 +227,7 @@ static int cpu_init(db_backend *be, const db_backend_opts *opts)
 static void cpu_free(db_backend *be)
 {
     cpu_ctx *c = be->ctx;
-    if (c) free(c->panel), free(c->rope_cs), free(c->rope_pos), free(c->attn.buf);
+    if (c) free(c->panel), free(c->xq_buf), free(c->rope_cs), free(c->rope_pos), free(c->attn.buf);
     free(c);
     be->ctx = NULL;
 }
@@ -252,6 +260,21 @@ static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const d
     const int blk = 24;
     int nblk = (nout + blk - 1) / blk;
     db_matmul_kernel kernel = db_dtype_is_quant(w->dtype) ? c->matmul_quant : c->matmul;
+    /* the integer path: the activation rows quantized once (threads split the rows), then the
+     * weight rows split as below. Where the buffer cannot grow, the float path runs instead. */
+    db_q8_rows xq = {0};
+    int q8 = 0;
+    if (c->matmul_q8 && db_q8_supports(w->dtype, nin)) {
+        size_t need = db_q8_rows_bytes(n, nin);
+        if (need > c->xq_bytes) {
+            void *b = db_realloc(c->xq_buf, need);
+            if (b) c->xq_buf = b, c->xq_bytes = need;
+        }
+        if (need <= c->xq_bytes) {
+            db_q8_rows_init(&xq, c->xq_buf, n, nin);
+            q8 = 1;
+        }
+    }
 #if HAVE_OPENMP
 #pragma omp parallel if (nblk > 1 && (size_t)nout * nin * n > 32768)
     {
@@ -260,10 +283,19 @@ static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const d
     {
         int nt = 1, id = 0;
 #endif
+        if (q8) {
+            c->quantize_q8(&xq, x, (int)((long long)n * id / nt), (int)((long long)n * (id + 1) / nt));
+#if HAVE_OPENMP
+#pragma omp barrier
+#endif
+        }
         int o0 = (int)((long long)nblk * id / nt) * blk;
         int o1 = (int)((long long)nblk * (id + 1) / nt) * blk;
         if (o1 > nout) o1 = nout;
-        if (o0 < o1) kernel(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
+        if (o0 < o1) {
+            if (q8) c->matmul_q8(y, &xq, w->data, w->dtype, n, nout, o0, o1, accumulate);
+            else kernel(y, x, w->data, w->dtype, n, nout, nin, o0, o1, accumulate);
+        }
     }
 }
 

@@ -1,0 +1,74 @@
+/* matmul_q8.h — integer matmul on quantized weights: the activation rows are quantized once
+ * per call to 8-bit blocks (as llama.cpp's Q8_0), and each weight block's integer codes are
+ * multiplied with them in integer arithmetic (AVX-512 VNNI vpdpbusd), the float scales applied
+ * once per 4 values. The path CPUs with VNNI take for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights;
+ * the float path (matmul_quant.h) stays for the other types and other CPUs.
+ *
+ * Notation: x[N, I] f32 activations, W[O, I] quantized, y[N, O]; a chunk is 64 values
+ * (64c..64c+63), a lane l (0..15) of a chunk its values 4l..4l+3, an activation block b the 32
+ * values 32b..32b+31 (a chunk holds blocks 2c and 2c+1: lanes 0-7 and 8-15).
+ *
+ * The result, defined exactly (db_matmul_q8_ref computes it in plain C; every kernel is
+ * bitwise equal to it, tests/test_quant.c):
+ *   activations: per row and block, d_b = max|x| / 127, q_k = nearbyint(x_k * (1 / d_b)) (0 and
+ *     d_b = 0 for an all-zero block), s_b = d_b * (sum of the block's q)
+ *   weights: each value is scale * code - min, code an integer (quant.c's q minus its offset:
+ *     q - 8 for Q4_0, q - 32 for Q6_K), scale per lane (d, d * s_j or d * sc), min per block of
+ *     32 (dmin * m_j of Q4_K / Q5_K, else 0) — quant.c's products, rounded alike
+ *   per (row, o): lane l accumulates acc_l = fma((float)isum_l, scale_l * d_b(l), acc_l) over the
+ *     chunks in order, isum_l the exact integer sum of the lane's 4 code x q products; the mins
+ *     accumulate per 8 blocks: m_j = fma(min_b, s_b, m_j), b = 8t + j, t in order;
+ *     y = hsum16(acc) - hsum8(m), each hsum a fixed tree (lanes l + h, h = 8, 4, 2, 1).
+ * Nothing depends on N or on the rows sharing a call: batch-invariant. Against the float path
+ * the error is the activation rounding (|x - d q| <= d / 2), the one llama.cpp's CPU matmuls make. */
+#ifndef DB_MATMUL_Q8_H
+#define DB_MATMUL_Q8_H
+
+#include "backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* N activation rows quantized, carved from one buffer of db_q8_rows_bytes(N, I) */
+typedef struct {
+    int8_t *q;  /* [N, I] codes */
+    float *dl;  /* [N, I / 4] d_b of each lane (lane l of chunk c: block 2c + l / 8) */
+    float *s;   /* [N, I / 32] d_b * sum of block b's codes */
+    int32_t *nx; /* [N, I / 4] minus the sum of each lane's 4 codes (the kernels' offset
+                  * corrections: code - 8 of Q4_0, code - 32 of Q6_K) */
+    int I;
+} db_q8_rows;
+
+/* Can the integer path take weights of dt at row length I? (the five types, I a multiple of
+ * 256 for the K types and of 64 for Q8_0 / Q4_0) */
+int db_q8_supports(db_dtype dt, int I);
+
+size_t db_q8_rows_bytes(int n, int I);
+/* views of buf (db_q8_rows_bytes(n, I) bytes; the views start 64 bytes apart from it) */
+void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I);
+/* rows [r0, r1) of x into xq (plain C; the kernel file has its own, bitwise equal) */
+void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1);
+
+typedef void (*db_q8_quantize_fn)(db_q8_rows *xq, const float *x, int r0, int r1);
+/* y[n, o] (+)= the dot product above, for o in [o0, o1) and the n rows of xq */
+typedef void (*db_matmul_q8_kernel)(float *y, const db_q8_rows *xq, const void *w, db_dtype dt,
+                                    int n, int O, int o0, int o1, int accumulate);
+
+void db_matmul_q8_ref(float *y, const db_q8_rows *xq, const void *w, db_dtype dt, int n, int O,
+                      int o0, int o1, int accumulate);
+#if HAVE_X86_SIMD
+void db_q8_quantize_vnni(db_q8_rows *xq, const float *x, int r0, int r1);
+void db_matmul_q8_vnni(float *y, const db_q8_rows *xq, const void *w, db_dtype dt, int n, int O,
+                       int o0, int o1, int accumulate);
+#endif
+
+/* The integer path for the kernel family `name` (db_matmul_select's) on this CPU: 0 and *k /
+ * *qf set, or -1 where it has none (the float path then) */
+int db_matmul_q8_select(const char *name, db_matmul_q8_kernel *k, db_q8_quantize_fn *qf);
+
+/* One weight row's chunk c unpacked (shared by the reference and the tests): code[64] the
+ * integer codes, scale[16] the lane scales, min[2] the mins of blocks 2c, 2c + 1 */
+void db_q8_unpack_chunk(db_dtype dt, const uint8_t *row, int c, int8_t code[64], float scale[16],
+                        float min[2]);
+
+#endif

@@ -1,0 +1,188 @@
+/* matmul_q8_ref.c — the integer matmul path's definition in plain C (matmul_q8.h): the
+ * activation quantizer, the weight chunk unpacker and the reference kernel the VNNI kernel is
+ * tested against bitwise, and the run-time choice. Compiled with -ffp-contract=off: every
+ * product below is rounded on its own, every fmaf is the one fused operation the kernels make. */
+#include "config.h"
+#include "matmul_q8.h"
+#include "quant.h"
+
+#include <math.h>
+#include <string.h>
+
+int db_q8_supports(db_dtype dt, int I)
+{
+    if (dt == DB_Q8_0 || dt == DB_Q4_0) return I > 0 && I % 64 == 0;
+    if (dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q6_K) return I > 0 && I % 256 == 0;
+    return 0;
+}
+
+static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
+
+size_t db_q8_rows_bytes(int n, int I)
+{
+    size_t q = align64((size_t)n * I), dl = align64(sizeof(float) * (size_t)n * (I / 4));
+    return q + 2 * dl + align64(sizeof(float) * (size_t)n * (I / 32));
+}
+
+void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I)
+{
+    char *p = buf;
+    xq->q = (int8_t *)p;
+    p += align64((size_t)n * I);
+    xq->dl = (float *)p;
+    p += align64(sizeof(float) * (size_t)n * (I / 4));
+    xq->nx = (int32_t *)p;
+    p += align64(sizeof(float) * (size_t)n * (I / 4));
+    xq->s = (float *)p;
+    xq->I = I;
+}
+
+void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1)
+{
+    int I = xq->I;
+    for (int r = r0; r < r1; r++)
+        for (int b = 0; b < I / 32; b++) {
+            const float *xb = x + (size_t)r * I + 32 * b;
+            float amax = 0.0f, z = 0.0f;
+            for (int k = 0; k < 32; k++) {
+                float a = fabsf(xb[k]);
+                amax = a > amax ? a : amax;
+                z += xb[k] * 0.0f; /* NaN when the block holds an Inf or a NaN */
+            }
+            float d = amax / 127.0f + z;
+            if (d != d) d = NAN; /* one NaN (sign and payload), as the SIMD quantizer's */
+            /* a block that is all zeros or not finite gets codes 0 (and d 0 or NaN, so a NaN
+             * activation still makes a NaN result, as on the float path) */
+            float id = d != 0.0f && d == d && d != INFINITY ? 1.0f / d : 0.0f;
+            int8_t *q = xq->q + (size_t)r * I + 32 * b;
+            int sum = 0;
+            for (int k = 0; k < 32; k++) {
+                q[k] = id == 0.0f ? 0 : (int8_t)(int)nearbyintf(xb[k] * id);
+                sum += q[k];
+            }
+            float *dl = xq->dl + (size_t)r * (I / 4) + 8 * b;
+            int32_t *nx = xq->nx + (size_t)r * (I / 4) + 8 * b;
+            for (int l = 0; l < 8; l++) {
+                dl[l] = d;
+                nx[l] = -(q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
+            }
+            xq->s[(size_t)r * (I / 32) + b] = d * (float)sum;
+        }
+}
+
+static float ld_f16(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return db_f16_to_f32(h);
+}
+
+void db_q8_unpack_chunk(db_dtype dt, const uint8_t *row, int c, int8_t code[64], float scale[16],
+                        float min[2])
+{
+    min[0] = min[1] = 0.0f;
+    if (dt == DB_Q8_0 || dt == DB_Q4_0) {
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *b = row + (size_t)(2 * c + h) * (dt == DB_Q8_0 ? 34 : 18);
+            float d = ld_f16(b);
+            for (int l = 0; l < 8; l++) scale[8 * h + l] = d;
+            for (int i = 0; i < 32; i++)
+                code[32 * h + i] = dt == DB_Q8_0 ? (int8_t)b[2 + i]
+                                                 : (int8_t)((i < 16 ? b[2 + i] & 15 : b[2 + i - 16] >> 4) - 8);
+        }
+        return;
+    }
+    int cc = c & 3; /* the chunk's place in its 256-value block */
+    if (dt == DB_Q4_K || dt == DB_Q5_K) {
+        int five = dt == DB_Q5_K;
+        const uint8_t *b = row + (size_t)(c >> 2) * (five ? 176 : 144);
+        const uint8_t *qh = b + 16, *qs = b + (five ? 48 : 16) + 32 * cc;
+        float d = ld_f16(b), dmin = ld_f16(b + 2);
+        for (int h = 0; h < 2; h++) {
+            int j = 2 * cc + h, s, m;
+            db_scale_min_k4(j, b + 4, &s, &m);
+            float sc = d * (float)s;
+            for (int l = 0; l < 8; l++) scale[8 * h + l] = sc;
+            min[h] = dmin * (float)m;
+            for (int i = 0; i < 32; i++) {
+                int q = h ? qs[i] >> 4 : qs[i] & 15;
+                if (five) q |= (qh[i] >> j & 1) << 4;
+                code[32 * h + i] = (int8_t)q;
+            }
+        }
+        return;
+    }
+    /* Q6_K: the chunk is quarters k = 2 (cc & 1) and k + 1 of half cc >> 1 */
+    const uint8_t *b = row + (size_t)(c >> 2) * 210;
+    int half = cc >> 1;
+    const uint8_t *ql = b + 64 * half, *qh = b + 128 + 32 * half;
+    const int8_t *sc = (const int8_t *)(b + 192) + 8 * half;
+    float d = ld_f16(b + 208);
+    for (int v = 0; v < 64; v++) {
+        int k = 2 * (cc & 1) + v / 32, l = v % 32;
+        int lo = ql[l + 32 * (k & 1)], q = (k >= 2 ? lo >> 4 : lo & 15) | (qh[l] >> (2 * k) & 3) << 4;
+        code[v] = (int8_t)(q - 32);
+        if (l % 4 == 0) scale[v / 4] = d * (float)sc[l / 16 + 2 * k];
+    }
+}
+
+static int has_min(db_dtype dt) { return dt == DB_Q4_K || dt == DB_Q5_K; }
+
+static float hsum(const float *a, int n)
+{
+    float t[16];
+    memcpy(t, a, sizeof(float) * (size_t)n);
+    for (int h = n / 2; h >= 1; h /= 2)
+        for (int l = 0; l < h; l++) t[l] = t[l] + t[l + h];
+    return t[0];
+}
+
+void db_matmul_q8_ref(float *y, const db_q8_rows *xq, const void *w, db_dtype dt, int n, int O,
+                      int o0, int o1, int accumulate)
+{
+    int I = xq->I;
+    size_t rb = db_dtype_bytes(dt, (size_t)I);
+    for (int o = o0; o < o1; o++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
+        for (int r = 0; r < n; r++) {
+            const int8_t *xr = xq->q + (size_t)r * I;
+            const float *dl = xq->dl + (size_t)r * (I / 4), *s = xq->s + (size_t)r * (I / 32);
+            float acc[16] = {0}, m[8] = {0};
+            for (int c = 0; c < I / 64; c++) {
+                int8_t code[64];
+                float scale[16], mn[2];
+                db_q8_unpack_chunk(dt, row, c, code, scale, mn);
+                for (int l = 0; l < 16; l++) {
+                    int isum = 0;
+                    for (int k = 4 * l; k < 4 * l + 4; k++) isum += code[k] * xr[64 * c + k];
+                    float t = scale[l] * dl[16 * c + l];
+                    acc[l] = fmaf((float)isum, t, acc[l]);
+                }
+                for (int h = 0; h < 2; h++) {
+                    int b = 2 * c + h;
+                    m[b % 8] = fmaf(mn[h], s[b], m[b % 8]);
+                }
+            }
+            float v = has_min(dt) ? hsum(acc, 16) - hsum(m, 8) : hsum(acc, 16);
+            float *dst = y + (size_t)r * O + o;
+            *dst = accumulate ? *dst + v : v;
+        }
+    }
+}
+
+int db_matmul_q8_select(const char *name, db_matmul_q8_kernel *k, db_q8_quantize_fn *qf)
+{
+#if HAVE_X86_SIMD
+    __builtin_cpu_init();
+    if (strcmp(name, "avx512") == 0 && __builtin_cpu_supports("avx512vnni")) {
+        *k = db_matmul_q8_vnni;
+        *qf = db_q8_quantize_vnni;
+        return 0;
+    }
+#else
+    (void)name;
+#endif
+    *k = NULL;
+    *qf = NULL;
+    return -1;
+}

@@ -1,0 +1,260 @@
+/* test_quant_q8.c — the integer matmul path on quantized weights (backends/cpu/matmul_q8*.c).
+ *
+ * 1. Unpacking: every chunk's scale * code - min is BITWISE quant.c's dequantized value
+ *    (db_convert_to_f32), on random blocks of Q8_0, Q4_0, Q4_K, Q5_K and Q6_K.
+ * 2. The quantizer: codes and scales against an independent computation in double (the code is
+ *    the nearest integer to x / d, ties to even, |code| <= 127, d = max|x| / 127), zero blocks
+ *    give codes 0, a NaN or Inf in a block makes d NaN; the SIMD quantizer is BITWISE the C one.
+ * 3. The C reference kernel against a double dot product of the dequantized weights with the
+ *    dequantized activations (d * code): within 1e-5 * sqrt(I) * sum |w x| (only the order of
+ *    the float sums differs), and against the f32 activations within the rounding bound
+ *    sum |w| d / 2 (the error this path is allowed).
+ * 4. Every SIMD kernel BITWISE equal to the C reference: N = 1..9, 16, 17, 33 rows, O not a
+ *    multiple of the weight tile, a slice [o0, o1) with accumulate, I across several K blocks.
+ * 5. Batch invariance of the CPU backend's matmul op on this path (several threads) and the NaN
+ *    of an activation reaching the output. */
+#include "config.h"
+#include "backend.h"
+#include "cpu/matmul_q8.h"
+#include "tap.h"
+#include "base/util.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static db_rng rng;
+
+static const db_dtype types[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K};
+#define NT (int)(sizeof types / sizeof *types)
+
+static float *rand_x(int n, int I)
+{
+    float *x = malloc(sizeof(float) * (size_t)n * I);
+    for (int i = 0; i < n * I; i++) x[i] = (float)((db_rng_uniform(&rng) * 2 - 1) * (1 + i % 7));
+    return x;
+}
+
+static db_q8_rows quantize(db_q8_quantize_fn f, const float *x, int n, int I, void **buf)
+{
+    db_q8_rows xq;
+    *buf = malloc(db_q8_rows_bytes(n, I));
+    db_q8_rows_init(&xq, *buf, n, I);
+    f(&xq, x, 0, n);
+    return xq;
+}
+
+static void test_unpack(void)
+{
+    for (int ti = 0; ti < NT; ti++) {
+        db_dtype dt = types[ti];
+        const int I = 512, O = 3;
+        uint8_t *w = tu_rand_quant(&rng, dt, O, I);
+        float *wf = malloc(sizeof(float) * (size_t)O * I);
+        db_convert_to_f32(wf, w, dt, (size_t)O * I);
+        int same = 1;
+        for (int o = 0; o < O; o++)
+            for (int c = 0; c < I / 64; c++) {
+                int8_t code[64];
+                float scale[16], mn[2];
+                db_q8_unpack_chunk(dt, w + (size_t)o * db_dtype_bytes(dt, I), c, code, scale, mn);
+                for (int k = 0; k < 64; k++) {
+                    float v = scale[k / 4] * (float)code[k] - mn[k / 32];
+                    same &= v == wf[(size_t)o * I + 64 * c + k];
+                }
+            }
+        tap_ok(same, "%s: scale * code - min of every chunk == quant.c's value, bitwise", db_dtype_name(dt));
+        free(w);
+        free(wf);
+    }
+}
+
+static void test_quantizer(db_q8_quantize_fn simd)
+{
+    const int n = 5, I = 256;
+    float *x = rand_x(n, I);
+    for (int k = 32; k < 64; k++) x[k] = 0.0f;          /* block 1 of row 0: zeros */
+    x[I + 70] = NAN;                                     /* block 2 of row 1 */
+    x[2 * I + 100] = INFINITY;                           /* block 3 of row 2 */
+    x[3 * I + 5] = 127.5f / 127.0f, x[3 * I + 6] = 1.0f; /* a tie between codes */
+    void *b;
+    db_q8_rows xq = quantize(db_q8_quantize_ref, x, n, I, &b);
+    int ok = 1, nan_ok = 1, zero_ok = 1;
+    for (int r = 0; r < n; r++)
+        for (int blk = 0; blk < I / 32; blk++) {
+            const float *xb = x + (size_t)r * I + 32 * blk;
+            double amax = 0;
+            int finite = 1;
+            for (int k = 0; k < 32; k++) {
+                finite &= isfinite(xb[k]) != 0;
+                if (fabs(xb[k]) > amax) amax = fabs(xb[k]);
+            }
+            float d = xq.dl[(size_t)r * (I / 4) + 8 * blk];
+            const int8_t *q = xq.q + (size_t)r * I + 32 * blk;
+            if (!finite) {
+                nan_ok &= isnan(d);
+                continue;
+            }
+            if (amax == 0) {
+                for (int k = 0; k < 32; k++) zero_ok &= q[k] == 0;
+                zero_ok &= d == 0.0f;
+                continue;
+            }
+            ok &= d == (float)(amax / 127.0) || fabs(d - amax / 127.0) <= 1e-7 * amax;
+            for (int k = 0; k < 32; k++) {
+                double t = xb[k] / (double)d, e = fabs(t - q[k]);
+                ok &= q[k] != -128 && e <= 0.5 + 1e-5;
+            }
+        }
+    tap_ok(ok, "quantizer: d = max|x| / 127, each code the nearest integer to x / d");
+    tap_ok(zero_ok, "quantizer: an all-zero block gets d 0 and codes 0");
+    tap_ok(nan_ok, "quantizer: a block holding NaN or Inf gets d NaN");
+    if (simd) {
+        void *b2;
+        db_q8_rows s = quantize(simd, x, n, I, &b2);
+        int same = memcmp(s.q, xq.q, (size_t)n * I) == 0;
+        for (int i = 0; i < n * I; i++) if (s.q[i] != xq.q[i]) { tap_diag("q %d: %d %d x %g d %g", i, s.q[i], xq.q[i], x[i], xq.dl[i/4]); break; }
+        for (int i = 0; i < n * I / 32; i++) if (memcmp(&s.s[i], &xq.s[i], 4)) { tap_diag("s %d: %g %g", i, s.s[i], xq.s[i]); break; }
+        for (int i = 0; i < n * I / 4; i++) if (memcmp(&s.dl[i], &xq.dl[i], 4)) { tap_diag("dl %d: %g %g", i, s.dl[i], xq.dl[i]); break; }
+        for (int i = 0; i < n * I / 4; i++) same &= memcmp(&s.dl[i], &xq.dl[i], 4) == 0;
+        for (int i = 0; i < n * I / 32; i++) same &= memcmp(&s.s[i], &xq.s[i], 4) == 0;
+        tap_ok(same, "SIMD quantizer == the C one, bitwise (codes, scales, sums)");
+        free(b2);
+    }
+    free(b);
+    free(x);
+}
+
+static void test_reference(void)
+{
+    for (int ti = 0; ti < NT; ti++) {
+        db_dtype dt = types[ti];
+        const int I = 1024, O = 7, n = 3;
+        uint8_t *w = tu_rand_quant(&rng, dt, O, I);
+        float *wf = malloc(sizeof(float) * (size_t)O * I), *x = rand_x(n, I), y[3 * 7];
+        db_convert_to_f32(wf, w, dt, (size_t)O * I);
+        void *b;
+        db_q8_rows xq = quantize(db_q8_quantize_ref, x, n, I, &b);
+        db_matmul_q8_ref(y, &xq, w, dt, n, O, 0, O, 0);
+        int ok = 1, ok_x = 1;
+        double worst = 0;
+        for (int r = 0; r < n; r++)
+            for (int o = 0; o < O; o++) {
+                double s = 0, mag = 0, sx = 0, bound = 0;
+                for (int k = 0; k < I; k++) {
+                    double wk = wf[(size_t)o * I + k], d = xq.dl[(size_t)r * (I / 4) + k / 4];
+                    double xd = d * xq.q[(size_t)r * I + k];
+                    s += wk * xd;
+                    mag += fabs(wk * xd);
+                    sx += wk * x[(size_t)r * I + k];
+                    bound += fabs(wk) * d / 2;
+                }
+                double got = y[r * O + o], e = fabs(got - s) / (mag + 1e-30);
+                worst = e > worst ? e : worst;
+                ok &= fabs(got - s) <= 1e-5 * sqrt((double)I) * mag;
+                ok_x &= fabs(got - sx) <= bound + 1e-5 * sqrt((double)I) * mag;
+            }
+        tap_ok(ok, "%s: C reference == the double dot product of dequantized weights and activations (worst %.2g)",
+               db_dtype_name(dt), worst);
+        tap_ok(ok_x, "%s: C reference within the activation rounding bound of the f32 product", db_dtype_name(dt));
+        free(b);
+        free(w);
+        free(wf);
+        free(x);
+    }
+}
+
+static void test_simd(const char *name, db_matmul_q8_kernel k, db_q8_quantize_fn qf)
+{
+    static const int Ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33};
+    for (int ti = 0; ti < NT; ti++) {
+        db_dtype dt = types[ti];
+        /* 2304 = two K blocks and a part; Q8_0 / Q4_0 also at a length of whole chunks only */
+        int I = ti < 2 ? 1088 : 2304, O = 11, same = 1;
+        uint8_t *w = tu_rand_quant(&rng, dt, O, I);
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++) {
+            int n = Ns[ni];
+            float *x = rand_x(n, I), *y = malloc(sizeof(float) * (size_t)n * O), *ref = malloc(sizeof(float) * (size_t)n * O);
+            void *b;
+            db_q8_rows xq = quantize(qf, x, n, I, &b);
+            for (int acc = 0; acc < 2; acc++) {
+                int o0 = acc ? 2 : 0, o1 = acc ? 9 : O;
+                for (int i = 0; i < n * O; i++) y[i] = ref[i] = (float)i;
+                db_matmul_q8_ref(ref, &xq, w, dt, n, O, o0, o1, acc);
+                k(y, &xq, w, dt, n, O, o0, o1, acc);
+                same &= memcmp(y, ref, sizeof(float) * (size_t)n * O) == 0;
+                for (int i = 0; i < n * O; i++) if (memcmp(&y[i], &ref[i], 4)) { tap_diag("n %d acc %d r %d o %d: %.9g %.9g", n, acc, i / O, i % O, y[i], ref[i]); break; }
+            }
+            free(b);
+            free(x);
+            free(y);
+            free(ref);
+        }
+        tap_ok(same, "%s: %s kernel == the C reference, bitwise (N 1..33, slices, accumulate)", db_dtype_name(dt), name);
+        free(w);
+    }
+}
+
+static void test_backend(void)
+{
+    db_backend *be;
+    char err[256];
+    db_backend_opts o = {.threads = 2};
+    if (db_backend_create("cpu", &o, &be, err, sizeof err) != 0) {
+        tap_ok(0, "cpu backend: %s", err);
+        return;
+    }
+    for (int ti = 0; ti < NT; ti++) {
+        db_dtype dt = types[ti];
+        int O = 100, I = 768, N = 17;
+        void *host = tu_rand_quant(&rng, dt, O, I);
+        db_weight w;
+        if (db_weight_upload(be, &w, host, dt, O, I) != 0) {
+            tap_ok(0, "upload %s: %s", db_dtype_name(dt), be->err);
+            free(host);
+            continue;
+        }
+        float *x = be->ops->alloc(be, sizeof(float) * (size_t)N * I);
+        float *y = be->ops->alloc(be, sizeof(float) * (size_t)N * O), *y1 = be->ops->alloc(be, sizeof(float) * (size_t)O);
+        float *xh = rand_x(N, I);
+        memcpy(x, xh, sizeof(float) * (size_t)N * I);
+        be->ops->matmul(be, y, x, &w, N, 0);
+        int same = 1;
+        for (int r = 0; r < N; r += 4) {
+            be->ops->matmul(be, y1, x + (size_t)r * I, &w, 1, 0);
+            same &= memcmp(y1, y + (size_t)r * O, sizeof(float) * (size_t)O) == 0;
+        }
+        tap_ok(same, "cpu backend matmul on %s weights: a row alone == the row among %d (2 threads)",
+               db_dtype_name(dt), N);
+        x[3] = NAN;
+        be->ops->matmul(be, y1, x, &w, 1, 0);
+        int nan = 1;
+        for (int i = 0; i < O; i++) nan &= isnan(y1[i]);
+        tap_ok(nan, "cpu backend matmul on %s weights: a NaN activation makes every output NaN", db_dtype_name(dt));
+        free(xh);
+        be->ops->dfree(be, x);
+        be->ops->dfree(be, y);
+        be->ops->dfree(be, y1);
+        db_weight_free(be, &w);
+        free(host);
+    }
+    db_backend_destroy(be);
+}
+
+int main(void)
+{
+    db_rng_seed(&rng, 4321);
+    db_matmul_q8_kernel k = NULL;
+    db_q8_quantize_fn qf = NULL;
+    int simd = db_matmul_q8_select("avx512", &k, &qf) == 0;
+    test_unpack();
+    test_quantizer(simd ? qf : NULL);
+    test_reference();
+    if (simd) test_simd("avx512-vnni", k, qf);
+    else tap_skip("no integer SIMD kernel on this CPU (AVX-512 VNNI): the C reference alone is tested");
+    test_backend();
+    return tap_done();
+}
