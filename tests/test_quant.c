@@ -16,6 +16,7 @@
  * 2b. Every kernel's dequantized values are exactly the C dequantizer's (one-hot activations).
  * 3. Batch invariance: each kernel's row result is BITWISE the same alone or among N rows at
  *    any position; the CPU backend's matmul op likewise (deterministic, several threads).
+ *    A NaN activation makes every output of its row NaN (the float and the integer path).
  * 4. The CPU backend's embed op on a quantized table == the dequantized rows; db_weight_upload
  *    refuses quantized weights on a backend without quant_weights. */
 #include "config.h"
@@ -290,6 +291,13 @@ static void test_backend(void)
         }
         tap_ok(same, "cpu backend matmul on %s weights: deterministic rows independent of N = %d",
                db_dtype_name(dt), N);
+        /* a non-finite activation must not vanish (the integer path rounds activations to
+         * 8-bit codes, where a NaN has no code) */
+        x[3] = NAN;
+        be->ops->matmul(be, y1, x, &w, 1, 0);
+        int nan = 1;
+        for (int o = 0; o < O; o++) nan &= isnan(y1[o]) != 0;
+        tap_ok(nan, "cpu backend matmul on %s weights: a NaN activation makes its row's outputs NaN", db_dtype_name(dt));
         int ids[3] = {5, 0, 69};
         float *e = be->ops->alloc(be, sizeof(float) * 3 * (size_t)I), *ref = malloc(sizeof(float) * (size_t)I);
         be->ops->embed(be, e, &w, ids, 3);
