@@ -1,8 +1,8 @@
 /* matmul_q8.h — integer matmul on quantized weights: the activation rows are quantized once
  * per call to 8-bit blocks (as llama.cpp's Q8_0), and each weight block's integer codes are
- * multiplied with them in integer arithmetic (AVX-512 VNNI vpdpbusd), the float scales applied
- * once per 4 values. The path CPUs with VNNI take for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights;
- * the float path (matmul_quant.h) stays for the other types and other CPUs.
+ * multiplied with them in integer arithmetic (AVX-512 VNNI vpdpbusd, AVX2 vpmaddubsw), the
+ * float scales applied once per 4 values. The path x86 CPUs take for Q8_0, Q4_0, Q4_K, Q5_K and
+ * Q6_K weights; the float path (matmul_quant.h) stays for the other types and other CPUs.
  *
  * Notation: x[N, I] f32 activations, W[O, I] quantized, y[N, O]; a chunk is 64 values
  * (64c..64c+63), a lane l (0..15) of a chunk its values 4l..4l+3, an activation block b the 32
@@ -57,6 +57,9 @@ typedef void (*db_matmul_q8_kernel)(float *y, const db_q8_rows *xq, const void *
 void db_matmul_q8_ref(float *y, const db_q8_rows *xq, const void *w, db_dtype dt, int n, int O,
                       int o0, int o1, int accumulate);
 #if HAVE_X86_SIMD
+void db_q8_quantize_avx2(db_q8_rows *xq, const float *x, int r0, int r1);
+void db_matmul_q8_avx2(float *y, const db_q8_rows *xq, const void *w, db_dtype dt, int n, int O,
+                       int o0, int o1, int accumulate);
 void db_q8_quantize_vnni(db_q8_rows *xq, const float *x, int r0, int r1);
 void db_matmul_q8_vnni(float *y, const db_q8_rows *xq, const void *w, db_dtype dt, int n, int O,
                        int o0, int o1, int accumulate);

@@ -179,6 +179,13 @@ int db_matmul_q8_select(const char *name, db_matmul_q8_kernel *k, db_q8_quantize
         *qf = db_q8_quantize_vnni;
         return 0;
     }
+    /* an AVX-512 CPU without VNNI takes the AVX2 one (the family's f32 kernels stay AVX-512) */
+    if ((strcmp(name, "avx512") == 0 || strcmp(name, "avx2") == 0) && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+        *k = db_matmul_q8_avx2;
+        *qf = db_q8_quantize_avx2;
+        return 0;
+    }
 #else
     (void)name;
 #endif
