@@ -241,6 +241,59 @@ static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, flo
     }
 }
 
+/* The 16 accumulators of a tile (acc[o * RN + r]) summed by hsum16's tree, all at once: each step
+ * adds the same lane pairs as hsum16 (halves 8 apart, then 4, 2, 1), two accumulators per
+ * vector, so the sums are bitwise hsum16's; m[o * mstride + r] (K types' mins) the same from the
+ * second step, as hsum8. The result's lane 4r + o is (row r, weight row o): row r's no values
+ * go to y[r * O .. + no) in one masked store. */
+static inline __m512 tree_halves(__m512 a, __m512 b)
+{
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+}
+static inline __m512 tree_quarters(__m512 a, __m512 b)
+{
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+}
+static inline __m512 tree_pairs(__m512 a, __m512 b, int imm_lo)
+{
+    return imm_lo ? _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE))
+                  : _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
+}
+static inline __m512 tree_rest(const __m512 *x8)
+{
+    __m512 y4[4], z2[2];
+    for (int k = 0; k < 4; k++) y4[k] = tree_quarters(x8[2 * k], x8[2 * k + 1]);
+    for (int k = 0; k < 2; k++) z2[k] = tree_pairs(y4[2 * k], y4[2 * k + 1], 1);
+    return tree_pairs(z2[0], z2[1], 0);
+}
+
+static inline void store_tile(const __m512 *acc, const __m256 *m, int mstride, float *y, int O, int R, int no,
+                              int accumulate)
+{
+    __m512 x8[8];
+    for (int k = 0; k < 8; k++) x8[k] = tree_halves(acc[2 * k], acc[2 * k + 1]);
+    __m512 v = tree_rest(x8);
+    if (m) {
+        /* accumulator i = o * RN + r; its mins vector m[o * mstride + r] */
+        for (int k = 0; k < 8; k++) {
+            int i = 2 * k;
+            x8[k] = _mm512_insertf32x8(_mm512_castps256_ps512(m[(i / RN) * mstride + i % RN]),
+                                       m[((i + 1) / RN) * mstride + (i + 1) % RN], 1);
+        }
+        v = _mm512_sub_ps(v, tree_rest(x8));
+    }
+    __mmask16 keep = (__mmask16)((1u << no) - 1);
+    for (int r = 0; r < R; r++) {
+        __m128 s = _mm512_extractf32x4_ps(v, 0);
+        if (r == 1) s = _mm512_extractf32x4_ps(v, 1);
+        if (r == 2) s = _mm512_extractf32x4_ps(v, 2);
+        if (r == 3) s = _mm512_extractf32x4_ps(v, 3);
+        float *dst = y + (size_t)r * O;
+        if (accumulate) s = _mm_add_ps(_mm_maskz_loadu_ps(keep, dst), s);
+        _mm_mask_storeu_ps(dst, keep, s);
+    }
+}
+
 static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, const db_q8_rows *xq,
                                                       const void *w, int n, int O, int o0, int o1,
                                                       int accumulate)
@@ -306,13 +359,12 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                                 mbuf[o][r] = _mm256_fmadd_ps(_mm256_load_ps(p.min[o] + b), _mm256_loadu_ps(s + b), mbuf[o][r]);
                     }
             }
-            for (int o = 0; o < RO && ob + o < o1; o++)
-                for (int r = 0; r < ng; r++) {
-                    float v = hsum16(abuf[r / RN][o * RN + r % RN]);
-                    if (mins) v = v - hsum8(mbuf[o][r]);
-                    float *dst = y + (size_t)(g0 + r) * O + ob + o;
-                    *dst = accumulate ? *dst + v : v;
-                }
+            int no = o1 - ob < RO ? o1 - ob : RO;
+            for (int t = 0; t < nt; t++) {
+                int R = ng - RN * t < RN ? ng - RN * t : RN;
+                store_tile(abuf[t], mins ? &mbuf[0][RN * t] : NULL, GROUP, y + (size_t)(g0 + RN * t) * O + ob, O, R, no,
+                           accumulate);
+            }
         }
     }
 }
