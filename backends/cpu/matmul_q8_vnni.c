@@ -1,21 +1,26 @@
 /* matmul_q8_vnni.c — the integer matmul path (matmul_q8.h) with AVX-512 VNNI: compiled with
- * -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c -ffp-contract=off, called only
- * where the CPU reports avx512vnni. Bitwise equal to db_matmul_q8_ref (tests/test_quant.c).
+ * -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -ffp-contract=off, called
+ * only where the CPU reports avx512vnni. Bitwise equal to db_matmul_q8_ref (test_quant_q8.c).
  *
- * A weight panel is RO = 4 rows x KC = 1024 values unpacked once into integer codes, lane
- * scales and block mins (panel_t, 12 KB: stays in L1) and then read by every tile of activation
- * rows. A tile is the 4 weight rows x up to RN = 4 activation rows; per 64-value chunk each of
- * its 16 (row, weight row) pairs costs one vpdpbusd (64 products summed in 16 int32 lanes), a
- * conversion, one multiply of the lane scales and one fma into its 16-lane f32 accumulator: the
- * products never leave the integer unit, where the float path dequantized every weight and made
- * one fma per value. vpdpbusd multiplies unsigned by signed bytes, so:
+ * Per 64-value chunk each (activation row, weight row) pair costs one vpdpbusd (64 products
+ * summed in 16 int32 lanes), a conversion, one multiply of the lane scales and one fma into its
+ * 16-lane f32 accumulator: the products never leave the integer unit, where the float path
+ * dequantized every weight to f32 and made one fma per 16 values and row. vpdpbusd multiplies
+ * unsigned by signed bytes, so:
  *   Q4_K / Q5_K: unsigned codes (the min is separate) x signed activations;
  *   Q4_0 / Q6_K: codes + 8 / + 32 (unsigned) x activations, the lane starting at -8 / -32 times
- *     the sum of its 4 activations (one vpdpbusd per activation chunk, shared by the 4 rows);
+ *     the sum of its 4 activations (the quantizer's lane sums, shifted);
  *   Q8_0: activations + 128 (unsigned) x signed codes, the lane starting at -128 times the sum of
- *     its 4 codes (computed with the panel).
- * Each is the exact integer sum of code x activation, as the reference. Rows come in groups of
- * up to 16 whose accumulators wait in abuf between the K blocks. */
+ *     its 4 codes (computed when the weights are unpacked).
+ * Each is the exact integer sum of code x activation, as the reference. The K types decode a
+ * 256-value block's 8 or 16 scales at once in vector registers (unpack()).
+ *
+ * Up to 4 rows (a decode, a short verify): each weight row is unpacked into registers and used at
+ * once (direct()). More: a panel of RO = 4 weight rows x KC = 1024 values is unpacked once into
+ * codes, lane scales and mins (panel_t, 12 KB: stays in L1) and read by every tile of 4 weight
+ * rows x up to RN = 4 activation rows (16 accumulators); rows come in groups of up to 16 whose
+ * accumulators wait in abuf between the K blocks, and a tile's 16 sums are reduced together
+ * (store_tile()). */
 #include "config.h"
 #include "matmul_q8.h"
 #include "quant.h"
