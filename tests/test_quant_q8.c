@@ -1,7 +1,7 @@
 /* test_quant_q8.c — the integer matmul path on quantized weights (backends/cpu/matmul_q8*.c).
  *
  * 1. Unpacking: every chunk's scale * code - min is BITWISE quant.c's dequantized value
- *    (db_convert_to_f32), on random blocks of Q8_0, Q4_0, Q4_K, Q5_K and Q6_K.
+ *    (db_convert_to_f32), on random blocks of every type the path takes.
  * 2. The quantizer: codes and scales against an independent computation in double (the code is
  *    the nearest integer to x / d, ties to even, |code| <= 127, d = max|x| / 127), zero blocks
  *    give codes 0, a NaN or Inf in a block makes d NaN; the SIMD quantizer is BITWISE the C one.
@@ -29,7 +29,8 @@
 
 static db_rng rng;
 
-static const db_dtype types[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K};
+static const db_dtype types[] = {DB_Q8_0, DB_Q4_0, DB_Q4_K, DB_Q5_K, DB_Q6_K, DB_Q4_1, DB_Q5_0, DB_Q5_1,
+                                 DB_IQ4_NL, DB_IQ4_XS, DB_Q3_K};
 #define NT (int)(sizeof types / sizeof *types)
 
 static float *rand_x(int n, int I)
@@ -172,7 +173,7 @@ static void test_simd(const char *name, db_matmul_q8_kernel k, db_q8_quantize_fn
     for (int ti = 0; ti < NT; ti++) {
         db_dtype dt = types[ti];
         /* 2304 = two K blocks and a part; Q8_0 / Q4_0 also at a length of whole chunks only */
-        int I = ti < 2 ? 1088 : 2304, O = 11, same = 1;
+        int I = db_q8_supports(dt, 1088) ? 1088 : 2304, O = 11, same = 1;
         uint8_t *w = tu_rand_quant(&rng, dt, O, I);
         for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++) {
             int n = Ns[ni];

@@ -1,8 +1,9 @@
 /* matmul_q8.h — integer matmul on quantized weights: the activation rows are quantized once
  * per call to 8-bit blocks (as llama.cpp's Q8_0), and each weight block's integer codes are
  * multiplied with them in integer arithmetic (AVX-512 VNNI vpdpbusd, AVX2 vpmaddubsw), the
- * float scales applied once per 4 values. The path x86 CPUs take for Q8_0, Q4_0, Q4_K, Q5_K and
- * Q6_K weights; the float path (matmul_quant.h) stays for the other types and other CPUs.
+ * float scales applied once per 4 values. The path x86 CPUs take for Q8_0, Q4_0, Q4_1, Q5_0,
+ * Q5_1, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights; the float path (matmul_quant.h) stays
+ * for Q2_K (mins per 16 values), the rows db_q8_supports refuses, and other CPUs.
  *
  * Notation: x[N, I] f32 activations, W[O, I] quantized, y[N, O]; a chunk is 64 values
  * (64c..64c+63), a lane l (0..15) of a chunk its values 4l..4l+3, an activation block b the 32
@@ -13,8 +14,9 @@
  *   activations: per row and block, d_b = max|x| / 127, q_k = nearbyint(x_k * (1 / d_b)) (0 and
  *     d_b = 0 for an all-zero block), s_b = d_b * (sum of the block's q)
  *   weights: each value is scale * code - min, code an integer (quant.c's q minus its offset:
- *     q - 8 for Q4_0, q - 32 for Q6_K), scale per lane (d, d * s_j or d * sc), min per block of
- *     32 (dmin * m_j of Q4_K / Q5_K, else 0) — quant.c's products, rounded alike
+ *     q - 8 for Q4_0, q - 16 for Q5_0, q - 32 for Q6_K, the level for the IQ4 types), scale per
+ *     lane (d, d * s_j, d * (s_j - 32) or d * sc), min per block of 32 (dmin * m_j of Q4_K /
+ *     Q5_K, -m of Q4_1 / Q5_1, else 0) — quant.c's products, rounded alike
  *   per (row, o): lane l accumulates acc_l = fma((float)isum_l, scale_l * d_b(l), acc_l) over the
  *     chunks in order, isum_l the exact integer sum of the lane's 4 code x q products; the mins
  *     accumulate per 8 blocks: m_j = fma(min_b, s_b, m_j), b = 8t + j, t in order;
@@ -39,8 +41,9 @@ typedef struct {
     int I;
 } db_q8_rows;
 
-/* Can the integer path take weights of dt at row length I? (the five types, I a multiple of
- * 256 for the K types and of 64 for Q8_0 / Q4_0) */
+/* Can the integer path take weights of dt at row length I? (I a multiple of 64 for Q8_0, Q4_0,
+ * Q5_0, IQ4_NL; of 256 for the others, the types with mins included: their mins go 8 blocks at
+ * a time) */
 int db_q8_supports(db_dtype dt, int I);
 
 size_t db_q8_rows_bytes(int n, int I);

@@ -5,10 +5,10 @@
  * A 64-value chunk is two 256-bit halves (lanes 0-7, 8-15). The integer sums: vpmaddubsw
  * multiplies unsigned codes by signed activation bytes and adds pairs into 16 bits (at most
  * 2 x 63 x 127 for Q6_K's codes, 2 x 128 x 127 for Q8_0's magnitudes: no saturation), vpmaddwd
- * with ones adds those pairs into the lane's 32-bit sum of 4. Q8_0's signed codes go in as
- * their magnitudes with the activations' signs flipped where the code is negative (vpsignb);
- * Q4_0 / Q6_K's unsigned codes (code + 8 / + 32) have the lane's -8 / -32 x its activation sum
- * added, as in the VNNI kernel. One weight row's K block is unpacked into a panel (codes, lane
+ * with ones adds those pairs into the lane's 32-bit sum of 4. Signed codes (Q8_0, the IQ4
+ * levels) go in as their magnitudes with the activations' signs flipped where the code is
+ * negative (vpsignb); Q3_K / Q4_0 / Q5_0 / Q6_K's unsigned codes (code + 4 / 8 / 16 / 32) have
+ * the lane's offset x its activation sum subtracted, as in the VNNI kernel. One weight row's K block is unpacked into a panel (codes, lane
  * scales, mins) and every group of RN = 4 activation rows runs over it: 8 accumulators, within
  * AVX2's 16 registers. */
 #include "config.h"
@@ -35,7 +35,43 @@ static inline float ld_f16(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-/* chunks [c0, c0 + nc) of a weight row into the panel (values exactly db_q8_unpack_chunk's) */
+/* signed codes through vpsignb (Q8_0, the IQ4 levels), else unsigned codes + 2^shift */
+static inline int signed_codes(db_dtype dt) { return dt == DB_Q8_0 || dt == DB_IQ4_NL || dt == DB_IQ4_XS; }
+static inline int off_shift(db_dtype dt)
+{
+    return dt == DB_Q6_K ? 5 : dt == DB_Q5_0 ? 4 : dt == DB_Q4_0 ? 3 : dt == DB_Q3_K ? 2 : 0;
+}
+static inline int has_mins(db_dtype dt) { return dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q4_1 || dt == DB_Q5_1; }
+
+/* a 32-value block's 16 nibble bytes -> its 32 values (low nibbles first), through the IQ4
+ * levels where iq */
+static inline __m256i nibbles(const uint8_t *qs, int iq)
+{
+    const __m128i m4 = _mm_set1_epi8(15);
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+    if (iq) {
+        const __m128i lv = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+        lo = _mm_shuffle_epi8(lv, lo);
+        hi = _mm_shuffle_epi8(lv, hi);
+    }
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+/* bit i of the little-endian u32 at p as byte i, 0 / 16 */
+static inline __m256i fifth_bits(const uint8_t *p)
+{
+    uint32_t h;
+    memcpy(&h, p, 4);
+    const __m256i which = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                           3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), which), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
+}
+
+/* chunks [c0, c0 + nc) of a weight row into the panel (values exactly db_q8_unpack_chunk's, the
+ * unsigned types' codes + their offset) */
 static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint8_t *row, int c0, int nc,
                                                          panel_t *p)
 {
@@ -44,20 +80,18 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         int8_t *code = p->code + 64 * c;
         float *scale = p->scale + 16 * c;
         int cg = c0 + c;
-        if (dt == DB_Q8_0 || dt == DB_Q4_0) {
-            const uint8_t *b0 = row + (size_t)(2 * cg) * (dt == DB_Q8_0 ? 34 : 18);
-            const uint8_t *b1 = b0 + (dt == DB_Q8_0 ? 34 : 18);
-            _mm256_store_ps(scale, _mm256_set1_ps(ld_f16(b0)));
-            _mm256_store_ps(scale + 8, _mm256_set1_ps(ld_f16(b1)));
-            if (dt == DB_Q8_0) {
-                _mm256_store_si256((__m256i *)code, _mm256_loadu_si256((const __m256i *)(b0 + 2)));
-                _mm256_store_si256((__m256i *)(code + 32), _mm256_loadu_si256((const __m256i *)(b1 + 2)));
-            } else {
-                for (int h = 0; h < 2; h++) {
-                    __m128i q = _mm_loadu_si128((const __m128i *)((h ? b1 : b0) + 2));
-                    _mm_store_si128((__m128i *)(code + 32 * h), _mm_and_si128(q, _mm_set1_epi8(15)));
-                    _mm_store_si128((__m128i *)(code + 32 * h + 16), _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15)));
-                }
+        if (db_dtype_block(dt) == 32) {
+            static const int bytes[] = {[DB_Q8_0] = 34, [DB_Q4_0] = 18, [DB_Q4_1] = 20, [DB_Q5_0] = 22,
+                                        [DB_Q5_1] = 24, [DB_IQ4_NL] = 18};
+            int with_min = dt == DB_Q4_1 || dt == DB_Q5_1, five = dt == DB_Q5_0 || dt == DB_Q5_1;
+            int qs = (with_min ? 4 : 2) + (five ? 4 : 0);
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *b = row + (size_t)(2 * cg + h) * (size_t)bytes[dt];
+                _mm256_store_ps(scale + 8 * h, _mm256_set1_ps(ld_f16(b)));
+                if (with_min) p->min[2 * c + h] = -ld_f16(b + 2);
+                __m256i q = dt == DB_Q8_0 ? _mm256_loadu_si256((const __m256i *)(b + 2)) : nibbles(b + qs, dt == DB_IQ4_NL);
+                if (five) q = _mm256_or_si256(q, fifth_bits(b + qs - 4));
+                _mm256_store_si256((__m256i *)(code + 32 * h), q);
             }
             continue;
         }
@@ -83,6 +117,30 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
             _mm256_store_si256((__m256i *)(code + 32), hi);
             continue;
         }
+        if (dt == DB_IQ4_XS) { /* sub-blocks 2cc, 2cc + 1 */
+            const uint8_t *b = row + (size_t)(cg >> 2) * 136;
+            unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+            for (int h = 0; h < 2; h++) {
+                int j = 2 * cc + h;
+                _mm256_store_ps(scale + 8 * h, _mm256_set1_ps(ld_f16(b) * (float)(db_scale_iq4_xs(j, sh, b + 4) - 32)));
+                _mm256_store_si256((__m256i *)(code + 32 * h), nibbles(b + 8 + 16 * j, 1));
+            }
+            continue;
+        }
+        if (dt == DB_Q3_K) { /* groups g = 2cc + t of 32, h = cc / 2, k = g % 4; codes + 4 */
+            const uint8_t *b = row + (size_t)(cg >> 2) * 110;
+            float d = ld_f16(b + 108);
+            for (int l = 0; l < 16; l += 4) _mm_store_ps(scale + l, _mm_set1_ps(d * (float)(db_scale_q3_k(4 * cc + l / 4, b + 96) - 32)));
+            int h = cc >> 1;
+            __m256i qv = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * h)), hm = _mm256_loadu_si256((const __m256i *)b);
+            for (int t = 0; t < 2; t++) {
+                int k = (2 * cc + t) & 3;
+                __m256i low = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * k), _mm256_set1_epi8(3));
+                __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), _mm256_set1_epi8(1));
+                _mm256_store_si256((__m256i *)(code + 32 * t), _mm256_add_epi8(low, _mm256_slli_epi16(bit, 2)));
+            }
+            continue;
+        }
         /* Q6_K: quarters k0 = 2 (cc & 1), k0 + 1 of half cc >> 1; lane l's scale sc[4cc + l / 4] */
         const uint8_t *b = row + (size_t)(cg >> 2) * 210;
         int half = cc >> 1, k0 = 2 * (cc & 1);
@@ -105,10 +163,9 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
 static inline __attribute__((always_inline)) __m256i dot(db_dtype dt, __m256i w, __m256i x, const int32_t *nx)
 {
     const __m256i ones = _mm256_set1_epi16(1);
-    if (dt == DB_Q8_0) return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), ones);
+    if (signed_codes(dt)) return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), ones);
     __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), ones);
-    if (dt == DB_Q4_0 || dt == DB_Q6_K)
-        s = _mm256_add_epi32(s, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)nx), dt == DB_Q4_0 ? 3 : 5));
+    if (off_shift(dt)) s = _mm256_add_epi32(s, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)nx), off_shift(dt)));
     return s;
 }
 
@@ -149,7 +206,7 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, const
             }
         }
     for (int i = 0; i < 2 * R; i++) acc[i] = a[i];
-    if (dt == DB_Q4_K || dt == DB_Q5_K) /* m_j over the K block's blocks, 8 at a time */
+    if (has_mins(dt)) /* m_j over the K block's blocks, 8 at a time */
         for (int r = 0; r < R; r++)
             for (int b = 0; b < 2 * nc; b += 8)
                 m[r] = _mm256_fmadd_ps(_mm256_load_ps(p->min + b),
@@ -160,7 +217,7 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                                                       const void *w, int n, int O, int o0, int o1,
                                                       int accumulate)
 {
-    const int I = xq->I, mins = dt == DB_Q4_K || dt == DB_Q5_K;
+    const int I = xq->I, mins = has_mins(dt);
     const size_t rb = db_dtype_bytes(dt, (size_t)I);
     _Alignas(32) panel_t p;
     for (int o = o0; o < o1; o++) {
@@ -195,11 +252,10 @@ void db_matmul_q8_avx2(float *y, const db_q8_rows *xq, const void *w, db_dtype d
                        int o0, int o1, int accumulate)
 {
     switch (dt) {
-    case DB_Q8_0: run(DB_Q8_0, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q4_0: run(DB_Q4_0, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q4_K: run(DB_Q4_K, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q5_K: run(DB_Q5_K, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q6_K: run(DB_Q6_K, y, xq, w, n, O, o0, o1, accumulate); break;
+#define CASE(T) case T: run(T, y, xq, w, n, O, o0, o1, accumulate); break
+    CASE(DB_Q8_0); CASE(DB_Q4_0); CASE(DB_Q4_1); CASE(DB_Q5_0); CASE(DB_Q5_1); CASE(DB_IQ4_NL);
+    CASE(DB_Q4_K); CASE(DB_Q5_K); CASE(DB_Q6_K); CASE(DB_Q3_K); CASE(DB_IQ4_XS);
+#undef CASE
     default: db_matmul_q8_ref(y, xq, w, dt, n, O, o0, o1, accumulate); break;
     }
 }

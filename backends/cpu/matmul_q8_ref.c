@@ -11,9 +11,13 @@
 
 int db_q8_supports(db_dtype dt, int I)
 {
-    if (dt == DB_Q8_0 || dt == DB_Q4_0) return I > 0 && I % 64 == 0;
-    if (dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q6_K) return I > 0 && I % 256 == 0;
-    return 0;
+    switch (dt) {
+    case DB_Q8_0: case DB_Q4_0: case DB_Q5_0: case DB_IQ4_NL: return I > 0 && I % 64 == 0;
+    /* the mins go 8 blocks of 32 at a time */
+    case DB_Q4_1: case DB_Q5_1: case DB_Q4_K: case DB_Q5_K: case DB_Q6_K: case DB_Q3_K: case DB_IQ4_XS:
+        return I > 0 && I % 256 == 0;
+    default: return 0;
+    }
 }
 
 static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -81,14 +85,26 @@ void db_q8_unpack_chunk(db_dtype dt, const uint8_t *row, int c, int8_t code[64],
                         float min[2])
 {
     min[0] = min[1] = 0.0f;
-    if (dt == DB_Q8_0 || dt == DB_Q4_0) {
+    if (db_dtype_block(dt) == 32) { /* two blocks; a block's values 0-15 low nibbles, 16-31 high */
+        static const int bytes[] = {[DB_Q8_0] = 34, [DB_Q4_0] = 18, [DB_Q4_1] = 20, [DB_Q5_0] = 22,
+                                    [DB_Q5_1] = 24, [DB_IQ4_NL] = 18};
         for (int h = 0; h < 2; h++) {
-            const uint8_t *b = row + (size_t)(2 * c + h) * (dt == DB_Q8_0 ? 34 : 18);
+            const uint8_t *b = row + (size_t)(2 * c + h) * (size_t)bytes[dt];
+            int with_min = dt == DB_Q4_1 || dt == DB_Q5_1, five = dt == DB_Q5_0 || dt == DB_Q5_1;
+            const uint8_t *qh = b + (with_min ? 4 : 2), *qs = qh + (five ? 4 : 0);
+            uint32_t hb = five ? (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24 : 0;
             float d = ld_f16(b);
             for (int l = 0; l < 8; l++) scale[8 * h + l] = d;
-            for (int i = 0; i < 32; i++)
-                code[32 * h + i] = dt == DB_Q8_0 ? (int8_t)b[2 + i]
-                                                 : (int8_t)((i < 16 ? b[2 + i] & 15 : b[2 + i - 16] >> 4) - 8);
+            if (with_min) min[h] = -ld_f16(b + 2); /* x = d q + m */
+            for (int i = 0; i < 32; i++) {
+                int q = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+                if (five) q |= (int)(hb >> i & 1) << 4;
+                code[32 * h + i] = (int8_t)(dt == DB_Q8_0    ? (int8_t)b[2 + i]
+                                            : dt == DB_Q4_0  ? q - 8
+                                            : dt == DB_Q5_0  ? q - 16
+                                            : dt == DB_IQ4_NL ? db_iq4_levels[q]
+                                                             : q);
+            }
         }
         return;
     }
@@ -112,6 +128,30 @@ void db_q8_unpack_chunk(db_dtype dt, const uint8_t *row, int c, int8_t code[64],
         }
         return;
     }
+    if (dt == DB_IQ4_XS) { /* sub-block j = 2cc + h: 16 bytes of IQ4_NL's nibble order */
+        const uint8_t *b = row + (size_t)(c >> 2) * 136;
+        unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+        for (int h = 0; h < 2; h++) {
+            int j = 2 * cc + h;
+            float dj = ld_f16(b) * (float)(db_scale_iq4_xs(j, sh, b + 4) - 32);
+            const uint8_t *qs = b + 8 + 16 * j;
+            for (int l = 0; l < 8; l++) scale[8 * h + l] = dj;
+            for (int i = 0; i < 32; i++) code[32 * h + i] = db_iq4_levels[i < 16 ? qs[i] & 15 : qs[i - 16] >> 4];
+        }
+        return;
+    }
+    if (dt == DB_Q3_K) { /* values 32g..32g+31, g = 2cc + t: bits 2(g % 4) of qs[32 (g / 4) + l],
+                          * the third bit 4 (g / 4) + g % 4 of hm[l]; sub-blocks of 16 */
+        const uint8_t *b = row + (size_t)(c >> 2) * 110;
+        float d = ld_f16(b + 108);
+        for (int v = 0; v < 64; v++) {
+            int g = 2 * cc + v / 32, l = v % 32, h = g / 4, k = g % 4;
+            int q = (b[32 + 32 * h + l] >> (2 * k) & 3) - (b[l] >> (4 * h + k) & 1 ? 0 : 4);
+            code[v] = (int8_t)q;
+            if (v % 4 == 0) scale[v / 4] = d * (float)(db_scale_q3_k(4 * cc + v / 16, b + 96) - 32);
+        }
+        return;
+    }
     /* Q6_K: the chunk is quarters k = 2 (cc & 1) and k + 1 of half cc >> 1 */
     const uint8_t *b = row + (size_t)(c >> 2) * 210;
     int half = cc >> 1;
@@ -126,7 +166,7 @@ void db_q8_unpack_chunk(db_dtype dt, const uint8_t *row, int c, int8_t code[64],
     }
 }
 
-static int has_min(db_dtype dt) { return dt == DB_Q4_K || dt == DB_Q5_K; }
+static int has_min(db_dtype dt) { return dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q4_1 || dt == DB_Q5_1; }
 
 static float hsum(const float *a, int n)
 {

@@ -6,18 +6,16 @@
  * summed in 16 int32 lanes), a conversion, one multiply of the lane scales and one fma into its
  * 16-lane f32 accumulator: the products never leave the integer unit, where the float path
  * dequantized every weight to f32 and made one fma per 16 values and row. vpdpbusd multiplies
- * unsigned by signed bytes, so:
- *   Q4_K / Q5_K: unsigned codes (the min is separate) x signed activations;
- *   Q4_0 / Q6_K: codes + 8 / + 32 (unsigned) x activations, the lane starting at -8 / -32 times
- *     the sum of its 4 activations (the quantizer's lane sums, shifted);
- *   Q8_0: activations + 128 (unsigned) x signed codes, the lane starting at -128 times the sum of
- *     its 4 codes (computed when the weights are unpacked).
- * Each is the exact integer sum of code x activation, as the reference. The K types decode a
- * 256-value block's 8 or 16 scales at once in vector registers (unpack()).
+ * unsigned by signed bytes, so the weights' codes are stored + an offset that makes them
+ * unsigned (Q8_0 and the IQ4 levels + 128, Q6_K + 32, Q5_0 + 16, Q4_0 + 8, Q3_K + 4; the types
+ * with mins need none) and each lane starts at minus the offset times the sum of its 4
+ * activation codes (the quantizer's lane sums, shifted): the exact integer sum of code x
+ * activation, as the reference. The 256-value types decode a block's 8 or 16 scales at once in
+ * vector registers (unpack()).
  *
  * Up to 4 rows (a decode, a short verify): each weight row is unpacked into registers and used at
  * once (direct()). More: a panel of RO = 4 weight rows x KC = 1024 values is unpacked once into
- * codes, lane scales and mins (panel_t, 12 KB: stays in L1) and read by every tile of 4 weight
+ * codes, lane scales and mins (panel_t, 9 KB: stays in L1) and read by every tile of 4 weight
  * rows x up to RN = 4 activation rows (16 accumulators); rows come in groups of up to 16 whose
  * accumulators wait in abuf between the K blocks, and a tile's 16 sums are reduced together
  * (store_tile()). */
@@ -35,20 +33,35 @@
 #define GROUP 16
 
 typedef struct {
-    int8_t code[RO][KC];          /* signed (Q8_0) or unsigned codes */
+    uint8_t code[RO][KC];         /* unsigned codes: code + the type's offset */
     float scale[RO][KC / 4];      /* lane scales */
-    int32_t src[RO][KC / 4];      /* Q8_0: -128 x the lane's code sum */
-    float min[RO][KC / 32];       /* Q4_K / Q5_K: block mins */
+    float min[RO][KC / 32];       /* Q4_1 / Q5_1 / Q4_K / Q5_K: block mins */
 } panel_t;
 
-/* What one unpack gives: a chunk (Q8_0, Q4_0) or the 4 chunks of a 256-value block (K types),
- * so the K types decode their 8 or 16 scales once per block, in vector registers. */
-#define UNIT(dt) ((dt) == DB_Q8_0 || (dt) == DB_Q4_0 ? 1 : 4)
+/* log2 of the offset the type's codes are stored with (unsigned for vpdpbusd), 0 for none:
+ * Q8_0 and the IQ4 levels + 128, Q6_K + 32, Q5_0 + 16, Q4_0 + 8, Q3_K + 4 */
+static inline int off_shift(db_dtype dt)
+{
+    switch (dt) {
+    case DB_Q8_0: case DB_IQ4_NL: case DB_IQ4_XS: return 7;
+    case DB_Q6_K: return 5;
+    case DB_Q5_0: return 4;
+    case DB_Q4_0: return 3;
+    case DB_Q3_K: return 2;
+    default: return 0;
+    }
+}
+
+static inline int has_mins(db_dtype dt) { return dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_Q4_1 || dt == DB_Q5_1; }
+
+/* What one unpack gives: a chunk (types of 32-value blocks) or the 4 chunks of a 256-value
+ * block (K types, IQ4_XS), so those decode their 8 or 16 scales once per block, in registers. */
+#define UNIT(dt) (db_dtype_block(dt) == 32 ? 1 : 4)
 typedef struct {
     __m512i code[4];
     __m512 scale[4];
-    __m512i src[4]; /* Q8_0 */
-    __m256 min;     /* Q4_K / Q5_K: the mins of the 8 blocks of 32 */
+    __m256 min;     /* the mins of the 8 blocks of 32 (K types) */
+    float min2[2];  /* the mins of a chunk's 2 blocks (Q4_1, Q5_1) */
 } unit_t;
 
 static inline float ld_f16(const uint8_t *p)
@@ -73,25 +86,58 @@ static inline __m512 spread(__m512 v, int per_chunk, int cc)
     return _mm512_permutexvar_ps(idx, v);
 }
 
-/* unit u of a weight row (layouts in quant.c; values exactly db_q8_unpack_chunk's) */
+/* the 32 bits of a little-endian u32 as 32 bytes 0 / 16, in bit order (Q5_0 / Q5_1's fifth bits) */
+static inline __m256i fifth_bits(const uint8_t *p)
+{
+    uint32_t h;
+    memcpy(&h, p, 4);
+    const __m256i which = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                           3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), which), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
+}
+
+/* two 16-byte nibble arrays (a block's values 0-15 low nibbles, 16-31 high) -> their 64 values,
+ * through the IQ4 level table + 128 where iq */
+static inline __m512i nibbles2(const uint8_t *q0, const uint8_t *q1, int iq)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q0)),
+                                        _mm_loadu_si128((const __m128i *)q1), 1);
+    __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    if (iq) {
+        const __m256i lv = _mm256_broadcastsi128_si256(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129,
+                                                                     (char)141, (char)153, (char)166, (char)181,
+                                                                     (char)197, (char)217, (char)241));
+        lo = _mm256_shuffle_epi8(lv, lo);
+        hi = _mm256_shuffle_epi8(lv, hi);
+    }
+    return join(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+/* unit u of a weight row (layouts in quant.c; values exactly db_q8_unpack_chunk's, the codes
+ * + the type's offset) */
 static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint8_t *row, int u, unit_t *w)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
-    if (dt == DB_Q8_0 || dt == DB_Q4_0) {
-        const uint8_t *b0 = row + (size_t)(2 * u) * (dt == DB_Q8_0 ? 34 : 18);
-        const uint8_t *b1 = b0 + (dt == DB_Q8_0 ? 34 : 18);
+    w->min = _mm256_setzero_ps(); /* the types without mins leave them 0 */
+    w->min2[0] = w->min2[1] = 0.0f;
+    if (UNIT(dt) == 1) { /* blocks 2u and 2u + 1 */
+        static const int bytes[] = {[DB_Q8_0] = 34, [DB_Q4_0] = 18, [DB_Q4_1] = 20, [DB_Q5_0] = 22,
+                                    [DB_Q5_1] = 24, [DB_IQ4_NL] = 18};
+        const uint8_t *b0 = row + (size_t)(2 * u) * (size_t)bytes[dt], *b1 = b0 + bytes[dt];
+        int with_min = dt == DB_Q4_1 || dt == DB_Q5_1, five = dt == DB_Q5_0 || dt == DB_Q5_1;
+        int qs = (with_min ? 4 : 2) + (five ? 4 : 0);
         w->scale[0] = _mm512_insertf32x8(_mm512_set1_ps(ld_f16(b0)), _mm256_set1_ps(ld_f16(b1)), 1);
+        if (with_min) w->min2[0] = -ld_f16(b0 + 2), w->min2[1] = -ld_f16(b1 + 2);
         if (dt == DB_Q8_0) {
-            w->code[0] = join(_mm256_loadu_si256((const __m256i *)(b0 + 2)), _mm256_loadu_si256((const __m256i *)(b1 + 2)));
-            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), w->code[0]);
-            w->src[0] = _mm512_sub_epi32(_mm512_setzero_si512(), s);
-        } else {
-            __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 2))),
-                                                _mm_loadu_si128((const __m128i *)(b1 + 2)), 1);
-            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            /* values: lo of block 0, hi of block 0, lo of block 1, hi of block 1 */
-            w->code[0] = join(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+            w->code[0] = _mm512_xor_si512(join(_mm256_loadu_si256((const __m256i *)(b0 + 2)), _mm256_loadu_si256((const __m256i *)(b1 + 2))),
+                                          _mm512_set1_epi8((char)0x80));
+            return;
         }
+        w->code[0] = nibbles2(b0 + qs, b1 + qs, dt == DB_IQ4_NL);
+        if (five) w->code[0] = _mm512_or_si512(w->code[0], join(fifth_bits(b0 + qs - 4), fifth_bits(b1 + qs - 4)));
         return;
     }
     if (dt == DB_Q4_K || dt == DB_Q5_K) {
@@ -125,6 +171,41 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         }
         return;
     }
+    if (dt == DB_IQ4_XS) { /* sub-blocks 2cc, 2cc + 1: 16 bytes each, IQ4_NL's nibble order */
+        const uint8_t *b = row + (size_t)u * 136;
+        unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+        __m256i s = _mm256_setr_epi32(db_scale_iq4_xs(0, sh, b + 4), db_scale_iq4_xs(1, sh, b + 4), db_scale_iq4_xs(2, sh, b + 4),
+                                      db_scale_iq4_xs(3, sh, b + 4), db_scale_iq4_xs(4, sh, b + 4), db_scale_iq4_xs(5, sh, b + 4),
+                                      db_scale_iq4_xs(6, sh, b + 4), db_scale_iq4_xs(7, sh, b + 4));
+        __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(ld_f16(b)),
+                                                         _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_set1_epi32(32)))));
+        for (int cc = 0; cc < 4; cc++) {
+            w->scale[cc] = spread(sc, 2, cc);
+            w->code[cc] = nibbles2(b + 8 + 32 * cc, b + 24 + 32 * cc, 1);
+        }
+        return;
+    }
+    if (dt == DB_Q3_K) { /* chunk cc: groups g = 2cc + t of 32, h = cc / 2, k = g % 4; codes + 4 */
+        const uint8_t *b = row + (size_t)u * 110;
+        _Alignas(64) int32_t s[16];
+        for (int j = 0; j < 16; j++) s[j] = db_scale_q3_k(j, b + 96) - 32;
+        __m512 sc = _mm512_mul_ps(_mm512_set1_ps(ld_f16(b + 108)), _mm512_cvtepi32_ps(_mm512_load_si512(s)));
+        const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+        __m256i hm = _mm256_loadu_si256((const __m256i *)b);
+        for (int cc = 0; cc < 4; cc++) {
+            int h = cc >> 1;
+            __m256i qv = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * h)), q[2];
+            w->scale[cc] = spread(sc, 4, cc);
+            for (int t = 0; t < 2; t++) {
+                int k = (2 * cc + t) & 3;
+                __m256i low = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * k), m3);
+                __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one);
+                q[t] = _mm256_add_epi8(low, _mm256_slli_epi16(bit, 2));
+            }
+            w->code[cc] = join(q[0], q[1]);
+        }
+        return;
+    }
     /* Q6_K: chunk cc is quarters k0 = 2 (cc & 1), k0 + 1 of half cc >> 1; its lanes take the
      * scales 4cc .. 4cc + 3, four lanes each; codes + 32 */
     const uint8_t *b = row + (size_t)u * 210;
@@ -147,23 +228,11 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
     }
 }
 
-/* activation row chunk prepared for the type: the bytes vpdpbusd takes (Q8_0: + 128) and the
- * lane start (Q4_0 / Q6_K: -8 / -32 x the lane's code sum) */
-static inline __attribute__((always_inline)) void xprep(db_dtype dt, const int8_t *xr, const int32_t *nx, int c,
-                                                        __m512i *xv, __m512i *off)
+/* the lane start of an activation chunk: minus the offset times the lane's code sum */
+static inline __attribute__((always_inline)) __m512i xoff(db_dtype dt, const int32_t *nx, int c)
 {
-    *xv = _mm512_loadu_si512(xr + 64 * c);
-    if (dt == DB_Q8_0) *xv = _mm512_xor_si512(*xv, _mm512_set1_epi8((char)0x80));
-    if (dt == DB_Q4_0 || dt == DB_Q6_K) *off = _mm512_slli_epi32(_mm512_loadu_si512(nx + 16 * c), dt == DB_Q4_0 ? 3 : 5);
-}
-
-/* the integer sum of one (weight row, activation row) chunk pair */
-static inline __attribute__((always_inline)) __m512i dot(db_dtype dt, __m512i code, __m512i src, __m512i xv,
-                                                         __m512i off)
-{
-    if (dt == DB_Q8_0) return _mm512_dpbusd_epi32(src, xv, code);
-    if (dt == DB_Q4_0 || dt == DB_Q6_K) return _mm512_dpbusd_epi32(off, code, xv);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), code, xv);
+    return off_shift(dt) ? _mm512_slli_epi32(_mm512_loadu_si512(nx + 16 * c), (unsigned)off_shift(dt))
+                         : _mm512_setzero_si512();
 }
 
 static inline float hsum16(__m512 v)
@@ -194,14 +263,13 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, __m51
         for (int r = 0; r < R; r++) a[o * RN + r] = acc[o * RN + r];
     for (int c = 0; c < nc; c++) {
         __m512i xv[RN], off[RN];
-        for (int r = 0; r < R; r++) xprep(dt, xr[r], nx[r], c, &xv[r], &off[r]);
+        for (int r = 0; r < R; r++) xv[r] = _mm512_loadu_si512(xr[r] + 64 * c), off[r] = xoff(dt, nx[r], c);
         for (int o = 0; o < RO; o++) {
             __m512i wv = _mm512_load_si512(p->code[o] + 64 * c);
-            __m512i src = dt == DB_Q8_0 ? _mm512_load_si512(p->src[o] + 16 * c) : _mm512_setzero_si512();
             __m512 sv = _mm512_load_ps(p->scale[o] + 16 * c);
             for (int r = 0; r < R; r++) {
                 __m512 t = _mm512_mul_ps(sv, _mm512_loadu_ps(dr[r] + 16 * c));
-                a[o * RN + r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot(dt, wv, src, xv[r], off[r])), t, a[o * RN + r]);
+                a[o * RN + r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(off[r], wv, xv[r])), t, a[o * RN + r]);
             }
         }
     }
@@ -214,12 +282,13 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, __m51
 static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, float *y, const db_q8_rows *xq,
                                                          const void *w, int O, int o0, int o1, int accumulate)
 {
-    const int I = xq->I, U = UNIT(dt), mins = dt == DB_Q4_K || dt == DB_Q5_K;
+    const int I = xq->I, U = UNIT(dt), mins = has_mins(dt);
     const size_t rb = db_dtype_bytes(dt, (size_t)I);
     for (int o = o0; o < o1; o++) {
         const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
         __m512 a[RN];
         __m256 m[RN];
+        _Alignas(32) float mn8[8]; /* Q4_1 / Q5_1: the mins of 4 chunks, for one 8-lane fma */
         for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps(), m[r] = _mm256_setzero_ps();
         for (int u = 0; u < I / 64 / U; u++) {
             unit_t wu;
@@ -227,15 +296,22 @@ static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, flo
             for (int cc = 0; cc < U; cc++) {
                 int c = U * u + cc;
                 for (int r = 0; r < R; r++) {
-                    __m512i xv, off = _mm512_setzero_si512();
-                    xprep(dt, xq->q + (size_t)r * I, xq->nx + (size_t)r * (I / 4), c, &xv, &off);
+                    __m512i xv = _mm512_loadu_si512(xq->q + (size_t)r * I + 64 * c);
+                    __m512i is = _mm512_dpbusd_epi32(xoff(dt, xq->nx + (size_t)r * (I / 4), c), wu.code[cc], xv);
                     __m512 t = _mm512_mul_ps(wu.scale[cc], _mm512_loadu_ps(xq->dl + (size_t)r * (I / 4) + 16 * c));
-                    a[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot(dt, wu.code[cc], wu.src[cc], xv, off)), t, a[r]);
+                    a[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), t, a[r]);
                 }
             }
-            if (mins)
-                for (int r = 0; r < R; r++)
-                    m[r] = _mm256_fmadd_ps(wu.min, _mm256_loadu_ps(xq->s + (size_t)r * (I / 32) + 8 * u), m[r]);
+            if (!mins) continue;
+            int b8 = 8 * u; /* the first block of the 8 the fma takes */
+            if (U == 1) {
+                mn8[(2 * u) % 8] = wu.min2[0], mn8[(2 * u + 1) % 8] = wu.min2[1];
+                if (u % 4 != 3) continue;
+                wu.min = _mm256_load_ps(mn8);
+                b8 = 2 * (u - 3);
+            }
+            for (int r = 0; r < R; r++)
+                m[r] = _mm256_fmadd_ps(wu.min, _mm256_loadu_ps(xq->s + (size_t)r * (I / 32) + b8), m[r]);
         }
         for (int r = 0; r < R; r++) {
             float v = hsum16(a[r]);
@@ -310,7 +386,7 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
     case 4: direct(4, dt, y, xq, w, O, o0, o1, accumulate); return;
     default: break;
     }
-    const int I = xq->I, U = UNIT(dt), mins = dt == DB_Q4_K || dt == DB_Q5_K;
+    const int I = xq->I, U = UNIT(dt), mins = has_mins(dt);
     const size_t rb = db_dtype_bytes(dt, (size_t)I);
     _Alignas(64) panel_t p;
     _Alignas(64) __m512 abuf[GROUP / RN][RO * RN];
@@ -335,9 +411,9 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                             int c = U * u + cc;
                             _mm512_store_si512(p.code[o] + 64 * c, wu.code[cc]);
                             _mm512_store_ps(p.scale[o] + 16 * c, wu.scale[cc]);
-                            if (dt == DB_Q8_0) _mm512_store_si512(p.src[o] + 16 * c, wu.src[cc]);
                         }
-                        if (mins) _mm256_store_ps(p.min[o] + 8 * u, wu.min);
+                        if (mins && U == 4) _mm256_store_ps(p.min[o] + 8 * u, wu.min);
+                        if (mins && U == 1) p.min[o][2 * u] = wu.min2[0], p.min[o][2 * u + 1] = wu.min2[1];
                     }
                 for (int t = 0; t < nt; t++) {
                     int r0 = g0 + RN * t, R = ng - RN * t < RN ? ng - RN * t : RN;
@@ -378,11 +454,10 @@ void db_matmul_q8_vnni(float *y, const db_q8_rows *xq, const void *w, db_dtype d
                        int o0, int o1, int accumulate)
 {
     switch (dt) {
-    case DB_Q8_0: run(DB_Q8_0, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q4_0: run(DB_Q4_0, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q4_K: run(DB_Q4_K, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q5_K: run(DB_Q5_K, y, xq, w, n, O, o0, o1, accumulate); break;
-    case DB_Q6_K: run(DB_Q6_K, y, xq, w, n, O, o0, o1, accumulate); break;
+#define CASE(T) case T: run(T, y, xq, w, n, O, o0, o1, accumulate); break
+    CASE(DB_Q8_0); CASE(DB_Q4_0); CASE(DB_Q4_1); CASE(DB_Q5_0); CASE(DB_Q5_1); CASE(DB_IQ4_NL);
+    CASE(DB_Q4_K); CASE(DB_Q5_K); CASE(DB_Q6_K); CASE(DB_Q3_K); CASE(DB_IQ4_XS);
+#undef CASE
     default: db_matmul_q8_ref(y, xq, w, dt, n, O, o0, o1, accumulate); break;
     }
 }
