@@ -145,14 +145,13 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         const uint8_t *b = row + (size_t)u * (five ? 176 : 144);
         /* the 12 scale bytes -> 8 scales s_j (bytes 0-7) and 8 mins m_j (bytes 8-15), each
          * word's bytes at once (db_scale_min_k4's rule) */
-        uint32_t t[3], sm[4];
+        uint32_t t[3];
         memcpy(t, b + 4, 12);
-        sm[0] = t[0] & 0x3f3f3f3f;
-        sm[1] = (t[2] & 0x0f0f0f0f) | ((t[0] >> 6) & 0x03030303) << 4;
-        sm[2] = t[1] & 0x3f3f3f3f;
-        sm[3] = ((t[2] >> 4) & 0x0f0f0f0f) | ((t[1] >> 6) & 0x03030303) << 4;
-        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sm));
-        __m256i m = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sm + 2)));
+        uint64_t sv = (t[0] & 0x3f3f3f3fu) | (uint64_t)((t[2] & 0x0f0f0f0fu) | ((t[0] >> 6) & 0x03030303u) << 4) << 32;
+        uint64_t mv = (t[1] & 0x3f3f3f3fu) | (uint64_t)(((t[2] >> 4) & 0x0f0f0f0fu) | ((t[1] >> 6) & 0x03030303u) << 4) << 32;
+        /* (in registers: bytes stored as two words and loaded as one would stall the load) */
+        __m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sv));
+        __m256i m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mv));
         __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(ld_f16(b)), _mm256_cvtepi32_ps(v)));
         w->min = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b + 2)), _mm256_cvtepi32_ps(m));
         const uint8_t *qs = b + (five ? 48 : 16);
