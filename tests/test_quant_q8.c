@@ -2,13 +2,13 @@
  *
  * 1. Unpacking: every chunk's scale * code - min is BITWISE quant.c's dequantized value
  *    (db_convert_to_f32), on random blocks of every type the path takes.
- * 2. The quantizer: codes and scales against an independent computation in double (the code is
- *    the nearest integer to x / d, ties to even, |code| <= 127, d = max|x| / 127), zero blocks
- *    give codes 0, a NaN or Inf in a block makes d NaN; the SIMD quantizer is BITWISE the C one.
+ * 2. The quantizer, blocks of 32 and of 256: codes and scales against llama.cpp's rules
+ *    recomputed in double (matmul_q8.h), zero blocks give codes 0, a NaN or Inf in a block makes
+ *    d NaN; every SIMD quantizer is BITWISE the C one.
  * 3. The C reference kernel against a double dot product of the dequantized weights with the
  *    dequantized activations (d * code): within 1e-5 * sqrt(I) * sum |w x| (only the order of
  *    the float sums differs), and against the f32 activations within the rounding bound
- *    sum |w| d / 2 (the error this path is allowed).
+ *    sum |w| (d / 2 + 127 d 2^-11) (half a code step, and a 32-block's d rounded to f16).
  * 4. Every SIMD kernel this CPU runs (AVX-512 VNNI, AVX2) BITWISE equal to the C reference:
  *    N = 1..9, 16, 17, 33 rows, O not a multiple of the weight tile, a slice [o0, o1) with
  *    accumulate, I across several K blocks; its quantizer BITWISE the C one.
@@ -40,11 +40,11 @@ static float *rand_x(int n, int I)
     return x;
 }
 
-static db_q8_rows quantize(db_q8_quantize_fn f, const float *x, int n, int I, void **buf)
+static db_q8_rows quantize(db_q8_quantize_fn f, const float *x, int n, int I, int qb, void **buf)
 {
     db_q8_rows xq;
     *buf = malloc(db_q8_rows_bytes(n, I));
-    db_q8_rows_init(&xq, *buf, n, I);
+    db_q8_rows_init(&xq, *buf, n, I, qb);
     f(&xq, x, 0, n);
     return xq;
 }
@@ -74,54 +74,60 @@ static void test_unpack(void)
     }
 }
 
-static void test_quantizer(db_q8_quantize_fn simd)
+/* blocks of qb: the C quantizer against llama.cpp's rules recomputed in double (matmul_q8.h), or
+ * (simd given) the SIMD quantizer against the C one, bitwise */
+static void test_quantizer(db_q8_quantize_fn simd, int qb)
 {
-    const int n = 5, I = 256;
+    const int n = 5, I = 512;
     float *x = rand_x(n, I);
-    for (int k = 32; k < 64; k++) x[k] = 0.0f;          /* block 1 of row 0: zeros */
-    x[I + 70] = NAN;                                     /* block 2 of row 1 */
-    x[2 * I + 100] = INFINITY;                           /* block 3 of row 2 */
-    x[3 * I + 5] = 127.5f / 127.0f, x[3 * I + 6] = 1.0f; /* a tie between codes */
+    for (int k = 32; k < 32 + qb; k++) x[(size_t)I + k] = 0.0f; /* row 1: a zero block (qb 32: block 1) */
+    x[2 * I + 3] = -9.5f, x[2 * I + 9] = 9.5f; /* two of the largest magnitude: the first one's sign counts */
+    x[3 * I + 70] = NAN;
+    x[4 * I + 300] = INFINITY;
     void *b;
-    db_q8_rows xq = quantize(db_q8_quantize_ref, x, n, I, &b);
+    db_q8_rows xq = quantize(db_q8_quantize_ref, x, n, I, qb, &b);
     int ok = 1, nan_ok = 1, zero_ok = 1;
     for (int r = 0; r < n && !simd; r++)
-        for (int blk = 0; blk < I / 32; blk++) {
-            const float *xb = x + (size_t)r * I + 32 * blk;
-            double amax = 0;
+        for (int blk = 0; blk < I / qb; blk++) {
+            const float *xb = x + (size_t)r * I + (size_t)qb * blk;
+            float amax = 0, m = 0;
             int finite = 1;
-            for (int k = 0; k < 32; k++) {
+            for (int k = 0; k < qb; k++) {
                 finite &= isfinite(xb[k]) != 0;
-                if (fabs(xb[k]) > amax) amax = fabs(xb[k]);
+                if (fabsf(xb[k]) > amax) amax = fabsf(xb[k]), m = xb[k];
             }
-            float d = xq.dl[(size_t)r * (I / 4) + 8 * blk];
-            const int8_t *q = xq.q + (size_t)r * I + 32 * blk;
+            float d = xq.dl[(size_t)r * (I / 4) + (size_t)(qb / 4) * blk];
+            const int8_t *q = xq.q + (size_t)r * I + (size_t)qb * blk;
             if (!finite) {
                 nan_ok &= isnan(d);
                 continue;
             }
             if (amax == 0) {
-                for (int k = 0; k < 32; k++) zero_ok &= q[k] == 0;
+                for (int k = 0; k < qb; k++) zero_ok &= q[k] == 0;
                 zero_ok &= d == 0.0f;
                 continue;
             }
-            ok &= d == (float)(amax / 127.0) || fabs(d - amax / 127.0) <= 1e-7 * amax;
-            for (int k = 0; k < 32; k++) {
-                double t = xb[k] / (double)d, e = fabs(t - q[k]);
-                ok &= q[k] != -128 && e <= 0.5 + 1e-5;
+            float scale = qb == 32 ? (float)(127.0 / amax) : (float)(-127.0 / m);
+            float want = qb == 32 ? db_f16_to_f32(db_f32_to_f16((float)(amax / 127.0))) : (float)(1.0 / scale);
+            ok &= d == want;
+            for (int k = 0; k < qb; k++) {
+                double t = (double)xb[k] * scale, e = fabs(t - q[k]);
+                ok &= q[k] != -128 && (e <= 0.5 + 1e-5 || (q[k] == 127 && t > 127));
             }
         }
     if (!simd) {
-        tap_ok(ok, "quantizer: d = max|x| / 127, each code the nearest integer to x / d");
-        tap_ok(zero_ok, "quantizer: an all-zero block gets d 0 and codes 0");
-        tap_ok(nan_ok, "quantizer: a block holding NaN or Inf gets d NaN");
+        tap_ok(ok, "quantizer, blocks of %d: %s", qb,
+               qb == 32 ? "codes nearest to x * 127 / max|x|, d = max|x| / 127 rounded to f16"
+                        : "codes nearest to x * -127 / m (m the first of largest magnitude), d = its inverse");
+        tap_ok(zero_ok, "quantizer, blocks of %d: an all-zero block gets d 0 and codes 0", qb);
+        tap_ok(nan_ok, "quantizer, blocks of %d: a block holding NaN or Inf gets d NaN", qb);
     } else {
         void *b2;
-        db_q8_rows s = quantize(simd, x, n, I, &b2);
+        db_q8_rows s = quantize(simd, x, n, I, qb, &b2);
         int same = memcmp(s.q, xq.q, (size_t)n * I) == 0;
         for (int i = 0; i < n * I / 4; i++) same &= memcmp(&s.dl[i], &xq.dl[i], 4) == 0 && s.nx[i] == xq.nx[i];
         for (int i = 0; i < n * I / 32; i++) same &= memcmp(&s.s[i], &xq.s[i], 4) == 0;
-        tap_ok(same, "SIMD quantizer == the C one, bitwise (codes, scales, lane sums, block sums)");
+        tap_ok(same, "SIMD quantizer, blocks of %d == the C one, bitwise (codes, scales, lane sums, block sums)", qb);
         free(b2);
     }
     free(b);
@@ -137,7 +143,7 @@ static void test_reference(void)
         float *wf = malloc(sizeof(float) * (size_t)O * I), *x = rand_x(n, I), y[3 * 7];
         db_convert_to_f32(wf, w, dt, (size_t)O * I);
         void *b;
-        db_q8_rows xq = quantize(db_q8_quantize_ref, x, n, I, &b);
+        db_q8_rows xq = quantize(db_q8_quantize_ref, x, n, I, db_q8_act_block(dt), &b);
         db_matmul_q8_ref(y, &xq, w, dt, n, O, 0, O, 0);
         int ok = 1, ok_x = 1;
         double worst = 0;
@@ -150,7 +156,7 @@ static void test_reference(void)
                     s += wk * xd;
                     mag += fabs(wk * xd);
                     sx += wk * x[(size_t)r * I + k];
-                    bound += fabs(wk) * d / 2;
+                    bound += fabs(wk) * (fabs(d) / 2 + 127 * fabs(d) / 2048); /* half a step; a 32-block's d is f16 */
                 }
                 double got = y[r * O + o], e = fabs(got - s) / (mag + 1e-30);
                 worst = e > worst ? e : worst;
@@ -179,7 +185,7 @@ static void test_simd(const char *name, db_matmul_q8_kernel k, db_q8_quantize_fn
             int n = Ns[ni];
             float *x = rand_x(n, I), *y = malloc(sizeof(float) * (size_t)n * O), *ref = malloc(sizeof(float) * (size_t)n * O);
             void *b;
-            db_q8_rows xq = quantize(qf, x, n, I, &b);
+            db_q8_rows xq = quantize(qf, x, n, I, db_q8_act_block(dt), &b);
             for (int acc = 0; acc < 2; acc++) {
                 int o0 = acc ? 2 : 0, o1 = acc ? 9 : O;
                 for (int i = 0; i < n * O; i++) y[i] = ref[i] = (float)i;
@@ -205,7 +211,8 @@ int main(void)
 {
     db_rng_seed(&rng, 4321);
     test_unpack();
-    test_quantizer(NULL);
+    test_quantizer(NULL, 32);
+    test_quantizer(NULL, 256);
     test_reference();
     /* every integer kernel this CPU runs: the families' choices (avx512: VNNI where the CPU has
      * it, else the AVX2 one) */
@@ -219,7 +226,8 @@ int main(void)
         seen[f] = k;
         ran++;
         tap_diag("integer kernel of family %s", fams[f]);
-        test_quantizer(qf);
+        test_quantizer(qf, 32);
+        test_quantizer(qf, 256);
         test_simd(fams[f], k, qf);
     }
     if (!ran) tap_skip("no integer SIMD kernel on this CPU: the C reference alone is tested");

@@ -271,7 +271,7 @@ static void matmul_kernel_parallel(cpu_ctx *c, float *y, const float *x, const d
             if (b) c->xq_buf = b, c->xq_bytes = need;
         }
         if (need <= c->xq_bytes) {
-            db_q8_rows_init(&xq, c->xq_buf, n, nin);
+            db_q8_rows_init(&xq, c->xq_buf, n, nin, db_q8_act_block(w->dtype));
             q8 = 1;
         }
     }

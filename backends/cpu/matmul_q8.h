@@ -10,9 +10,17 @@
  * values 32b..32b+31 (a chunk holds blocks 2c and 2c+1: lanes 0-7 and 8-15).
  *
  * The result, defined exactly (db_matmul_q8_ref computes it in plain C; every kernel is
- * bitwise equal to it, tests/test_quant.c):
- *   activations: per row and block, d_b = max|x| / 127, q_k = nearbyint(x_k * (1 / d_b)) (0 and
- *     d_b = 0 for an all-zero block), s_b = d_b * (sum of the block's q)
+ * bitwise equal to it, tests/test_quant_q8.c):
+ *   activations: a row is rounded in blocks of 32 values for the weight types of 32-value blocks
+ *     and of 256 for the others, with llama.cpp's x86 CPU rounding for its dot products (Q8_0 /
+ *     Q8_K), so both tools give integer sums over the same codes:
+ *     32: q = nearbyint(x * (127 / max|x|)), d = max|x| / 127 rounded to f16 (q 0 where max|x|
+ *         is 0);
+ *     256: with m the value of largest magnitude (the first such), q = min(127,
+ *         nearbyint(x * (-127 / m))), d = 1 / (-127 / m) (0 and codes 0 for a zero block);
+ *     a block holding a NaN or an Inf gets d NaN and codes 0 (so the result is NaN, as on the
+ *     float path); d_b below is the d of the block holding b; s_b = d_b * (sum of the 32 codes
+ *     of block b)
  *   weights: each value is scale * code - min, code an integer (quant.c's q minus its offset:
  *     q - 8 for Q4_0, q - 16 for Q5_0, q - 32 for Q6_K, the level for the IQ4 types), scale per
  *     lane (d, d * s_j, d * (s_j - 32) or d * sc), min per block of 32 (dmin * m_j of Q4_K /
@@ -39,6 +47,7 @@ typedef struct {
     int32_t *nx; /* [N, I / 4] minus the sum of each lane's 4 codes (the kernels' offset
                   * corrections: code - 8 of Q4_0, code - 32 of Q6_K) */
     int I;
+    int qb;      /* the activation block: 32 or 256 (db_q8_act_block) */
 } db_q8_rows;
 
 /* Can the integer path take weights of dt at row length I? (I a multiple of 64 for Q8_0, Q4_0,
@@ -46,9 +55,12 @@ typedef struct {
  * a time) */
 int db_q8_supports(db_dtype dt, int I);
 
+/* the activation block for weights of dt: 32 for the types of 32-value blocks, else 256 */
+int db_q8_act_block(db_dtype dt);
 size_t db_q8_rows_bytes(int n, int I);
-/* views of buf (db_q8_rows_bytes(n, I) bytes; the views start 64 bytes apart from it) */
-void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I);
+/* views of buf (db_q8_rows_bytes(n, I) bytes; the views start 64 bytes apart from it), blocks
+ * of qb (32 or 256; I a multiple of it) */
+void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I, int qb);
 /* rows [r0, r1) of x into xq (plain C; the kernel file has its own, bitwise equal) */
 void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1);
 

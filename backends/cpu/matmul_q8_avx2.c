@@ -268,40 +268,59 @@ static inline float hmax8(__m256 v)
     return _mm_cvtss_f32(m);
 }
 
-/* db_q8_quantize_ref with 8 lanes: the same max, division, reciprocal, product and rounding
- * (to nearest even), each an exactly rounded IEEE operation */
+/* db_q8_quantize_ref with 8 lanes: the same max, division, products and rounding (to nearest
+ * even), each an exactly rounded IEEE operation */
 void db_q8_quantize_avx2(db_q8_rows *xq, const float *x, int r0, int r1)
 {
-    const int I = xq->I;
+    const int I = xq->I, qb = xq->qb;
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (int r = r0; r < r1; r++)
-        for (int b = 0; b < I / 32; b++) {
-            const float *xb = x + (size_t)r * I + 32 * b;
-            __m256 v[4], mx = _mm256_setzero_ps(), z = _mm256_setzero_ps();
-            for (int k = 0; k < 4; k++) {
-                v[k] = _mm256_loadu_ps(xb + 8 * k);
-                mx = _mm256_max_ps(mx, _mm256_and_ps(v[k], absm));
-                z = _mm256_add_ps(z, _mm256_mul_ps(v[k], _mm256_setzero_ps()));
+        for (int b = 0; b < I / qb; b++) {
+            const float *xb = x + (size_t)r * I + (size_t)qb * b;
+            __m256 mx = _mm256_setzero_ps(), z = _mm256_setzero_ps();
+            for (int k = 0; k < qb; k += 8) {
+                __m256 v = _mm256_loadu_ps(xb + k);
+                mx = _mm256_max_ps(mx, _mm256_and_ps(v, absm));
+                z = _mm256_add_ps(z, _mm256_mul_ps(v, _mm256_setzero_ps()));
             }
-            int bad = _mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q)) != 0;
-            float d = bad ? NAN : hmax8(mx) / 127.0f;
-            float id = d != 0.0f && d == d && d != INFINITY ? 1.0f / d : 0.0f;
-            __m256i q[4];
-            for (int k = 0; k < 4; k++)
-                q[k] = id == 0.0f ? _mm256_setzero_si256()
-                                  : _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)),
-                                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-            /* 32 int32 -> 32 int8 in order: the packs work per 128-bit half, the permute undoes it */
-            __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
-            __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_storeu_si256((__m256i *)(xq->q + (size_t)r * I + 32 * b), p8);
-            __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), p8), _mm256_set1_epi16(1));
-            _mm256_storeu_si256((__m256i *)(xq->nx + (size_t)r * (I / 4) + 8 * b), _mm256_sub_epi32(_mm256_setzero_si256(), s4));
-            __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-            _mm256_storeu_ps(xq->dl + (size_t)r * (I / 4) + 8 * b, _mm256_set1_ps(d));
-            xq->s[(size_t)r * (I / 32) + b] = d * (float)_mm_cvtsi128_si32(s);
+            float amax = hmax8(mx), d = 0.0f, scale = 0.0f;
+            if (_mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q))) {
+                d = NAN;
+            } else if (amax != 0.0f && qb == 32) {
+                d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0));
+                scale = 127.0f / amax;
+            } else if (amax != 0.0f) { /* the first value of that magnitude */
+                float m = 0.0f;
+                for (int k = 0; k < qb; k += 8) {
+                    int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(xb + k), absm), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+                    if (hit) {
+                        m = xb[k + __builtin_ctz((unsigned)hit)];
+                        break;
+                    }
+                }
+                scale = -127.0f / m;
+                d = 1.0f / scale;
+            }
+            int8_t *q = xq->q + (size_t)r * I + (size_t)qb * b;
+            for (int k = 0; k < qb; k += 32) {
+                __m256i v[4];
+                for (int t = 0; t < 4; t++) {
+                    v[t] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(xb + k + 8 * t), _mm256_set1_ps(scale)),
+                                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                    v[t] = scale == 0.0f ? _mm256_setzero_si256() : _mm256_min_epi32(v[t], _mm256_set1_epi32(127));
+                }
+                /* 32 int32 -> 32 int8 in order: the packs work per 128-bit half, the permute undoes it */
+                __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])),
+                                                         _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                _mm256_storeu_si256((__m256i *)(q + k), p8);
+                size_t lane = (size_t)r * (I / 4) + ((size_t)qb * b + (size_t)k) / 4;
+                __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), p8), _mm256_set1_epi16(1));
+                _mm256_storeu_si256((__m256i *)(xq->nx + lane), _mm256_sub_epi32(_mm256_setzero_si256(), s4));
+                _mm256_storeu_ps(xq->dl + lane, _mm256_set1_ps(d));
+                __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+                xq->s[(size_t)r * (I / 32) + ((size_t)qb * b + (size_t)k) / 32] = d * (float)_mm_cvtsi128_si32(t);
+            }
         }
 }

@@ -28,8 +28,11 @@ size_t db_q8_rows_bytes(int n, int I)
     return q + 2 * dl + align64(sizeof(float) * (size_t)n * (I / 32));
 }
 
-void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I)
+int db_q8_act_block(db_dtype dt) { return db_dtype_block(dt) == 32 ? 32 : 256; }
+
+void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I, int qb)
 {
+    xq->qb = qb;
     char *p = buf;
     xq->q = (int8_t *)p;
     p += align64((size_t)n * I);
@@ -43,34 +46,43 @@ void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I)
 
 void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1)
 {
-    int I = xq->I;
+    const int I = xq->I, qb = xq->qb;
     for (int r = r0; r < r1; r++)
-        for (int b = 0; b < I / 32; b++) {
-            const float *xb = x + (size_t)r * I + 32 * b;
-            float amax = 0.0f, z = 0.0f;
-            for (int k = 0; k < 32; k++) {
+        for (int b = 0; b < I / qb; b++) {
+            const float *xb = x + (size_t)r * I + (size_t)qb * b;
+            int8_t *q = xq->q + (size_t)r * I + (size_t)qb * b;
+            float amax = 0.0f, m = 0.0f, z = 0.0f;
+            for (int k = 0; k < qb; k++) {
                 float a = fabsf(xb[k]);
-                amax = a > amax ? a : amax;
+                if (a > amax) amax = a, m = xb[k];
                 z += xb[k] * 0.0f; /* NaN when the block holds an Inf or a NaN */
             }
-            float d = amax / 127.0f + z;
-            if (d != d) d = NAN; /* one NaN (sign and payload), as the SIMD quantizer's */
-            /* a block that is all zeros or not finite gets codes 0 (and d 0 or NaN, so a NaN
-             * activation still makes a NaN result, as on the float path) */
-            float id = d != 0.0f && d == d && d != INFINITY ? 1.0f / d : 0.0f;
-            int8_t *q = xq->q + (size_t)r * I + 32 * b;
-            int sum = 0;
-            for (int k = 0; k < 32; k++) {
-                q[k] = id == 0.0f ? 0 : (int8_t)(int)nearbyintf(xb[k] * id);
-                sum += q[k];
+            float d, scale; /* d: the value of a code step; scale: what x is multiplied by */
+            if (z != z) {
+                d = NAN, scale = 0.0f;
+            } else if (amax == 0.0f) {
+                d = 0.0f, scale = 0.0f;
+            } else if (qb == 32) {
+                d = db_f16_to_f32(db_f32_to_f16(amax / 127.0f));
+                scale = 127.0f / amax;
+            } else {
+                scale = -127.0f / m;
+                d = 1.0f / scale;
             }
-            float *dl = xq->dl + (size_t)r * (I / 4) + 8 * b;
-            int32_t *nx = xq->nx + (size_t)r * (I / 4) + 8 * b;
-            for (int l = 0; l < 8; l++) {
-                dl[l] = d;
-                nx[l] = -(q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
+            for (int k = 0; k < qb; k++) {
+                int v = scale == 0.0f ? 0 : (int)nearbyintf(xb[k] * scale);
+                q[k] = (int8_t)(v > 127 ? 127 : v);
             }
-            xq->s[(size_t)r * (I / 32) + b] = d * (float)sum;
+            for (int l = 0; l < qb / 4; l++) {
+                size_t lane = (size_t)r * (I / 4) + (size_t)(qb / 4) * b + l;
+                xq->dl[lane] = d;
+                xq->nx[lane] = -(q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
+            }
+            for (int j = 0; j < qb / 32; j++) {
+                int sum = 0;
+                for (int k = 32 * j; k < 32 * j + 32; k++) sum += q[k];
+                xq->s[(size_t)r * (I / 32) + (size_t)(qb / 32) * b + j] = d * (float)sum;
+            }
         }
 }
 

@@ -460,34 +460,56 @@ void db_matmul_q8_vnni(float *y, const db_q8_rows *xq, const void *w, db_dtype d
     }
 }
 
-/* db_q8_quantize_ref with 16 lanes: the same max, division, reciprocal, product and rounding
- * (to nearest even, nearbyintf's default), each an exactly rounded IEEE operation */
+/* db_q8_quantize_ref with 16 lanes: the same max, division, products and rounding (to
+ * nearest even), each an exactly rounded IEEE operation */
 void db_q8_quantize_vnni(db_q8_rows *xq, const float *x, int r0, int r1)
 {
-    const int I = xq->I;
+    const int I = xq->I, qb = xq->qb;
     const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     for (int r = r0; r < r1; r++)
-        for (int b = 0; b < I / 32; b++) {
-            const float *xb = x + (size_t)r * I + 32 * b;
-            __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
-            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absm), _mm512_and_ps(v1, absm)));
-            __m512 z = _mm512_add_ps(_mm512_mul_ps(v0, _mm512_setzero_ps()), _mm512_mul_ps(v1, _mm512_setzero_ps()));
-            int bad = _mm512_cmp_ps_mask(z, z, _CMP_UNORD_Q) != 0;
-            float d = bad ? NAN : amax / 127.0f;
-            float id = d != 0.0f && d == d && d != INFINITY ? 1.0f / d : 0.0f;
-            __m512 idv = _mm512_set1_ps(id);
-            const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-            __m512i q0 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v0, idv), rnd));
-            __m512i q1 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v1, idv), rnd));
-            if (id == 0.0f) q0 = q1 = _mm512_setzero_si512(); /* NaN x 0 would convert to INT_MIN */
-            __m256i q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(q0)),
-                                                 _mm512_cvtsepi32_epi8(q1), 1);
-            _mm256_storeu_si256((__m256i *)(xq->q + (size_t)r * I + 32 * b), q8);
-            int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-            _mm256_storeu_ps(xq->dl + (size_t)r * (I / 4) + 8 * b, _mm256_set1_ps(d));
-            /* each lane's 4-code sum (unsigned 1s x the codes), negated */
-            __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q8);
-            _mm256_storeu_si256((__m256i *)(xq->nx + (size_t)r * (I / 4) + 8 * b), _mm256_sub_epi32(_mm256_setzero_si256(), s4));
-            xq->s[(size_t)r * (I / 32) + b] = d * (float)sum;
+        for (int b = 0; b < I / qb; b++) {
+            const float *xb = x + (size_t)r * I + (size_t)qb * b;
+            __m512 mx = _mm512_setzero_ps(), z = _mm512_setzero_ps();
+            for (int k = 0; k < qb; k += 16) {
+                __m512 v = _mm512_loadu_ps(xb + k);
+                mx = _mm512_max_ps(mx, _mm512_and_ps(v, absm));
+                z = _mm512_add_ps(z, _mm512_mul_ps(v, _mm512_setzero_ps()));
+            }
+            float amax = _mm512_reduce_max_ps(mx), d = 0.0f, scale = 0.0f;
+            if (_mm512_cmp_ps_mask(z, z, _CMP_UNORD_Q)) {
+                d = NAN;
+            } else if (amax != 0.0f && qb == 32) {
+                d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0));
+                scale = 127.0f / amax;
+            } else if (amax != 0.0f) { /* the first value of that magnitude */
+                float m = 0.0f;
+                for (int k = 0; k < qb; k += 16) {
+                    __mmask16 hit = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(xb + k), absm), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+                    if (hit) {
+                        m = xb[k + __builtin_ctz(hit)];
+                        break;
+                    }
+                }
+                scale = -127.0f / m;
+                d = 1.0f / scale;
+            }
+            int8_t *q = xq->q + (size_t)r * I + (size_t)qb * b;
+            for (int k = 0; k < qb; k += 16) {
+                __m512i v = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + k), _mm512_set1_ps(scale)), rnd));
+                if (scale == 0.0f) v = _mm512_setzero_si512(); /* NaN x 0 would convert to INT_MIN */
+                _mm_storeu_si128((__m128i *)(q + k), _mm512_cvtsepi32_epi8(_mm512_min_epi32(v, _mm512_set1_epi32(127))));
+            }
+            for (int j = 0; j < qb / 32; j++) { /* each block of 32: its lane sums, scales, sum */
+                __m256i q8 = _mm256_loadu_si256((const __m256i *)(q + 32 * j));
+                size_t lane = (size_t)r * (I / 4) + (size_t)(qb / 4) * b + 8 * j;
+                __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q8);
+                _mm256_storeu_si256((__m256i *)(xq->nx + lane), _mm256_sub_epi32(_mm256_setzero_si256(), s4));
+                _mm256_storeu_ps(xq->dl + lane, _mm256_set1_ps(d));
+                __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+                xq->s[(size_t)r * (I / 32) + (size_t)(qb / 32) * b + j] = d * (float)_mm_cvtsi128_si32(t);
+            }
         }
 }
