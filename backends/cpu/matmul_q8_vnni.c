@@ -117,10 +117,12 @@ static inline __m512i nibbles2(const uint8_t *q0, const uint8_t *q1, int iq)
 }
 
 /* unit u of a weight row (layouts in quant.c; values exactly db_q8_unpack_chunk's, the codes
- * + the type's offset) */
-static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint8_t *row, int u, unit_t *w)
+ * + the type's offset). pre (the one-row path, types of 256-value blocks): the lane scales come
+ * multiplied by dx, the activation block's d: the products the kernels make per chunk, made
+ * once per 256 values */
+static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint8_t *row, int u, unit_t *w, int pre,
+                                                         float dx)
 {
-    const __m256i m4 = _mm256_set1_epi8(15);
     w->min = _mm256_setzero_ps(); /* the types without mins leave them 0 */
     w->min2[0] = w->min2[1] = 0.0f;
     if (UNIT(dt) == 1) { /* blocks 2u and 2u + 1 */
@@ -154,19 +156,22 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         __m256i m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mv));
         __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(ld_f16(b)), _mm256_cvtepi32_ps(v)));
         w->min = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b + 2)), _mm256_cvtepi32_ps(m));
+        if (pre) sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(sc), _mm256_set1_ps(dx)));
+        /* a chunk's 32 bytes in both halves (a broadcast load): low nibbles in the lower half,
+         * high in the upper, by a shift count per half */
+        const __m512i by_half = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1), m4z = _mm512_set1_epi8(15);
         const uint8_t *qs = b + (five ? 48 : 16);
-        __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
+        __m512i qh = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16))) : _mm512_setzero_si512();
         for (int cc = 0; cc < 4; cc++) {
             w->scale[cc] = spread(sc, 2, cc);
-            __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * cc));
-            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            if (five) {
-                __m256i sixteen = _mm256_set1_epi8(16);
-                __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * cc))), b1 = _mm256_set1_epi8((char)(1 << (2 * cc + 1)));
-                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), sixteen));
-                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen));
+            __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * cc)));
+            q = _mm512_and_si512(_mm512_srlv_epi16(q, by_half), m4z);
+            if (five) { /* bit 2cc of qh for the lower half, 2cc + 1 for the upper, as 16 */
+                __m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * cc)), _mm256_set1_epi16((short)(2 * cc + 1)), 1);
+                __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, sh), _mm512_set1_epi8(1));
+                q = _mm512_or_si512(q, _mm512_slli_epi16(bit, 4));
             }
-            w->code[cc] = join(lo, hi);
+            w->code[cc] = q;
         }
         return;
     }
@@ -178,6 +183,7 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
                                       db_scale_iq4_xs(6, sh, b + 4), db_scale_iq4_xs(7, sh, b + 4));
         __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(ld_f16(b)),
                                                          _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_set1_epi32(32)))));
+        if (pre) sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(sc), _mm256_set1_ps(dx)));
         for (int cc = 0; cc < 4; cc++) {
             w->scale[cc] = spread(sc, 2, cc);
             w->code[cc] = nibbles2(b + 8 + 32 * cc, b + 24 + 32 * cc, 1);
@@ -189,6 +195,7 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         _Alignas(64) int32_t s[16];
         for (int j = 0; j < 16; j++) s[j] = db_scale_q3_k(j, b + 96) - 32;
         __m512 sc = _mm512_mul_ps(_mm512_set1_ps(ld_f16(b + 108)), _mm512_cvtepi32_ps(_mm512_load_si512(s)));
+        if (pre) sc = _mm512_mul_ps(sc, _mm512_set1_ps(dx));
         const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
         __m256i hm = _mm256_loadu_si256((const __m256i *)b);
         for (int cc = 0; cc < 4; cc++) {
@@ -210,20 +217,19 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
     const uint8_t *b = row + (size_t)u * 210;
     __m512 sc = _mm512_mul_ps(_mm512_set1_ps(ld_f16(b + 208)),
                               _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192)))));
-    const __m256i m3 = _mm256_set1_epi8(3);
+    if (pre) sc = _mm512_mul_ps(sc, _mm512_set1_ps(dx));
+    const __m512i m3 = _mm512_set1_epi8(3), m4z = _mm512_set1_epi8(15);
     for (int cc = 0; cc < 4; cc++) {
+        /* the lower half's values are ql[0..31] of the half, the upper half's ql[32..63]: one
+         * load; qh's 32 bytes in both halves, shifted by 2k0 and 2k0 + 2 */
         int half = cc >> 1, k0 = 2 * (cc & 1);
-        const uint8_t *ql = b + 64 * half;
-        __m256i h = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * half)), q[2];
+        __m512i l = _mm512_loadu_si512(b + 64 * half);
+        l = _mm512_and_si512(k0 ? _mm512_srli_epi16(l, 4) : l, m4z);
+        __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * half)));
+        __m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * k0)), _mm256_set1_epi16((short)(2 * k0 + 2)), 1);
+        h = _mm512_and_si512(_mm512_srlv_epi16(h, sh), m3);
         w->scale[cc] = spread(sc, 4, cc);
-        for (int t = 0; t < 2; t++) {
-            int k = k0 + t;
-            __m256i l = _mm256_loadu_si256((const __m256i *)(ql + 32 * (k & 1)));
-            l = k >= 2 ? _mm256_and_si256(_mm256_srli_epi16(l, 4), m4) : _mm256_and_si256(l, m4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(h, 2 * k), m3);
-            q[t] = _mm256_or_si256(l, _mm256_slli_epi16(hi, 4));
-        }
-        w->code[cc] = join(q[0], q[1]);
+        w->code[cc] = _mm512_or_si512(l, _mm512_slli_epi16(h, 4));
     }
 }
 
@@ -291,13 +297,15 @@ static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, flo
         for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps(), m[r] = _mm256_setzero_ps();
         for (int u = 0; u < I / 64 / U; u++) {
             unit_t wu;
-            unpack(dt, row, u, &wu);
+            /* the K types' activation block is their 256 values: one d for the unit */
+            const int pre = U == 4;
+            unpack(dt, row, u, &wu, pre, xq->dl[(size_t)16 * U * u]);
             for (int cc = 0; cc < U; cc++) {
                 int c = U * u + cc;
                 for (int r = 0; r < R; r++) {
                     __m512i xv = _mm512_loadu_si512(xq->q + (size_t)r * I + 64 * c);
                     __m512i is = _mm512_dpbusd_epi32(xoff(dt, xq->nx + (size_t)r * (I / 4), c), wu.code[cc], xv);
-                    __m512 t = _mm512_mul_ps(wu.scale[cc], _mm512_loadu_ps(xq->dl + (size_t)r * (I / 4) + 16 * c));
+                    __m512 t = pre ? wu.scale[cc] : _mm512_mul_ps(wu.scale[cc], _mm512_loadu_ps(xq->dl + (size_t)r * (I / 4) + 16 * c));
                     a[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), t, a[r]);
                 }
             }
@@ -404,7 +412,7 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                 for (int o = 0; o < RO; o++)
                     for (int u = 0; u < nc / U; u++) {
                         unit_t wu;
-                        unpack(dt, rows[o], k0 / 64 / U + u, &wu);
+                        unpack(dt, rows[o], k0 / 64 / U + u, &wu, 0, 0.0f);
                         for (int cc = 0; cc < U; cc++) {
                             int c = U * u + cc;
                             _mm512_store_si512(p.code[o] + 64 * c, wu.code[cc]);
