@@ -31,6 +31,7 @@
 #define RN 4
 #define KC 1024
 #define GROUP 16
+#define PF_ROWS 4 /* one-row path: how many weight rows ahead to prefetch */
 
 typedef struct {
     uint8_t code[RO][KC];         /* unsigned codes: code + the type's offset */
@@ -291,6 +292,8 @@ static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, flo
     const size_t rb = db_dtype_bytes(dt, (size_t)I);
     for (int o = o0; o < o1; o++) {
         const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
+        if (o + PF_ROWS < o1) /* the row PF_ROWS ahead, from memory while this one computes */
+            for (size_t k = 0; k < rb; k += 64) _mm_prefetch((const char *)(row + PF_ROWS * rb + k), _MM_HINT_T0);
         __m512 a[RN];
         __m256 m[RN];
         _Alignas(32) float mn8[8]; /* Q4_1 / Q5_1: the mins of 4 chunks, for one 8-lane fma */
@@ -401,6 +404,8 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
         const uint8_t *rows[RO];
         for (int o = 0; o < RO; o++)
             rows[o] = (const uint8_t *)w + (size_t)(ob + o < o1 ? ob + o : o1 - 1) * rb;
+        if (ob + 2 * RO <= o1) /* the next panel's rows, from memory while this one computes */
+            for (size_t k = 0; k < RO * rb; k += 64) _mm_prefetch((const char *)(rows[0] + RO * rb + k), _MM_HINT_T0);
         for (int g0 = 0; g0 < n; g0 += GROUP) {
             int ng = n - g0 < GROUP ? n - g0 : GROUP, nt = (ng + RN - 1) / RN;
             for (int t = 0; t < nt; t++)
