@@ -178,7 +178,8 @@ static void test_simd(const char *name, db_matmul_q8_kernel k, db_q8_quantize_fn
     static const int Ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33};
     for (int ti = 0; ti < NT; ti++) {
         db_dtype dt = types[ti];
-        /* 2304 = two K blocks and a part; Q8_0 / Q4_0 also at a length of whole chunks only */
+        /* 1088 = 17 chunks (a K block and one chunk, not a multiple of 256) where the type allows
+         * it, else 2304 = two K blocks and a quarter */
         int I = db_q8_supports(dt, 1088) ? 1088 : 2304, O = 11, same = 1;
         uint8_t *w = tu_rand_quant(&rng, dt, O, I);
         for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++) {

@@ -559,6 +559,17 @@ static void lock_holder(int fd, char *who, size_t n)
     snprintf(who, n, "%s", buf[0] ? buf : "a process that has not written its pid yet");
 }
 
+/* Does "pid N on host H" name a process of this host that is gone? */
+static int stale_holder(const char *who)
+{
+    long pid;
+    char host[256];
+    struct utsname u;
+    if (sscanf(who, "pid %ld on host %255s", &pid, host) != 2 || pid <= 0 || uname(&u) != 0 || strcmp(host, u.nodename))
+        return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
 int db_results_lock(const char *dir, int *fd, char *err, size_t errlen)
 {
     char path[1200];
@@ -573,10 +584,12 @@ int db_results_lock(const char *dir, int *fd, char *err, size_t errlen)
         int e = errno;
         char who[300];
         if (e == EWOULDBLOCK) {
-            /* the holder writes its pid right after locking: give it a moment */
+            /* the holder writes its pid right after locking: give it a moment. Until it has,
+             * the file may still name an earlier run that has ended (a directory copied, or
+             * locked before): a pid on this host that no longer exists is not the holder. */
             for (int i = 0; i < 20; i++) {
                 lock_holder(f, who, sizeof who);
-                if (strncmp(who, "a process", 9)) break;
+                if (strncmp(who, "a process", 9) && !stale_holder(who)) break;
                 usleep(10000);
             }
         }
