@@ -8,6 +8,9 @@
 
 #include <math.h>
 #include <string.h>
+#if HAVE_X86_SIMD
+#include <cpuid.h>
+#endif
 
 int db_q8_supports(db_dtype dt, int I)
 {
@@ -222,11 +225,22 @@ void db_matmul_q8_ref(float *y, const db_q8_rows *xq, const void *w, db_dtype dt
     }
 }
 
+#if HAVE_X86_SIMD
+/* CPUID leaf 7 ECX bit 11 (clang's __builtin_cpu_supports has no name for it everywhere); the
+ * AVX-512 state the OS must save comes with avx512f's check */
+static int has_avx512_vnni(void)
+{
+    unsigned a, b, c, d;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 11 & 1);
+}
+#endif
+
 int db_matmul_q8_select(const char *name, db_matmul_q8_kernel *k, db_q8_quantize_fn *qf)
 {
 #if HAVE_X86_SIMD
     __builtin_cpu_init();
-    if (strcmp(name, "avx512") == 0 && __builtin_cpu_supports("avx512vnni")) {
+    if (strcmp(name, "avx512") == 0 && has_avx512_vnni()) {
         *k = db_matmul_q8_vnni;
         *qf = db_q8_quantize_vnni;
         return 0;

@@ -479,7 +479,6 @@ void db_q8_quantize_vnni(db_q8_rows *xq, const float *x, int r0, int r1)
 {
     const int I = xq->I, qb = xq->qb;
     const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-    const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     for (int r = r0; r < r1; r++)
         for (int b = 0; b < I / qb; b++) {
             const float *xb = x + (size_t)r * I + (size_t)qb * b;
@@ -509,7 +508,8 @@ void db_q8_quantize_vnni(db_q8_rows *xq, const float *x, int r0, int r1)
             }
             int8_t *q = xq->q + (size_t)r * I + (size_t)qb * b;
             for (int k = 0; k < qb; k += 16) {
-                __m512i v = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + k), _mm512_set1_ps(scale)), rnd));
+                __m512i v = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + k), _mm512_set1_ps(scale)),
+                                                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
                 if (scale == 0.0f) v = _mm512_setzero_si512(); /* NaN x 0 would convert to INT_MIN */
                 _mm_storeu_si128((__m128i *)(q + k), _mm512_cvtsepi32_epi8(_mm512_min_epi32(v, _mm512_set1_epi32(127))));
             }
