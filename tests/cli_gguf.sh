@@ -122,7 +122,7 @@ sha = {p.rsplit("/", 1)[1]: hashlib.sha256(open(p, "rb").read()).hexdigest() for
 bad = []
 assert len(rows) == 6, len(rows)
 for r in rows:
-    if r["schema_version"] != "10": bad.append("schema " + r["schema_version"])
+    if r["schema_version"] != "11": bad.append("schema " + r["schema_version"])
     if r["target_sha256"] != sha.get(r["target"]): bad.append("target hash " + r["target"])
     if r["variant"] == "ar":
         if r["drafter"] or r["drafter_dtype"]: bad.append("ar row names a drafter")

@@ -225,6 +225,79 @@ static void multi_turn(db_session *s)
     db_tokenizer_free(&tok);
 }
 
+/* run --depth: the context before a prompt. Text: the other samples' first turns as plain text
+ * (each encoded with a blank line after it), from the next sample on, cut at the depth; then the
+ * prompt as before. A later turn carries the same context. Random ids: a stream of their own,
+ * the same whatever the set's size. */
+static void depth_prompts(db_session *s)
+{
+    db_tokenizer tok;
+    if (db_prompt_tokenizer_load(&tok, target_dir, err, sizeof err)) {
+        tap_ok(0, "tokenizer: %s", err);
+        return;
+    }
+    const int D = 300, V = s->target.cfg.vocab;
+    db_prompt_set plain, deep;
+    int rc = db_prompt_set_dataset(&plain, "chat", 3, 0, &tok, DB_CHAT_CHATML, 0, V, target_dir, err, sizeof err);
+    rc = rc ? rc : db_prompt_set_dataset(&deep, "chat", 3, 0, &tok, DB_CHAT_CHATML, 0, V, target_dir, err, sizeof err);
+    rc = rc ? rc : db_prompt_set_depth(&deep, D, &tok, V, 0, err, sizeof err);
+    tap_ok(rc == 0 && deep.depth == D, "chat at depth %d (%s)", D, rc ? err : "");
+    if (rc) {
+        db_tokenizer_free(&tok);
+        return;
+    }
+    /* the expected context of sample j, built here from the samples' texts */
+    int same = 1;
+    for (int j = 0; j < 3; j++) {
+        int want[D], t = 0;
+        for (int k = (j + 1) % 3; t < D; k = (k + 1) % 3 == j ? (j + 1) % 3 : (k + 1) % 3) {
+            char text[4096];
+            int *ids, n;
+            snprintf(text, sizeof text, "%s\n\n", deep.ds.samples[k].turns[0]);
+            if (db_tokenizer_encode(&tok, text, strlen(text), 0, &ids, &n, err, sizeof err)) break;
+            for (int i = 0; i < n && t < D; i++) want[t++] = ids[i];
+            free(ids);
+        }
+        same &= t == D && deep.len[j] == D + plain.len[j] && !memcmp(deep.ids[j], want, sizeof want) &&
+                !memcmp(deep.ids[j] + D, plain.ids[j], sizeof(int) * (size_t)plain.len[j]);
+    }
+    tap_ok(same, "ids = the other samples' text (next first, wrapping), cut at %d, then the prompt unchanged", D);
+    /* a later turn: the context, then the conversation as at depth 0 */
+    db_gen_params p = {.variant = DB_VAR_AR, .block_size = 1, .top_p = 1, .max_new_tokens = 6};
+    db_runner r = {.be = s->be, .target = &s->target, .tok = &tok, .tmpl = DB_CHAT_CHATML, .repetitions = 1, .t_origin = -1};
+    db_run_point a = {.p = p, .ps = &plain, .concurrency = 3}, b = {.p = p, .ps = &deep, .concurrency = 3};
+    db_point_raw ra = {0}, rb = {0};
+    rc = db_runner_group(&r, &a, &ra, 1, err, sizeof err);
+    rc = rc ? rc : db_runner_group(&r, &b, &rb, 1, err, sizeof err);
+    int turns = 0, later = 0, first_min = plain.len[0];
+    for (int j = 1; j < 3; j++) first_min = plain.len[j] < first_min ? plain.len[j] : first_min;
+    for (int i = 0; !rc && i < rb.n_prompts; i++) {
+        turns += rb.reqs[i].turn > 0;
+        /* the answers differ at another context: a later turn's prompt holds the context and
+         * more than a first turn */
+        later += rb.reqs[i].turn > 0 && rb.reqs[i].prompt_tokens > D + first_min;
+    }
+    tap_ok(rc == 0 && turns > 0 && later == turns && rb.reqs[0].prompt_tokens == ra.reqs[0].prompt_tokens + D,
+           "first turns %d tokens longer; %d later turns carry the context (%s)", D, turns, rc ? err : "");
+    db_point_raw_free(&ra), db_point_raw_free(&rb);
+    /* random ids: the prompts unchanged, the context its own stream, the same for any n */
+    db_prompt_set x, y, z;
+    rc = db_prompt_set_random(&x, "synthetic-8", 2, 8, 8, V, 5, err, sizeof err);
+    rc = rc ? rc : db_prompt_set_random(&y, "synthetic-8", 4, 8, 8, V, 5, err, sizeof err);
+    rc = rc ? rc : db_prompt_set_random(&z, "synthetic-8", 4, 8, 8, V, 5, err, sizeof err);
+    rc = rc ? rc : db_prompt_set_depth(&x, 50, NULL, V, 5, err, sizeof err);
+    rc = rc ? rc : db_prompt_set_depth(&y, 50, NULL, V, 5, err, sizeof err);
+    int rnd = rc == 0;
+    for (int j = 0; rnd && j < 2; j++)
+        rnd = x.len[j] == 58 && !memcmp(x.ids[j], y.ids[j], sizeof(int) * 58) && !memcmp(x.ids[j] + 50, z.ids[j], sizeof(int) * 8);
+    int differ = rnd && memcmp(x.ids[0], x.ids[1], sizeof(int) * 50) != 0;
+    tap_ok(rnd && differ, "random ids: 50 of context per prompt, its own per sample, the same whatever n (%s)", rc ? err : "");
+    tap_ok(db_prompt_set_depth(&x, 10, NULL, V, 5, err, sizeof err) == DB_EINPUT, "a depth set twice is refused: %s", err);
+    db_prompt_set_free(&x), db_prompt_set_free(&y), db_prompt_set_free(&z);
+    db_prompt_set_free(&plain), db_prompt_set_free(&deep);
+    db_tokenizer_free(&tok);
+}
+
 /* the arrival schedule: seeded, sorted, its n-th arrival at n / rate, Poisson-shaped gaps */
 static void arrivals(void)
 {
@@ -314,6 +387,7 @@ int main(void)
         in_flight(&s);
         lossless(&s);
         multi_turn(&s);
+        depth_prompts(&s);
         scheduled(&s);
         db_session_close(&s);
     } else {

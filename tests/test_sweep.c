@@ -518,6 +518,55 @@ static void load_axes(void)
     free(k);
 }
 
+/* the depth axis: 0 by default and unset in the record; a list of counts >= 0; inside the
+ * dataset in the point order, ar once per depth; |D<depth> ends the id of a point at a depth and
+ * a depth-0 id is as before the axis; a variant's baseline is the ar at its own depth */
+static void depth_axis(void)
+{
+    db_sweep s;
+    db_sweep_init(&s);
+    char v[256];
+    tap_ok(s.n_depth == 1 && s.depth[0] == 0 && db_sweep_get(&s, "depth", v, sizeof v) == 1,
+           "default depth: 0, unset in meta.json (runs before the axis resume)");
+    const char *bad[] = {"-1", "x", "512,512", "", "99999999"};
+    set(&s, "depth", "0,512");
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = set(&s, "depth", bad[i]);
+        tap_ok(rc == DB_EINPUT && s.n_depth == 2, "depth '%s' refused, the axis kept: %s", bad[i], err);
+    }
+    tap_ok(db_sweep_get(&s, "depth", v, sizeof v) == 0 && !strcmp(v, "0,512"), "recorded as '%s'", v);
+    set(&s, "variant", "ar,dflash2");
+    set(&s, "block_size", "8");
+    set(&s, "dataset", "math,code");
+    set(&s, "concurrency", "1,4");
+    db_point_key *k;
+    int n, rc = db_sweep_points(&s, &k, &n, err, sizeof err);
+    tap_ok(rc == 0 && n == 2 * 2 * 2 * 2, "2 datasets x 2 depths x 2 concurrencies x (ar + dflash2) = 16 points (%d)", n);
+    if (rc) return;
+    int order = 1;
+    for (int i = 0; i < n; i++)
+        order &= !strcmp(k[i].dataset, i < 8 ? "math" : "code") && k[i].depth == (i % 8 < 4 ? 0 : 512) &&
+                 k[i].concurrency == (i % 4 < 2 ? 1 : 4) && !strcmp(k[i].variant, i % 2 ? "dflash2" : "ar");
+    tap_ok(order, "order: dataset, then depth, then concurrency, then ar and the variants");
+    char id[DB_POINT_ID_MAX], id2[DB_POINT_ID_MAX];
+    db_point_id(&k[4], id, sizeof id);
+    db_point_id(&k[0], id2, sizeof id2);
+    tap_ok(!strcmp(id + strlen(id) - 5, "|D512") && !strstr(id2, "|D"), "a depth ends the id (%s); depth 0 adds none (%s)",
+           id, id2);
+    db_point_key ar, back = k[5];
+    db_point_baseline_key(&k[5], &ar);
+    tap_ok(ar.depth == 512 && db_point_key_equal(&ar, &k[4]) && !db_point_key_equal(&ar, &k[0]),
+           "a variant's baseline: the ar at its own depth");
+    const db_axis *ax = NULL;
+    for (int a = 0; a < db_point_n_axes; a++)
+        if (!strcmp(db_point_axes[a].column, "depth")) ax = &db_point_axes[a];
+    back.depth = 0;
+    tap_ok(ax && db_point_axis_set(&back, ax, "512") == 0 && db_point_key_equal(&back, &k[5]) &&
+               db_point_axis_set(&back, ax, "-3") == -1,
+           "the depth column reads back into the key; a negative depth is refused");
+    free(k);
+}
+
 int main(void)
 {
     ranges();
@@ -529,5 +578,6 @@ int main(void)
     drafters();
     model_axes();
     load_axes();
+    depth_axis();
     return tap_done();
 }

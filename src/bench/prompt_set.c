@@ -47,6 +47,7 @@ int db_prompt_set_random(db_prompt_set *ps, const char *name, int n, int len, in
     if (n < 0 || len < 1 || len_max < len || vocab < 1)
         return db_fail(err, errlen, DB_EINPUT, "%s: %d random prompts of %d..%d ids from %d", name, n, len, len_max, vocab);
     int rc = alloc_untexted(ps, n, err, errlen);
+    ps->random_vocab = vocab;
     for (int j = 0; j < n && !rc; j++) {
         if ((rc = add_untexted(ps, j, err, errlen))) break;
         db_rng r;
@@ -135,6 +136,81 @@ int db_prompt_tokenizer_load(db_tokenizer *tok, const char *path, char *err, siz
     if (rc) return rc;
     rc = db_tokenizer_from_json(tok, root, gp, err, errlen);
     cJSON_Delete(root);
+    return rc;
+}
+
+/* the context of every sample, before its prompt: what db_prompt_set_depth takes from sample j
+ * (its plain text's ids, or its prompt's ids in an untexted set); *ids malloc'd */
+static int context_source(const db_prompt_set *ps, int j, const db_tokenizer *tok, int **ids, int *n, char *err,
+                          size_t errlen)
+{
+    if (ps->synthetic) {
+        *n = ps->len[j];
+        if (!(*ids = db_malloc(sizeof(int) * (size_t)(*n > 0 ? *n : 1)))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+        memcpy(*ids, ps->ids[j], sizeof(int) * (size_t)*n);
+        return DB_OK;
+    }
+    const char *t = ps->ds.samples[j].n_turns > 0 ? ps->ds.samples[j].turns[0] : "";
+    size_t tl = strlen(t);
+    char *text = db_malloc(tl + 3);
+    if (!text) return db_fail(err, errlen, DB_ERUNTIME, "out of memory");
+    memcpy(text, t, tl);
+    memcpy(text + tl, "\n\n", 3);
+    int rc = db_tokenizer_encode(tok, text, tl + 2, 0, ids, n, err, errlen);
+    free(text);
+    return rc;
+}
+
+int db_prompt_set_depth(db_prompt_set *ps, int depth, const db_tokenizer *tok, int vocab, uint64_t seed,
+                        char *err, size_t errlen)
+{
+    int n = ps->ds.n, rc = DB_OK;
+    if (depth <= 0 || n == 0) return DB_OK;
+    if (ps->depth) return db_fail(err, errlen, DB_EINPUT, "%s: context depth set twice", ps->name);
+    if (!ps->synthetic && !tok) return db_fail(err, errlen, DB_EINPUT, "%s: a context depth of text needs a tokenizer", ps->name);
+    int **src = NULL, *srcn = NULL;
+    long total = 0;
+    if (!ps->random_vocab) { /* every sample's context source, once */
+        src = db_calloc((size_t)n, sizeof *src);
+        srcn = db_calloc((size_t)n, sizeof *srcn);
+        if (!src || !srcn) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the context of %s", ps->name);
+        for (int j = 0; j < n && !rc; j++) {
+            rc = context_source(ps, j, tok, &src[j], &srcn[j], err, errlen);
+            for (int t = 0; !rc && t < srcn[j]; t++)
+                if (src[j][t] < 0 || src[j][t] >= vocab)
+                    rc = db_fail(err, errlen, DB_EINPUT, "%s: context of prompt %d: token id %d outside the vocabulary (%d)",
+                                 ps->name, j, src[j][t], vocab);
+            total += rc ? 0 : srcn[j];
+        }
+        if (!rc && total == 0) rc = db_fail(err, errlen, DB_EINPUT, "%s: no text to take a context depth from", ps->name);
+    }
+    for (int j = 0; j < n && !rc; j++) {
+        int *ids = db_malloc(sizeof(int) * ((size_t)depth + (size_t)ps->len[j]));
+        if (!ids) {
+            rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the context of %s", ps->name);
+            break;
+        }
+        if (ps->random_vocab) { /* a stream apart from the prompt's (prompt_set_random) */
+            db_rng r;
+            db_rng_seed(&r, db_synth_mix(seed ^ db_synth_fnv1a("synthetic-depth")) + (uint64_t)j);
+            for (int t = 0; t < depth; t++) ids[t] = (int)(db_rng_next(&r) % (uint64_t)ps->random_vocab);
+        } else {
+            /* samples j+1, j+2, ... wrapping past j; j itself only when the others hold nothing */
+            int self = total == srcn[j];
+            for (int t = 0, k = self ? j : (j + 1) % n; t < depth; k = self ? j : (k + 1) % n == j ? (j + 1) % n : (k + 1) % n) {
+                int m = srcn[k] < depth - t ? srcn[k] : depth - t;
+                memcpy(ids + t, src[k], sizeof(int) * (size_t)m);
+                t += m;
+            }
+        }
+        memcpy(ids + depth, ps->ids[j], sizeof(int) * (size_t)ps->len[j]);
+        free(ps->ids[j]);
+        ps->ids[j] = ids;
+        ps->len[j] += depth;
+    }
+    for (int j = 0; src && j < n; j++) free(src[j]);
+    free(src), free(srcn);
+    if (!rc) ps->depth = depth;
     return rc;
 }
 

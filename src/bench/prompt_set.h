@@ -20,6 +20,9 @@ typedef struct {
     int **ids;      /* [ds.n][len[j]] first-turn prompt ids */
     int *len;       /* [ds.n] */
     int synthetic;  /* ids without text: one turn, no chat template */
+    int random_vocab; /* random ids (db_prompt_set_random): their vocabulary; 0 otherwise */
+    int depth;      /* every ids[j] starts with depth tokens of context (db_prompt_set_depth);
+                     * a later turn gets the same ids[j][0, depth) before it (runner.c) */
 } db_prompt_set;
 
 /* n prompts of ids drawn uniformly from [0, V). Prompt j has its own stream, seeded from seed
@@ -36,6 +39,17 @@ int db_prompt_set_dataset(db_prompt_set *ps, const char *spec, int max_samples, 
 /* one prompt of token ids per non-empty line of path (commas or whitespace between ids) */
 int db_prompt_set_ids_file(db_prompt_set *ps, const char *path, char *err, size_t errlen);
 void db_prompt_set_free(db_prompt_set *ps);
+/* Put `depth` tokens of context before every first turn of ps (once per set; depth 0 changes
+ * nothing), so that a request runs at a context depth of real content (run --depth):
+ * - a set of text samples: the other samples' first turns as plain text (no chat template, no
+ *   special tokens), each followed by a blank line, in order from sample j+1 on, wrapping (and
+ *   repeating when the set holds fewer than depth tokens; a set of one sample repeats itself),
+ *   cut at depth tokens; then sample j's prompt, template and all;
+ * - random ids (db_prompt_set_random): depth more random ids of sample j's own stream;
+ * - ids from a file: the other prompts' ids concatenated, as for text.
+ * tok is needed for text samples only; an id outside [0, vocab) is refused. */
+int db_prompt_set_depth(db_prompt_set *ps, int depth, const db_tokenizer *tok, int vocab, uint64_t seed,
+                        char *err, size_t errlen);
 /* A tokenizer from `path`: a tokenizer.json, a directory holding one, or a GGUF model (file or
  * directory) whose tokenizer.ggml.* metadata stands in for it. */
 int db_prompt_tokenizer_load(db_tokenizer *tok, const char *path, char *err, size_t errlen);

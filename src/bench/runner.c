@@ -66,6 +66,19 @@ int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc
     return rc;
 }
 
+/* a later turn's ids (*ids, n of them) behind the context its first turn had (prompt_set.h) */
+static int with_context(const db_prompt_set *ps, int j, int **ids, int *n, char *err, size_t errlen)
+{
+    int *w = db_malloc(sizeof(int) * ((size_t)ps->depth + (size_t)*n));
+    if (!w) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a later turn of %s", ps->name);
+    memcpy(w, ps->ids[j], sizeof(int) * (size_t)ps->depth);
+    memcpy(w + ps->depth, *ids, sizeof(int) * (size_t)*n);
+    free(*ids);
+    *ids = w;
+    *n += ps->depth;
+    return DB_OK;
+}
+
 /* A timed pass of nreq requests (request q: prompt q mod D): turn 1 of every request, then
  * later turns with each request's decoded answers so far. stats[] receives one entry per
  * (request, turn), request order within each turn; raw's inter-token latencies grow by the
@@ -100,6 +113,7 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_p
             if (turn > 0) {
                 rc = db_prompt_render(r->tok, r->tmpl, r->thinking, sm, turn, (const char *const *)answers[q],
                                       &prompts[n], &len, err, errlen);
+                if (!rc && ps->depth) rc = with_context(ps, q % ns, &prompts[n], &len, err, errlen);
                 ids = prompts[n];
             }
             idx[n] = q;
@@ -410,10 +424,11 @@ int db_sweep_runner_configs(db_sweep_runner *sr, char *err, size_t errlen)
     return rc;
 }
 
-static db_prompt_set *find_set(const db_sweep_runner *sr, const char *name)
+/* the prompts of a point: its dataset at its depth */
+static db_prompt_set *find_set(const db_sweep_runner *sr, const db_point_key *k)
 {
     for (int i = 0; i < sr->n_sets; i++)
-        if (strcmp(sr->sets[i].name, name) == 0) return &sr->sets[i];
+        if (strcmp(sr->sets[i].name, k->dataset) == 0 && sr->sets[i].depth == k->depth) return &sr->sets[i];
     return NULL;
 }
 
@@ -445,27 +460,36 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
                  db_chat_template_name(db_dataset_is_synthetic(k->dataset, NULL) ? DB_CHAT_NONE : sr->tmpl));
     }
     if (rc) return rc;
-    int n = synth_only(sr) ? 1 : sw->n_dataset;
+    /* one set per dataset and depth: set i is dataset i / n_depth at depth i % n_depth */
+    int n = (synth_only(sr) ? 1 : sw->n_dataset) * sw->n_depth;
     if (!(sr->sets = db_calloc((size_t)n, sizeof *sr->sets))) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the prompt sets");
     for (int i = 0; i < n && !rc; i++, sr->n_sets = i) {
         char name[64];
-        int nt = sw->prompt_tokens;
+        int nt = sw->prompt_tokens, d = i / sw->n_depth;
         if (synth_only(sr)) snprintf(name, sizeof name, "synthetic-%d", nt);
-        else snprintf(name, sizeof name, "%s", sw->dataset[i]);
+        else snprintf(name, sizeof name, "%s", sw->dataset[d]);
         if (db_dataset_is_synthetic(name, &nt))
             rc = db_prompt_set_random(&sr->sets[i], name, sw->max_samples, nt, nt, sr->tcfg.vocab, sw->seed, err, errlen);
         else
-            rc = db_prompt_set_dataset(&sr->sets[i], sw->dataset[i], sw->max_samples, sw->seed, &sr->tok, sr->tmpl,
+            rc = db_prompt_set_dataset(&sr->sets[i], sw->dataset[d], sw->max_samples, sw->seed, &sr->tok, sr->tmpl,
                                        sw->thinking, sr->tcfg.vocab, sr->tcfg.path, err, errlen);
+        if (!rc)
+            rc = db_prompt_set_depth(&sr->sets[i], sw->depth[i % sw->n_depth], &sr->tok, sr->tcfg.vocab, sw->seed, err, errlen);
     }
     /* the engine refuses a pass past the target's positions (db_engine_create); first turns are
      * known now, so such a sweep stops before any weight loads (later turns: when they come) */
     for (int i = 0; i < sr->nkeys && !rc && !sw->allow_long_context; i++) {
         const db_point_key *k = &sr->keys[i];
-        const db_prompt_set *ps = find_set(sr, k->dataset);
+        const db_prompt_set *ps = find_set(sr, k);
         int mp = sr->max_pos[k->target_i], B = key_drafts(k) ? k->block_size : 1;
         int need = ps ? db_prompt_set_max_len(ps) + k->max_new_tokens + B : 0;
-        if (ps && mp > 0 && need > mp)
+        if (ps && mp > 0 && need > mp && ps->depth)
+            rc = db_fail(err, errlen, DB_EINPUT,
+                         "%s at depth %d: %d tokens of context + a prompt of %d + max_new_tokens %d + block %d = "
+                         "%d positions, beyond max_position_embeddings %d of %s (--allow-long-context runs it anyway)",
+                         k->dataset, ps->depth, ps->depth, db_prompt_set_max_len(ps) - ps->depth, k->max_new_tokens, B,
+                         need, mp, db_sweep_runner_target_path(sr, k->target_i));
+        else if (ps && mp > 0 && need > mp)
             rc = db_fail(err, errlen, DB_EINPUT,
                          "%s: a prompt of %d tokens + max_new_tokens %d + block %d = %d positions, beyond "
                          "max_position_embeddings %d of %s (--allow-long-context runs it anyway)",
@@ -489,7 +513,7 @@ int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double 
     for (int i = 0; i < sr->nkeys && !rc; i++) {
         if (i == 0 || sr->keys[i].target_i != sr->keys[i - 1].target_i) /* its target's configs */
             rc = target_configs(sr, sr->keys[i].target_i, err, errlen);
-        const db_prompt_set *ps = find_set(sr, sr->keys[i].dataset);
+        const db_prompt_set *ps = find_set(sr, &sr->keys[i]);
         int ds = db_drafter_set_of(&sr->ds, sr->sw, &sr->keys[i]);
         cost[i] = cost_of(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, sr->syn.dtype, sr->sw,
                                       &sr->keys[i], ps ? pass_requests(ps, sr->keys[i].concurrency, sr->keys[i].request_rate, sr->sw->min_time) : 0,
@@ -544,7 +568,7 @@ static int check_memory(db_sweep_runner *sr, char *err, size_t errlen)
         need.weights += db_weights_bytes(&sr->tcfg, &sr->ds.slot[s].cfg, sr->wdtype) - db_weights_bytes(&sr->tcfg, NULL, sr->wdtype);
     for (int i = i0; i < i0 + nk; i++) {
         const db_point_key *k = &sr->keys[i];
-        const db_prompt_set *ps = find_set(sr, k->dataset);
+        const db_prompt_set *ps = find_set(sr, k);
         int maxp = ps ? db_prompt_set_max_len(ps) : 1, turns = ps ? db_prompt_set_max_turns(ps) : 1;
         /* a later turn carries the earlier turns and answers (an estimate: its text is not
          * known yet) */
@@ -589,7 +613,7 @@ static int point_of(db_sweep_runner *sr, const db_point_key *k, db_run_point *pt
 {
     db_variant v;
     int slot = db_drafter_set_of(&sr->ds, sr->sw, k);
-    pt->ps = find_set(sr, k->dataset);
+    pt->ps = find_set(sr, k);
     if (!pt->ps || db_variant_parse(k->variant, &v) != 0)
         return db_fail(err, errlen, DB_EINPUT, "point %s/%s: unknown dataset or variant", k->dataset, k->variant);
     pt->drafter = slot >= 0 ? &sr->ds.slot[slot].d : NULL;

@@ -51,6 +51,7 @@ void db_sweep_init(db_sweep *s)
     const char *ds[] = {"math", "code", "chat"};
     for (int i = 0; i < 3; i++) strcpy(s->dataset[i], ds[i]);
     s->n_dataset = 3;
+    s->n_depth = 1; /* depth 0 */
     const int conc[] = {1, 8, 32};
     memcpy(s->concurrency, conc, sizeof conc);
     s->n_concurrency = 3;
@@ -273,6 +274,19 @@ static int set_concurrency(db_sweep *s, const char *k, const char *v, char *err,
     return db_parse_int_list(k, v, 1, 1 << 20, s->concurrency, &s->n_concurrency, err, errlen);
 }
 
+/* tokens of context before the prompts: 0 (none) up to 2^24, each once */
+static int set_depth(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
+{
+    int tmp[DB_SWEEP_MAX], n, rc = db_parse_int_list(k, v, 0, 1 << 24, tmp, &n, err, errlen);
+    for (int i = 0; i < n && !rc; i++)
+        for (int j = 0; j < i && !rc; j++)
+            if (tmp[j] == tmp[i]) rc = db_fail(err, errlen, DB_EINPUT, "%s: %d listed twice", k, tmp[i]);
+    if (rc) return rc;
+    memcpy(s->depth, tmp, sizeof(int) * (size_t)n);
+    s->n_depth = n;
+    return DB_OK;
+}
+
 /* rates > 0 (requests per second) and "inf" (a closed loop) */
 static int set_request_rate(db_sweep *s, const char *k, const char *v, char *err, size_t errlen)
 {
@@ -403,6 +417,7 @@ typedef struct {
 static const sweep_key keys[] = {
     FN("backend", set_backend),
     FN("dataset", set_dataset),
+    FN("depth", set_depth),
     FN("concurrency", set_concurrency),
     FN("request_rate", set_request_rate),
     FN("block_size", set_block_size),
@@ -570,7 +585,7 @@ static size_t count_points(const db_sweep *s, int *run_ar)
     size_t nprof = s->n_profile > 0 ? (size_t)s->n_profile : 1;
     size_t ndata = s->synthetic && !s->dataset_set ? 1 : (size_t)s->n_dataset;
     size_t per = (size_t)*run_ar + nprof * (size_t)s->n_block_size * per_block;
-    return (size_t)s->n_target * (size_t)s->n_backend * ndata * (size_t)s->n_temperature *
+    return (size_t)s->n_target * (size_t)s->n_backend * ndata * (size_t)s->n_depth * (size_t)s->n_temperature *
            (size_t)s->n_concurrency * (size_t)s->n_request_rate * per;
 }
 
@@ -585,7 +600,7 @@ int db_sweep_validate(const db_sweep *s, char *err, size_t errlen)
         else ar = 1;
     }
     if (!s->n_backend || !s->n_dataset || !s->n_concurrency || !s->n_temperature || !s->n_variant ||
-        !s->n_request_rate)
+        !s->n_request_rate || !s->n_depth)
         return db_fail(err, errlen, DB_EINPUT, "an axis of the sweep is empty");
     if (drafter) {
         if (!s->n_block_size)
@@ -684,8 +699,8 @@ static void parts_init(point_parts *p, const db_sweep *s, int ndf)
 
 /* point k: the shared fields, then the loop's values; drafter "" (ar) or that of the variant
  * with plain entry di */
-static void key_fill(db_point_key *k, const point_parts *p, const db_sweep *s, int ti, int b, int d, int t,
-                     int c, int q, const char *variant, int block, const char *source, const char *drafter, int di)
+static void key_fill(db_point_key *k, const point_parts *p, const db_sweep *s, int ti, int b, int d, int dp,
+                     int t, int c, int q, const char *variant, int block, const char *source, const char *drafter, int di)
 {
     *k = p->base;
     strcpy(k->backend, s->backend[b]); /* fields as wide as the sweep's: no truncation */
@@ -694,6 +709,7 @@ static void key_fill(db_point_key *k, const point_parts *p, const db_sweep *s, i
     k->block_size = block;
     k->concurrency = s->concurrency[c];
     k->request_rate = s->request_rate[q];
+    k->depth = s->depth[dp];
     k->temperature = s->temperature[t];
     if (source) strcpy(k->acceptance_source, source);
     strcpy(k->target, p->target[ti]);
@@ -730,11 +746,11 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
     size_t m = 0;
     for (int ti = 0; ti < s->n_target; ti++)
         for (int b = 0; b < s->n_backend; b++)
-            for (int d = 0; d < ndata; d++)
-                for (int t = 0; t < s->n_temperature; t++)
+            for (int dd = 0; dd < ndata * s->n_depth; dd++)
+                for (int t = 0, d = dd / s->n_depth, dp = dd % s->n_depth; t < s->n_temperature; t++)
                     for (int cq = 0; cq < s->n_concurrency * s->n_request_rate; cq++) {
                         int c = cq / s->n_request_rate, q = cq % s->n_request_rate;
-                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, t, c, q, db_variant_name(DB_VAR_AR), 1, NULL, "", 0);
+                        if (run_ar) key_fill(&k[m++], p, s, ti, b, d, dp, t, c, q, db_variant_name(DB_VAR_AR), 1, NULL, "", 0);
                         for (int pr = 0; pr < nprof; pr++) {
                             /* "none" in the list: measured */
                             char source[sizeof k->acceptance_source];
@@ -745,7 +761,7 @@ int db_sweep_points(const db_sweep *s, db_point_key **out, int *n, char *err, si
                                     for (int v = 0; v < s->n_variant; v++) {
                                         /* a variant with its own drafter runs once, not per entry */
                                         if (!p->drafts[v] || (di > 0 && p->own[v])) continue;
-                                        key_fill(&k[m++], p, s, ti, b, d, t, c, q, s->variant[v], s->block_size[bs],
+                                        key_fill(&k[m++], p, s, ti, b, d, dp, t, c, q, s->variant[v], s->block_size[bs],
                                                  replay ? source : NULL, p->drafter[v][di], di);
                                     }
                         }
@@ -787,6 +803,10 @@ static int get_fn(const db_sweep *s, const char *k, char *buf, size_t n)
         else put_names(s->profile[0], sizeof s->profile[0], s->n_profile, buf, n);
     } else if (!strcmp(k, "concurrency")) put_ints(s->concurrency, s->n_concurrency, buf, n);
     else if (!strcmp(k, "block_size")) put_ints(s->block_size, s->n_block_size, buf, n);
+    else if (!strcmp(k, "depth")) {
+        if (s->n_depth == 1 && s->depth[0] == 0) return 1; /* unset: meta.json of runs before the axis */
+        put_ints(s->depth, s->n_depth, buf, n);
+    }
     else if (!strcmp(k, "temperature"))
         for (int i = 0; i < s->n_temperature && o < n; i++)
             o += (size_t)snprintf(buf + o, n - o, "%s%.9g", i ? "," : "", (double)s->temperature[i]);

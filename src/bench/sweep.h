@@ -9,7 +9,7 @@
  * the order given, so an ini file loaded first is overridden by later flags.
  *
  * Point order (stable, what points.done and the output tables follow): target, backend, dataset,
- * temperature, concurrency, request rate, then the `ar` baseline once (block_size 1), then acceptance profile
+ * depth, temperature, concurrency, request rate, then the `ar` baseline once (block_size 1), then acceptance profile
  * (when profiles are replayed), then block size, then the drafter file (the plain entries of
  * `drafter`, for the variants not given a drafter of their own), then the drafter variants in
  * the order listed. `target` and the plain entries of `drafter` are comma lists of checkpoints
@@ -20,7 +20,7 @@
  * dataset is given, replace the dataset axis by "synthetic-<prompt_tokens>". The baseline therefore always precedes the points
  * whose speedup it defines. `ar` runs whenever anything runs (speedup needs it), listed or not,
  * unless no_baseline is set; it has no block size, so it is one point per (backend, dataset,
- * temperature, concurrency, request rate), never one per block size.
+ * depth, temperature, concurrency, request rate), never one per block size.
  * request_rate takes a comma list of rates > 0 and "inf" (the closed loop, the default). */
 #ifndef DB_SWEEP_H
 #define DB_SWEEP_H
@@ -44,6 +44,9 @@ typedef struct {
     int n_backend;
     char dataset[DB_SWEEP_MAX][64];
     int n_dataset;
+    int depth[DB_SWEEP_MAX];       /* tokens of context before every prompt (prompt_set.h
+                                    * db_prompt_set_depth); default 0 */
+    int n_depth;
     int concurrency[DB_SWEEP_MAX]; /* key `max_concurrency` is another name of it */
     int n_concurrency;
     double request_rate[DB_SWEEP_MAX]; /* requests per second; INFINITY = closed loop ("inf") */

@@ -3,7 +3,7 @@
  * (batch-invariant) mode, where the identity must hold exactly: the first differing token fails
  * the check (exit 1) naming variant, block size, prompt and position. Then it measures how often
  * the fast default mode (batch-shape dependent reductions) differs, and reports that share.
- * Random prompts: 4 to 16 ids each (bench/prompt_set.h). */
+ * Random prompts: 4 to 16 ids each (bench/prompt_set.h), after --depth ids of context. */
 #include "bench/runner.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -52,7 +52,7 @@ static int first_diff(int n, int **a, const int *na, int **b, const int *nb, int
 typedef struct {
     const char *target_dir, *drafter_dir, *prompts_file, *backend, *blocks_text, *kv_s;
     db_dtype kv_dtype;
-    int n_random, max_new, conc, threads, plant, seed;
+    int n_random, max_new, conc, threads, plant, seed, depth;
     int blocks[DB_LIST_MAX], nblocks;
     db_session s;
     db_prompt_set ps;
@@ -69,6 +69,7 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
         {"random-prompts", 0, "N", "number of seeded random prompts when no file (default 20)", NULL, DB_OPT_INT, &c->n_random},
         {"block-size", 'B', "LIST", "block sizes, a list or ranges (default: 4,8 and the drafter's; EAGLE-3 / MTP: 4,8,16)", NULL, DB_OPT_STR, &c->blocks_text},
         {"max-new-tokens", 'n', "N", "tokens per prompt (default 48)", NULL, DB_OPT_INT, &c->max_new},
+        {"depth", 'C', "N", "tokens of context before every prompt: the other prompts' ids (random prompts: more random ids), as run --depth (default 0)", NULL, DB_OPT_INT, &c->depth},
         {"concurrency", 'c', "N", "requests batched per cycle (default 4)", NULL, DB_OPT_INT, &c->conc},
         {"seed", 's', "N", "seed of the random prompts (default 0)", NULL, DB_OPT_INT, &c->seed},
         {"backend", 'b', "NAME", "compute backend (default cpu)", NULL, DB_OPT_STR, &c->backend},
@@ -87,8 +88,8 @@ static int parse_options(check_ctx *c, int argc, char **argv, int *help, char *e
     db_engine_set_test_hooks(&(struct db_engine_test_hooks){.plant_mismatch = c->plant});
     if (!c->target_dir || !c->drafter_dir) return db_fail(err, errlen, DB_EINPUT, "--target DIR and --drafter DIR are required");
     if ((rc = db_threads_check("--threads", c->threads, err, errlen))) return rc;
-    if (c->conc < 1 || c->max_new < 1 || c->n_random < 1)
-        return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1");
+    if (c->conc < 1 || c->max_new < 1 || c->n_random < 1 || c->depth < 0)
+        return db_fail(err, errlen, DB_EINPUT, "--concurrency, --max-new-tokens and --random-prompts must be >= 1, --depth >= 0");
     if (c->blocks_text)
         return db_parse_int_list("--block-size", c->blocks_text, 2, DB_MAX_BLOCK, c->blocks, &c->nblocks, err, errlen);
     return DB_OK;
@@ -109,6 +110,7 @@ static int prepare(check_ctx *c, char *err, size_t errlen)
                            c->s.drafter.cfg.base.path);
     if (c->prompts_file) rc = db_prompt_set_ids_file(&c->ps, c->prompts_file, err, errlen);
     else rc = db_prompt_set_random(&c->ps, "random", c->n_random, 4, 16, c->s.target.cfg.vocab, (uint64_t)c->seed, err, errlen);
+    if (!rc) rc = db_prompt_set_depth(&c->ps, c->depth, NULL, c->s.target.cfg.vocab, (uint64_t)c->seed, err, errlen);
     for (int i = 0; i < c->ps.ds.n && !rc; i++) rc = db_session_check_ids(&c->s, c->ps.ids[i], c->ps.len[i], err, errlen);
     if (rc) return rc;
     int n = c->ps.ds.n;

@@ -60,6 +60,7 @@ static db_cmd_opts run_options(run_ctx *c)
         {"dataset", 0, "LIST", "math, math-hard, code, code-basic, chat, synthetic-N, or JSONL / text paths (default math,code,chat)", "dataset", DB_OPT_SWEEP, NULL},
         {"concurrency", 'c', "LIST", "requests in flight (default 1,8,32); with --request-rate: at most", "concurrency", DB_OPT_SWEEP, NULL},
         {"max-concurrency", 0, "LIST", "the same axis as -c, vLLM's name for the cap on requests in flight", "concurrency", DB_OPT_SWEEP, NULL},
+        {"depth", 'C', "LIST", "tokens of context before every prompt: the dataset's other samples as text (synthetic-N: random ids), then the prompt (default 0)", "depth", DB_OPT_SWEEP, NULL},
         {"request-rate", 0, "LIST", "requests arriving per second (Poisson, seeded; the same schedule for ar and every variant), or inf = closed loop (default inf)", "request_rate", DB_OPT_SWEEP, NULL},
         {"block-size", 'B', "LIST", "draft block sizes (default 8,16)", "block_size", DB_OPT_SWEEP, NULL},
         {"variant", 'v', "LIST", vhelp, "variant", DB_OPT_SWEEP, NULL},
@@ -427,10 +428,11 @@ static int measure_all(run_ctx *c, char *err, size_t errlen)
         char what[300];
         double gcost = 0;
         for (int i = i0; i < i1; i++) gcost += cost[i];
-        char rate[48] = "";
+        char rate[48] = "", depth[32] = "";
         if (!db_runner_closed(k->request_rate)) snprintf(rate, sizeof rate, " %g req/s", k->request_rate);
-        snprintf(what, sizeof what, "%s%s%s c%d%s T%g (%d point%s x %d round%s)", c->sw.n_target > 1 ? k->target : "",
-                 c->sw.n_target > 1 ? " " : "", k->dataset, k->concurrency, rate, k->temperature, i1 - i0,
+        if (k->depth > 0) snprintf(depth, sizeof depth, " depth %d", k->depth);
+        snprintf(what, sizeof what, "%s%s%s%s c%d%s T%g (%d point%s x %d round%s)", c->sw.n_target > 1 ? k->target : "",
+                 c->sw.n_target > 1 ? " " : "", k->dataset, depth, k->concurrency, rate, k->temperature, i1 - i0,
                  i1 - i0 > 1 ? "s" : "", c->sw.repetitions, c->sw.repetitions > 1 ? "s" : "");
         db_progress_start(&prog, what);
         double tp = db_now();

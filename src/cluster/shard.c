@@ -75,7 +75,7 @@ int db_group_end(const db_point_key *keys, int n, int i0)
     const db_point_key *a = &keys[i0];
     while (i < n && keys[i].target_i == a->target_i && !strcmp(keys[i].backend, a->backend) && !strcmp(keys[i].dataset, a->dataset) &&
            keys[i].temperature == a->temperature && keys[i].concurrency == a->concurrency &&
-           keys[i].request_rate == a->request_rate)
+           keys[i].request_rate == a->request_rate && keys[i].depth == a->depth)
         i++;
     return i;
 }

@@ -109,6 +109,7 @@ static void common(row *r, const db_run_meta *m, const db_point_key *k)
     /* "inf": a closed loop (JSON: the string "inf", a number otherwise) */
     if (k->request_rate > 0 && isfinite(k->request_rate)) put_num(r, "request_rate", k->request_rate);
     else put(r, "request_rate", "inf", 1);
+    put_int(r, "depth", k->depth);
     put_flt(r, "temperature", k->temperature);
     put_flt(r, "top_p", k->top_p);
     put_int(r, "top_k", k->top_k);

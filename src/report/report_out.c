@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 struct db_out_comb {
-    char dataset[64];
+    char dataset[96]; /* with its depth (dataset_cell) */
     int variant, block, conc;
     float temp;
     double tau, speedup, draft_ms;
@@ -113,6 +113,15 @@ static int md_load(FILE *f, const db_point_raw *p, const db_point_summary *s)
                    fx(good, sizeof good, 2, s->goodput)) < 0;
 }
 
+/* the dataset, and its depth when the point has one: "math @512" (512 tokens of context before
+ * each prompt) */
+static const char *dataset_cell(const db_point_key *k, char *b, size_t n)
+{
+    if (k->depth > 0) snprintf(b, n, "%s @%d", k->dataset, k->depth);
+    else snprintf(b, n, "%s", k->dataset);
+    return b;
+}
+
 static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s, int load)
 {
     char dsb[160];
@@ -126,7 +135,8 @@ static int md_row(FILE *f, const db_point_raw *p, const db_point_summary *s, int
     snprintf(bs, sizeof bs, ar ? "-" : "%d", k->block_size);
     /* capacity-planning rows say so in the table too: replayed acceptance, synthetic weights */
     char ds[160], var[200], vb[200];
-    snprintf(ds, sizeof ds, "%s%s", k->dataset, !strcmp(k->weights, "synthetic") ? " (synthetic weights)" : "");
+    char dn[96];
+    snprintf(ds, sizeof ds, "%s%s", dataset_cell(k, dn, sizeof dn), !strcmp(k->weights, "synthetic") ? " (synthetic weights)" : "");
     snprintf(var, sizeof var, "%s%s%s%s", k->variant, strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? " (" : "",
              strcmp(k->acceptance_source, "measured") ? k->acceptance_source : "",
              strcmp(k->acceptance_source, "measured") && k->acceptance_source[0] ? ")" : "");
@@ -187,7 +197,7 @@ int db_out_point(db_out *o, const db_run_meta *m, const db_point_raw *raw,
             *c = (struct db_out_comb){.variant = v, .block = raw->key.block_size, .conc = raw->key.concurrency,
                                       .temp = raw->key.temperature, .tau = s->tau, .speedup = s->speedup,
                                       .draft_ms = s->draft_ms_per_cycle};
-            snprintf(c->dataset, sizeof c->dataset, "%s", raw->key.dataset);
+            dataset_cell(&raw->key, c->dataset, sizeof c->dataset);
         }
     }
     if (closed && !db_variant_is_baseline(v) && s->speedup < 1 &&
@@ -219,6 +229,7 @@ void db_out_point_name(const db_point_key *k, unsigned vary, char *b, size_t n)
     if (!ar && len < n) len += snprintf(b + len, n - len, " B%d", k->block_size);
     if (len < n) len += snprintf(b + len, n - len, " c%d", k->concurrency);
     if (len < n && k->request_rate > 0 && isfinite(k->request_rate)) len += snprintf(b + len, n - len, " %g req/s", k->request_rate);
+    if (len < n && k->depth > 0) len += snprintf(b + len, n - len, " depth %d", k->depth);
     if (len < n) snprintf(b + len, n - len, " T%g", (double)k->temperature);
 }
 

@@ -36,6 +36,7 @@ const db_axis db_point_axes[] = {
     AXIS("target", "", DB_AXIS_STR, target),
     AXIS("drafter", "", DB_AXIS_STR, drafter),
     AXIS("request_rate", "r", DB_AXIS_RATE, request_rate),
+    AXIS("depth", "D", DB_AXIS_COUNT, depth),
 };
 const int db_point_n_axes = (int)(sizeof db_point_axes / sizeof *db_point_axes);
 
@@ -48,8 +49,11 @@ void db_point_id(const db_point_key *k, char *buf, size_t n)
         const db_axis *a = &db_point_axes[i];
         const char *f = (const char *)k + a->offset, *sep = i ? "|" : "";
         double r = a->type == DB_AXIS_RATE ? *(const double *)(const void *)f : 0;
+        int iv = a->type == DB_AXIS_INT || a->type == DB_AXIS_COUNT ? *(const int *)(const void *)f : 0;
         int w = a->type == DB_AXIS_STR ? snprintf(buf + o, n - o, "%s%s%s", sep, a->id_prefix, f)
-                : a->type == DB_AXIS_INT ? snprintf(buf + o, n - o, "%s%s%d", sep, a->id_prefix, *(const int *)(const void *)f)
+                : a->type == DB_AXIS_INT ? snprintf(buf + o, n - o, "%s%s%d", sep, a->id_prefix, iv)
+                /* a count of 0 adds nothing, so ids of runs before the axis still match */
+                : a->type == DB_AXIS_COUNT ? (iv ? snprintf(buf + o, n - o, "%s%s%d", sep, a->id_prefix, iv) : 0)
                 : a->type == DB_AXIS_FLOAT ? snprintf(buf + o, n - o, "%s%s%g", sep, a->id_prefix, (double)*(const float *)(const void *)f)
                 /* a closed loop (inf or 0) adds nothing, so ids of runs before the axis still match */
                 : r > 0 && isfinite(r) ? snprintf(buf + o, n - o, "%s%s%g", sep, a->id_prefix, r)
@@ -70,9 +74,9 @@ int db_point_axis_set(db_point_key *k, const db_axis *a, const char *value)
         return 0;
     }
     errno = 0;
-    if (a->type == DB_AXIS_INT) {
+    if (a->type == DB_AXIS_INT || a->type == DB_AXIS_COUNT) {
         long v = strtol(value, &end, 10);
-        if (!value[0] || *end || errno || v < INT_MIN || v > INT_MAX) return -1;
+        if (!value[0] || *end || errno || v < INT_MIN || v > INT_MAX || (a->type == DB_AXIS_COUNT && v < 0)) return -1;
         *(int *)(void *)f = (int)v;
     } else if (a->type == DB_AXIS_FLOAT) {
         float v = strtof(value, &end);

@@ -20,6 +20,7 @@ typedef struct {
     int block_size;         /* 1 for ar */
     int concurrency;        /* requests in flight (a finite request_rate: at most) */
     double request_rate;    /* requests arriving per second; inf (or 0) = closed loop */
+    int depth;              /* tokens of context before each prompt (run's depth axis), 0 = none */
     float temperature, top_p;
     int top_k;
     int max_new_tokens;
@@ -106,11 +107,12 @@ typedef struct {
  * and `compare`'s matching of rows across two results directories (report/compare.h), are
  * built from it, so an axis added here joins both. The label, the results directory and the
  * run's provenance (machine, build, threads) are not axes. */
-typedef enum { DB_AXIS_STR, DB_AXIS_INT, DB_AXIS_FLOAT, DB_AXIS_RATE } db_axis_type;
+typedef enum { DB_AXIS_STR, DB_AXIS_INT, DB_AXIS_FLOAT, DB_AXIS_RATE, DB_AXIS_COUNT } db_axis_type;
 typedef struct {
     const char *column;    /* its column in the tables ("block_size") */
     const char *id_prefix; /* before its value in db_point_id ("B") */
-    db_axis_type type;     /* char[] / int / float field / double rate (in the id only when finite) */
+    db_axis_type type;     /* char[] / int / float field / double rate (in the id only when finite) /
+                            * int count (in the id only when non-zero) */
     size_t offset, size;   /* of the field in db_point_key */
 } db_axis;
 extern const db_axis db_point_axes[];
@@ -125,7 +127,8 @@ int db_point_key_equal(const db_point_key *a, const db_point_key *b);
 /* A stable text id of the point, the same for the same key in every run (points.done and the
  * point_id column): backend|dataset|variant|B<block>|c<conc>|T<temp>|p<top_p>|k<top_k>|
  * n<max_new>|<chat_template>|think<0/1>|<acceptance_source>|<weights>|<target>|<drafter>, then
- * |r<rate> at a finite request rate (a closed loop's id is as before arrivals existed);
+ * |r<rate> at a finite request rate (a closed loop's id is as before arrivals existed), then
+ * |D<depth> at a depth > 0 (likewise);
  * control characters become '?'. */
 void db_point_id(const db_point_key *k, char *buf, size_t n);
 /* free a db_point_raw's arrays (the runner's, or a loaded baseline's) and set them to NULL */

@@ -19,7 +19,7 @@
 #include <time.h>
 
 /* Bump when a column of any CSV file changes meaning, is renamed, removed or moved. */
-#define DB_SCHEMA_VERSION 10
+#define DB_SCHEMA_VERSION 11
 #define DB_META_MAX_BACKENDS 4
 #define DB_META_MAX_MODELS 16
 
