@@ -244,6 +244,23 @@ int db_prompt_set_max_len(const db_prompt_set *ps)
     return m;
 }
 
+int db_prompt_set_floor_len(const db_prompt_set *ps, const db_tokenizer *tok, db_chat_template tmpl, int thinking,
+                            int *len, char *err, size_t errlen)
+{
+    int rc = DB_OK, turns = db_prompt_set_max_turns(ps);
+    *len = db_prompt_set_max_len(ps);
+    const char *none[64] = {0}; /* empty answers: "" for every earlier turn */
+    for (int i = 0; i < 64; i++) none[i] = "";
+    for (int j = 0; j < ps->ds.n && !rc && turns > 1 && tok; j++)
+        for (int t = 1; t < ps->ds.samples[j].n_turns && t < 64 && !rc; t++) {
+            int *ids, n;
+            if ((rc = db_prompt_render(tok, tmpl, thinking, &ps->ds.samples[j], t, none, &ids, &n, err, errlen))) break;
+            free(ids);
+            if (n + ps->depth > *len) *len = n + ps->depth;
+        }
+    return rc;
+}
+
 double db_prompt_set_mean_len(const db_prompt_set *ps)
 {
     double s = 0;

@@ -57,6 +57,11 @@ int db_prompt_tokenizer_load(db_tokenizer *tok, const char *path, char *err, siz
 int db_prompt_set_turns(const db_prompt_set *ps);     /* requests per pass: every sample's turns */
 int db_prompt_set_max_turns(const db_prompt_set *ps); /* the most turns of a sample, >= 1 */
 int db_prompt_set_max_len(const db_prompt_set *ps);   /* the longest first turn, >= 1 */
+/* The longest prompt a pass surely reaches: the longest first turn, and each later turn rendered
+ * with empty answers (real answers only add to it) after the set's context; *len. Sets of one
+ * turn: db_prompt_set_max_len. */
+int db_prompt_set_floor_len(const db_prompt_set *ps, const db_tokenizer *tok, db_chat_template tmpl, int thinking,
+                            int *len, char *err, size_t errlen);
 double db_prompt_set_mean_len(const db_prompt_set *ps); /* mean first-turn length (1 when empty) */
 
 #endif

@@ -478,24 +478,26 @@ int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen)
     }
     /* the engine refuses a pass past the target's positions (db_engine_create); first turns are
      * known now, so such a sweep stops before any weight loads (later turns: when they come) */
+    int *floor = db_calloc((size_t)(sr->n_sets > 0 ? sr->n_sets : 1), sizeof(int)); /* per set */
+    if (!rc && !floor) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory for the prompt sets");
+    for (int i = 0; i < sr->n_sets && !rc; i++)
+        rc = db_prompt_set_floor_len(&sr->sets[i], &sr->tok, sr->tmpl, sw->thinking, &floor[i], err, errlen);
     for (int i = 0; i < sr->nkeys && !rc && !sw->allow_long_context; i++) {
         const db_point_key *k = &sr->keys[i];
         const db_prompt_set *ps = find_set(sr, k);
         int mp = sr->max_pos[k->target_i], B = key_drafts(k) ? k->block_size : 1;
-        int need = ps ? db_prompt_set_max_len(ps) + k->max_new_tokens + B : 0;
-        if (ps && mp > 0 && need > mp && ps->depth)
+        int need = ps ? floor[ps - sr->sets] + k->max_new_tokens + B : 0;
+        if (ps && mp > 0 && need > mp) {
+            char what[160] = "";
+            if (ps->depth) snprintf(what, sizeof what, " at depth %d", ps->depth);
             rc = db_fail(err, errlen, DB_EINPUT,
-                         "%s at depth %d: %d tokens of context + a prompt of %d + max_new_tokens %d + block %d = "
-                         "%d positions, beyond max_position_embeddings %d of %s (--allow-long-context runs it anyway)",
-                         k->dataset, ps->depth, ps->depth, db_prompt_set_max_len(ps) - ps->depth, k->max_new_tokens, B,
-                         need, mp, db_sweep_runner_target_path(sr, k->target_i));
-        else if (ps && mp > 0 && need > mp)
-            rc = db_fail(err, errlen, DB_EINPUT,
-                         "%s: a prompt of %d tokens + max_new_tokens %d + block %d = %d positions, beyond "
+                         "%s%s: a prompt of %d tokens%s + max_new_tokens %d + block %d = %d positions, beyond "
                          "max_position_embeddings %d of %s (--allow-long-context runs it anyway)",
-                         k->dataset, db_prompt_set_max_len(ps), k->max_new_tokens, B, need, mp,
-                         db_sweep_runner_target_path(sr, k->target_i));
+                         k->dataset, what, floor[ps - sr->sets], ps->depth ? " with its context" : "", k->max_new_tokens,
+                         B, need, mp, db_sweep_runner_target_path(sr, k->target_i));
+        }
     }
+    free(floor);
     return rc;
 }
 
@@ -658,6 +660,11 @@ int db_sweep_runner_group(db_sweep_runner *sr, int i0, int i1, db_point_raw *raw
     r->min_time = sr->sw->min_time;
     r->waves = DB_RUNNER_WAVES;
     if (!rc) rc = db_runner_group(r, pts, raw, P, err, errlen);
+    if (rc == DB_EINPUT && k->depth > 0) { /* a later turn past the positions, say: at which depth */
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        rc = db_fail(err, errlen, rc, "%s at depth %d: %s", k->dataset, k->depth, why);
+    }
     for (int j = 0; j < P && !rc; j++) { /* the SLOs goodput counts against (report.h) */
         raw[j].slo_ttft_s = sr->sw->slo_ttft_ms / 1e3;
         raw[j].slo_tpot_s = sr->sw->slo_tpot_ms / 1e3;
