@@ -22,7 +22,11 @@
  * target's weights when --target-config is a checkpoint (a .gguf file, a directory), else bf16.
  * Synthetic weights are not made quantized: at a quantized dtype nothing is measured.
  * --tp LIST adds the tensor-parallel prediction (cluster/tp.h): per GPU memory, compute and
- * all-reduce time and tok/s for each degree and concurrency, on the --link preset. */
+ * all-reduce time and tok/s for each degree and concurrency, on the --link preset.
+ * --verify-rows LIST [-C / --depth LIST] prints instead the K-flat table: the target's verify
+ * forward of one request of R rows after D cached positions (capacity.h db_roofline_verify, the
+ * cycle's verify cost), its time over the 16-row time at the same depth (vs_16_rows), the time
+ * of each part alone and the bound; predicted only (bench --mode verify measures it). */
 #include "bench/capacity.h"
 #include "bench/device_preset.h"
 #include "bench/device_probe.h"
