@@ -9,7 +9,8 @@
  *     tau == 1; measured conditional rates within a 3-sigma binomial bound of the profile; the
  *     replayed acceptance does not depend on the drafter's tokens (dflash == dflash2 counts);
  *   profiles: two-column files, acceptance.csv with one / several points, bad rates;
- *   roofline: memory-bound time = bytes / bandwidth;
+ *   roofline: memory-bound time = bytes / bandwidth; the K-flat verify forward is the cycle's
+ *     verify at N = 1 and its parts add up where the roofline says they do;
  *   CLI: `run --synthetic -o csv` rows carry weights=synthetic and acceptance_source
  *     measured / replay:<file>, --predict fills predicted_tok_s; a too-large request is refused
  *     with exit 2 before anything is allocated; `plan -o json` measures and predicts.
@@ -643,6 +644,52 @@ static void test_phases(void)
            "no attention figure: one roofline, attention at the matmul rate (%.6g s)", c.verify.t);
 }
 
+/* K-flat (db_roofline_verify): the verify forward of R rows at depth D is the cycle's verify at
+ * N = 1, B = R (the same cost, exactly); with attention figures its phases add: bandwidth
+ * unlimited, every phase is its arithmetic and t = matmul + attention + fixed parts; with
+ * arithmetic free, t = weights + attention + fixed (the bytes at the bandwidth) */
+static void test_kflat(void)
+{
+    db_model_config t;
+    db_drafter_config d;
+    char err[256];
+    if (db_model_config_load(&t, tcfg, err, sizeof err) || db_drafter_config_load(&d, dcfg, t.n_layers, err, sizeof err)) {
+        tap_ok(0, "%s", err);
+        return;
+    }
+    db_hw hw = {.bw = 1e10, .flops = 512e9, .op_s = 3e-6, .fwd_s = 1e-4};
+    for (int i = 0; i < DB_HW_RATE_ROWS; i++) hw.rate[i] = (double)(1 << i) * 1e9;
+    for (int i = 0; i < DB_HW_ATTN_ROWS; i++) hw.attn_rate[i] = 0.25e9 * (i + 1);
+    int same = 1;
+    for (int B = 2; B <= 16; B *= 2)
+        for (double ctx = 0; ctx <= 4096; ctx += 1024) {
+            db_step_shape cy = db_variant_step(DB_VAR_DFLASH2, 1, B, ctx, 3, DB_F16);
+            db_step_cost c;
+            db_verify_cost v;
+            db_roofline_step(&t, &d, DB_BF16, &hw, &cy, &c);
+            db_roofline_verify(&t, DB_BF16, &hw, B, ctx, DB_F16, &v);
+            same = same && v.c.t == c.verify.t && v.c.flops == c.verify.flops;
+        }
+    tap_ok(same, "K-flat: the verify of R rows at depth D is the cycle's verify at N 1, B R (B 2..16, ctx 0..4096)");
+    db_verify_cost v;
+    hw.bw = 1e30;
+    db_roofline_verify(&t, DB_BF16, &hw, 64, 1000, DB_F16, &v);
+    const db_forward_parts *q = &v.parts;
+    double L = t.n_layers, aflops = 4.0 * L * 64 * t.n_heads * (double)t.head_dim * (1000 + 32.5);
+    tap_ok(fabs(v.c.t / (q->matmul_s + q->attn_s + q->fixed_s) - 1) < 1e-12 && fabs(q->attn_s / (aflops / 1.25e9) - 1) < 1e-12 &&
+               fabs(q->fixed_s - (1e-4 + (8 * L + 1) * 3e-6)) < 1e-15 && !strcmp(v.bound, q->matmul_s > q->attn_s ? "matmul" : "attention"),
+           "K-flat, bandwidth unlimited: t = matmul + attention (at the 16-row rate) + fixed (%.6g s; bound %s)", v.c.t, v.bound);
+    hw.bw = 1e9, hw.flops = 1e30, hw.op_s = 0, hw.fwd_s = 0;
+    memset(hw.rate, 0, sizeof hw.rate);
+    for (int i = 0; i < DB_HW_ATTN_ROWS; i++) hw.attn_rate[i] = 1e30;
+    db_roofline_verify(&t, DB_BF16, &hw, 64, 1000, DB_F16, &v);
+    double kvb = L * (1000 + 64) * 2 * (double)t.n_kv_heads * t.head_dim * 2;
+    tap_ok(fabs(v.c.t / (q->weights_s + q->attn_s) - 1) < 1e-12 && fabs(q->attn_s / (kvb / 1e9) - 1) < 1e-12 &&
+               fabs(v.c.t - v.c.bytes / 1e9) < 1e-12 * v.c.t && q->matmul_s < 1e-15,
+           "K-flat, arithmetic free: t = bytes / bandwidth = weights + attention (KV bytes) parts (%.6g s; bound %s)", v.c.t,
+           v.bound);
+}
+
 /* ---- CLI ---- */
 
 static int run_cmd(const char *cmd, char *out, size_t n)
@@ -745,6 +792,7 @@ int main(void)
     test_rate_rows();
     test_probe_passes();
     test_phases();
+    test_kflat();
     test_quant_bytes();
     test_cli();
     cleanup();

@@ -196,10 +196,11 @@ static double act_row_layer(const db_model_config *c)
 
 /* A forward of a Qwen3 stack: `rows` rows of `reqs` requests; each layer reads `kv_read`
  * cached positions (summed over the requests) and each row attends to `keys` keys on average;
- * `logit_rows` rows go through the head (of vocab V, hidden Hh). */
-static db_cost stack_cost(const db_model_config *c, double es, double kvs, const db_hw *hw,
-                          double rows, double reqs, double kv_read, double keys, double logit_rows,
-                          double V, double Hh)
+ * `logit_rows` rows go through the head (of vocab V, hidden Hh). parts (NULL: not wanted)
+ * receives the time of each piece alone (db_forward_parts), added to what it holds. */
+static db_cost stack_cost_parts(const db_model_config *c, double es, double kvs, const db_hw *hw,
+                                double rows, double reqs, double kv_read, double keys, double logit_rows,
+                                double V, double Hh, db_forward_parts *parts)
 {
     double L = c->n_layers, kvd = (double)c->n_kv_heads * c->head_dim;
     double wbytes = L * layer_params(c) * es + rows * c->hidden * es; /* weights once, embedding rows */
@@ -213,6 +214,13 @@ static db_cost stack_cost(const db_model_config *c, double es, double kvs, const
         hflops = 2.0 * logit_rows * V * Hh;
     }
     double arate = db_hw_attn_rate(hw, reqs > 0 ? rows / reqs : rows);
+    if (parts) {
+        double bw_t = hw->bw > 0 ? 1 / hw->bw : 0;
+        parts->weights_s += (wbytes + hbytes + abytes) * bw_t;
+        parts->matmul_s += rate_t(hw, mflops, rows) + rate_t(hw, hflops, logit_rows);
+        parts->attn_s += fmax(kvbytes * bw_t, arate > 0 ? aflops / arate : rate_t(hw, aflops, rows));
+        if (arate > 0) parts->fixed_s += L * OPS_PER_LAYER * hw->op_s;
+    }
     if (arate <= 0) /* one roofline over the whole forward, attention at the matmul rate */
         return cost_t(hw, wbytes + kvbytes + abytes + hbytes, mflops + aflops + hflops,
                       rate_t(hw, mflops + aflops, rows) + rate_t(hw, hflops, logit_rows));
@@ -226,12 +234,33 @@ static db_cost stack_cost(const db_model_config *c, double es, double kvs, const
     return m;
 }
 
+static db_cost stack_cost(const db_model_config *c, double es, double kvs, const db_hw *hw, double rows,
+                          double reqs, double kv_read, double keys, double logit_rows, double V, double Hh)
+{
+    return stack_cost_parts(c, es, kvs, hw, rows, reqs, kv_read, keys, logit_rows, V, Hh, NULL);
+}
+
 /* elementwise passes over logits rows (`bytes` moved, `ops` backend calls): at the bandwidth,
  * plus their dispatch when the op cost is measured */
 static db_cost vocab_pass(const db_hw *hw, double bytes, int ops)
 {
     db_cost c = cost_t(hw, bytes, 0, 0);
     c.t += ops * hw->op_s;
+    return c;
+}
+
+/* The target's verify forward: B rows of each of N requests after ctx cached positions, causal
+ * over the context and its block (a row attends to ctx + (B + 1) / 2 keys on average), logits
+ * for every row and their argmax (top-1) read back. The cycle's verify (db_roofline_step) and
+ * the K-flat curve (db_roofline_verify) are this one cost. */
+static db_cost verify_cost(const db_model_config *t, double es, double kvs, const db_hw *hw, double N,
+                           double B, double ctx, db_forward_parts *parts)
+{
+    double V = t->vocab, H = t->hidden;
+    db_cost c = stack_cost_parts(t, es, kvs, hw, N * B, N, N * ctx, ctx + (B + 1) / 2, N * B, V, H, parts);
+    db_cost am = vocab_pass(hw, N * B * V * 4, 1); /* the argmax (top-1) of every row */
+    if (parts) parts->weights_s += am.t - hw->op_s, parts->fixed_s += hw->op_s;
+    add(&c, am);
     return c;
 }
 
@@ -300,8 +329,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     if (DB_KIND_IS_CHAIN(d->kind)) {
         out->draft = chain_draft(d, es, kvs, hw, N, B, ctx);
         out->ctx = chain_ctx(d, es, kvs, hw, N * (s->tau > 1 ? s->tau : 1));
-        out->verify = stack_cost(t, es, kvs, hw, N * B, N, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
-        add(&out->verify, vocab_pass(hw, N * B * V * 4, 1));
+        out->verify = verify_cost(t, es, kvs, hw, N, B, ctx, NULL);
         out->verify.bytes += N * B * d->n_taps * H * 4;
         out->t = out->draft.t + out->ctx.t + out->verify.t;
         out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
@@ -330,8 +358,7 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     out->ctx = cost(hw, Hd * T * H * es + Ld * 2 * kvd * Hd * es + n * T * H * 4 + n * Ld * 2 * kvd * kvs,
                     2.0 * n * (Hd * T * H + Ld * 2 * kvd * Hd), n);
     /* verify: B rows per request, causal over ctx + its block */
-    out->verify = stack_cost(t, es, kvs, hw, N * B, N, N * ctx, ctx + (B + 1) / 2, N * B, V, H);
-    add(&out->verify, vocab_pass(hw, N * B * V * 4, 1)); /* the argmax (top-1) of every row */
+    out->verify = verify_cost(t, es, kvs, hw, N, B, ctx, NULL);
     out->verify.bytes += N * B * T * H * 4; /* tap features */
     /* a preset's fixed costs: one draft and one verify forward; every verify row's target
      * distribution and every drafted row's are sampled at T > 0 */
@@ -339,6 +366,23 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
     out->verify.t += hw->fwd_s + N * B * smp;
     out->t = out->draft.t + out->select.t + out->ctx.t + out->verify.t;
     out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
+}
+
+void db_roofline_verify(const db_model_config *t, db_dtype dt, const db_hw *hw, int rows, double depth,
+                        db_dtype kv, db_verify_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    db_forward_parts *p = &out->parts;
+    out->c = verify_cost(t, db_dtype_weight_bytes(dt), (double)db_dtype_size(kv), hw, 1, rows, depth, p);
+    out->c.t += hw->fwd_s;
+    p->fixed_s += hw->fwd_s;
+    /* the largest part names the bound; a tie goes to the first (weights, matmul, attention) */
+    const double part[4] = {p->weights_s, p->matmul_s, p->attn_s, p->fixed_s};
+    static const char *const name[4] = {"weights", "matmul", "attention", "fixed"};
+    int k = 0;
+    for (int i = 1; i < 4; i++)
+        if (part[i] > part[k]) k = i;
+    out->bound = name[k];
 }
 
 db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,

@@ -144,6 +144,29 @@ typedef struct {
 
 void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
                       const db_hw *hw, const db_step_shape *s, db_step_cost *out);
+/* K-flat: the target's verify forward of one request, `rows` rows after `depth` cached
+ * positions, logits and their argmax for every row (the cycle's verify at N = 1, B = rows,
+ * without the drafter's tap features: the same cost, db_roofline_step's verify.t at those
+ * shapes), plus the preset's fixed cost of a forward. Its parts are what each piece would
+ * take alone; they overlap or add as the roofline above says, so they do not sum to t:
+ *   weights    the bytes other than the KV cache (weights, head, activations, logits) /
+ *              the bandwidth
+ *   matmul     the matmul and head FLOPs / the rate at their rows (db_hw_rate)
+ *   attention  max(KV bytes / bandwidth, attention FLOPs / the attention rate, or the matmul
+ *              rate when the device has none)
+ *   fixed      the forward's fixed cost (hw->fwd_s) and its small ops' dispatch (op_s)
+ * bound names the largest part ("weights", "matmul", "attention", "fixed"). */
+typedef struct {
+    double weights_s, matmul_s, attn_s, fixed_s;
+} db_forward_parts;
+typedef struct {
+    db_cost c; /* bytes, FLOPs, seconds of the forward */
+    db_forward_parts parts;
+    const char *bound;
+} db_verify_cost;
+void db_roofline_verify(const db_model_config *t, db_dtype dt, const db_hw *hw, int rows, double depth,
+                        db_dtype kv, db_verify_cost *out);
+
 /* prefill of `reqs` prompts of `prompt` tokens each in target calls of up to `max_rows` rows
  * (plus the drafter's context materialization when d is given); kv: the caches' dtype */
 db_cost db_roofline_prefill(const db_model_config *t, const db_drafter_config *d, db_dtype dt,

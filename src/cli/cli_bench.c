@@ -17,7 +17,11 @@
  * roofline probe's measured matmul rate. Traffic and arithmetic per forward come from the roofline model
  * (capacity.h): GB/s = bytes / time, GFLOP/s = flops / time, with their fractions of the two
  * limits, and "x 1-row" = this time / the 1-row time at the same context, paired by round
- * (time_points). */
+ * (time_points). K-flat: when --rows holds 16, "vs 16-row" (vs_16_rows) = this median / the
+ * median of the same model's 16-row point at the same depth (a ratio of the printed medians, so
+ * that the curve reads off the table; x 1-row is the paired ratio), and the md output adds the
+ * target's curve as a table of rows by depth. The depth option is -C / --depth (as plan's);
+ * --context is its former name, still accepted. */
 #include "config.h"
 #include "bench/capacity.h"
 #include "bench/device_preset.h"
@@ -52,10 +56,12 @@
 
 typedef struct {
     const char *model; /* "target" / "drafter" */
+    int entry;         /* the --rows value it stands for (the drafter: requests) */
     int rows, reqs, ctx;
     double ms, ms_min;
     double x1;         /* x 1-row: the median over rounds of this time / the 1-row point's time
                         * in the same round (NAN: no 1-row point) */
+    double vs16;       /* ms / the ms of the same model's 16-row point at this ctx (NAN: none) */
     double bytes, flops;
 } bench_row;
 
@@ -316,6 +322,14 @@ static int one_row_index(const bench_row *rows, int n, const bench_row *r)
     return -1;
 }
 
+/* the point that r's vs 16-row divides by: same model and context, the --rows entry 16, or -1 */
+static int entry16_index(const bench_row *rows, int n, const bench_row *r)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].model, r->model) && rows[i].ctx == r->ctx && rows[i].entry == 16) return i;
+    return -1;
+}
+
 /* Every point warmed by one untimed forward, then `reps` rounds that time each point once, the
  * points interleaved: the machine's drift (a shared VM's memory bandwidth wanders by 20% over
  * minutes) then moves every point alike. A point's figure: the median (and best) of its rounds.
@@ -352,6 +366,10 @@ static int time_points(bench_ctx *b, bench_row *pts, int n, int reps, char *err,
         pts[i].ms_min = 1e3 * t[0];
     }
     free(all);
+    for (int i = 0; i < n && !rc; i++) {
+        int j = entry16_index(pts, n, &pts[i]);
+        pts[i].vs16 = j < 0 ? NAN : pts[i].ms / pts[j].ms;
+    }
     return rc;
 }
 
@@ -416,6 +434,38 @@ static void fmt_frac(char *buf, size_t n, double v, double lim)
     else snprintf(buf, n, "-");
 }
 
+/* the K-flat curve of the target: vs 16-row (median ms) with rows down and depths across, when
+ * --rows holds 16 */
+static void print_md_curve(const bench_row *rows, int n, const char *mode)
+{
+    int ctx[DB_LIST_MAX], nctx = 0, any = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(rows[i].model, "target")) continue;
+        any |= isfinite(rows[i].vs16);
+        int seen = 0;
+        for (int c = 0; c < nctx; c++) seen |= ctx[c] == rows[i].ctx;
+        if (!seen && nctx < DB_LIST_MAX) ctx[nctx++] = rows[i].ctx;
+    }
+    if (!any) return;
+    printf("\nK-flat (%s): target forward ms / the 16-row forward ms at the same depth (median ms), rows by depth:\n\n| rows |",
+           mode);
+    for (int c = 0; c < nctx; c++) printf(" depth %d |", ctx[c]);
+    printf("\n|--:|");
+    for (int c = 0; c < nctx; c++) printf("--:|");
+    printf("\n");
+    for (int i = 0; i < n; i++) { /* the target's points run rows fastest within a depth */
+        if (strcmp(rows[i].model, "target") || rows[i].ctx != ctx[0]) continue;
+        printf("| %d |", rows[i].entry);
+        for (int c = 0; c < nctx; c++)
+            for (int j = 0; j < n; j++)
+                if (!strcmp(rows[j].model, "target") && rows[j].ctx == ctx[c] && rows[j].entry == rows[i].entry) {
+                    printf(" %.3f (%.3f) |", rows[j].vs16, rows[j].ms);
+                    break; /* a row count given twice: its first point */
+                }
+        printf("\n");
+    }
+}
+
 static void print_md(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
                      const char *mode, db_dtype dt)
 {
@@ -429,18 +479,21 @@ static void print_md(const bench_row *rows, int n, const bench_limits *lim, cons
            s->has_drafter ? "; drafter " : "", s->has_drafter ? s->drafter.cfg.base.path : "", mode,
            db_dtype_name(s->target.kv.dtype));
     printf("| model | rows | requests | ctx | ms (median) | ms (best) | rows/s | GB/s | %% copy bw "
-           "| GFLOP/s | %% FMA peak | x 1-row |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+           "| GFLOP/s | %% FMA peak | x 1-row | vs 16-row |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         double sec = r->ms / 1e3, gbs = r->bytes / sec / 1e9, gf = r->flops / sec / 1e9;
-        char fb[16], ff[16], x1[16];
+        char fb[16], ff[16], x1[16], v16[16];
         fmt_frac(fb, sizeof fb, gbs, lim->copy_gbs);
         fmt_frac(ff, sizeof ff, gf, lim->peak_gflops);
         if (isfinite(r->x1)) snprintf(x1, sizeof x1, "%.2f", r->x1);
         else snprintf(x1, sizeof x1, "-");
-        printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | %.1f | %s | %.1f | %s | %s |\n", r->model,
-               r->rows, r->reqs, r->ctx, r->ms, r->ms_min, r->rows / sec, gbs, fb, gf, ff, x1);
+        if (isfinite(r->vs16)) snprintf(v16, sizeof v16, "%.3f", r->vs16);
+        else snprintf(v16, sizeof v16, "-");
+        printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | %.1f | %s | %.1f | %s | %s | %s |\n", r->model,
+               r->rows, r->reqs, r->ctx, r->ms, r->ms_min, r->rows / sec, gbs, fb, gf, ff, x1, v16);
     }
+    print_md_curve(rows, n, mode);
 }
 
 static void print_csv(const bench_row *rows, int n, const bench_limits *lim, const db_session *s,
@@ -451,15 +504,17 @@ static void print_csv(const bench_row *rows, int n, const bench_limits *lim, con
     db_run_meta_init(&m, 0, NULL, 0, NULL, time(NULL));
     db_provenance_csv(stdout, NULL);
     printf("model,mode,rows,requests,ctx,ms_median,ms_best,rows_per_s,gb_s,gflop_s,copy_gb_s,"
-           "fma_peak_gflop_s,x_one_row,kernel,threads,kv_dtype\n");
+           "fma_peak_gflop_s,x_one_row,vs_16_rows,kernel,threads,kv_dtype\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         double sec = r->ms / 1e3;
         db_provenance_csv(stdout, &m);
-        printf("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%s,%d,%s\n", r->model,
+        char v16[32] = ""; /* empty: no 16-row point */
+        if (isfinite(r->vs16)) snprintf(v16, sizeof v16, "%.10g", r->vs16);
+        printf("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%s,%s,%d,%s\n", r->model,
                strcmp(r->model, "drafter") ? mode : "draft", r->rows, r->reqs, r->ctx, r->ms,
                r->ms_min, r->rows / sec, r->bytes / sec / 1e9, r->flops / sec / 1e9, lim->copy_gbs,
-               lim->peak_gflops, isfinite(r->x1) ? r->x1 : 0.0, s->be->simd, s->be->threads,
+               lim->peak_gflops, isfinite(r->x1) ? r->x1 : 0.0, v16, s->be->simd, s->be->threads,
                db_dtype_name(s->target.kv.dtype));
     }
     db_run_meta_free(&m);
@@ -500,6 +555,8 @@ static int print_json(const bench_row *rows, int n, const bench_limits *lim, con
         J(cJSON_AddNumberToObject(o, "gflop_s", r->flops / sec / 1e9));
         if (isfinite(r->x1)) J(cJSON_AddNumberToObject(o, "x_one_row", r->x1));
         else J(cJSON_AddNullToObject(o, "x_one_row"));
+        if (isfinite(r->vs16)) J(cJSON_AddNumberToObject(o, "vs_16_rows", r->vs16));
+        else J(cJSON_AddNullToObject(o, "vs_16_rows"));
         JADD(arr, NULL, o);
     }
     char *txt = oom_flag ? NULL : cJSON_Print(root);
@@ -544,7 +601,7 @@ static int bench_all(bench_ctx *b, const int *rows, int nrows, const int *ctxs, 
         for (int c = 0; c < (m == 1 ? 1 : nctx) && !rc; c++)
             for (int i = 0; i < nrows && !rc; i++) {
                 bench_row *r = &out[(*nout)++];
-                *r = (bench_row){.model = models[m], .ctx = ctxs[c]};
+                *r = (bench_row){.model = models[m], .entry = rows[i], .ctx = ctxs[c]};
                 r->reqs = m == 2 || !prefill ? rows[i] : 1;
                 r->rows = m == 2 ? rows[i] * b->block : rows[i];
                 row_cost(s, dt, kvt, b->mode, b->block, r);
@@ -567,7 +624,8 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
         {"dtype", 0, "TYPE", "synthetic weight dtype (default bf16): " DB_SYNTH_DTYPE_NAMES, NULL, DB_OPT_STR, &dtype_s},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &kv_s},
         {"rows", 0, "LIST", "rows per forward (drafter: requests), default 1,2,4,8,16,32,64", NULL, DB_OPT_STR, &rows_s},
-        {"context", 'C', "LIST", "cached positions per request (default 128)", NULL, DB_OPT_STR, &ctx_s},
+        {"depth", 'C', "LIST", "context depth: cached positions per request (default 128)", NULL, DB_OPT_STR, &ctx_s},
+        {"context", 0, "LIST", "the same as --depth (its former name, still accepted)", NULL, DB_OPT_STR, &ctx_s},
         {"mode", 'm', "NAME", "batch (N requests x 1 row, default), prefill (1 request x N rows, logits of the last) or verify (the same, logits of every row)", NULL, DB_OPT_STR, &mode},
         {"block-size", 'B', "N", "drafter block size (default 8)", NULL, DB_OPT_INT, &block},
         {"repetitions", 'r', "N", "timed forwards per point, median reported (default 9, <= 64)", NULL, DB_OPT_INT, &reps},
@@ -580,7 +638,8 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     };
     const db_cmd_opts cmd = {"bench",
                              "Forward time of the target (and drafter) vs rows and context depth, with\n"
-                             "achieved GB/s and GFLOP/s next to the copy bandwidth and FMA peak.",
+                             "achieved GB/s and GFLOP/s next to the copy bandwidth and FMA peak; with 16\n"
+                             "among the rows, each time over the 16-row time at its depth (K-flat).",
                              opts, (int)(sizeof opts / sizeof *opts), NULL};
     int rc = db_opts_parse(&cmd, argc, argv, &help, err, errlen);
     if (rc || help) return rc;
@@ -598,7 +657,7 @@ int db_cmd_bench(int argc, char **argv, char *err, size_t errlen)
     if ((rc = db_opt_kv_dtype(kv_s, backend, &kvt, err, errlen))) return rc;
     int rows[DB_LIST_MAX], ctxs[DB_LIST_MAX], nrows, nctx;
     if ((rc = db_parse_int_list("--rows", rows_s, 1, 4096, rows, &nrows, err, errlen))) return rc;
-    if ((rc = db_parse_int_list("--context", ctx_s, 0, 1 << 20, ctxs, &nctx, err, errlen))) return rc;
+    if ((rc = db_parse_int_list("--depth", ctx_s, 0, 1 << 20, ctxs, &nctx, err, errlen))) return rc;
     char tpath[1024], dpath[1024];
     if ((rc = db_data_path(target, tpath, sizeof tpath, err, errlen))) return rc;
     if (drafter && (rc = db_data_path(drafter, dpath, sizeof dpath, err, errlen))) return rc;

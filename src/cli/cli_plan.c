@@ -22,7 +22,11 @@
  * target's weights when --target-config is a checkpoint (a .gguf file, a directory), else bf16.
  * Synthetic weights are not made quantized: at a quantized dtype nothing is measured.
  * --tp LIST adds the tensor-parallel prediction (cluster/tp.h): per GPU memory, compute and
- * all-reduce time and tok/s for each degree and concurrency, on the --link preset. */
+ * all-reduce time and tok/s for each degree and concurrency, on the --link preset.
+ * --verify-rows LIST [-C / --depth LIST] prints instead the K-flat table: the target's verify
+ * forward of one request of R rows after D cached positions (capacity.h db_roofline_verify, the
+ * cycle's verify cost), its time over the 16-row time at the same depth (vs_16_rows), the time
+ * of each part alone and the bound; predicted only (bench --mode verify measures it). */
 #include "bench/capacity.h"
 #include "bench/device_preset.h"
 #include "bench/device_probe.h"
@@ -125,11 +129,10 @@ static void add_by_rows(cJSON *root, const char *name, const double *rate, int n
     }
 }
 
-static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
-                     const db_drafter_config *d, const char *variant, int B, const char *acc,
-                     const char *device, size_t avail, db_dtype dt, const char *mix)
+/* the md header's device and target lines, shared by the plan and the K-flat table */
+static void print_md_device(const db_hw *hw, const db_model_config *t, const char *device, size_t avail, db_dtype dt,
+                            const char *mix)
 {
-    printf("# dflash-bench plan\n\n");
     printf("- device: %s; %.2f GiB free\n", device, (double)avail / DB_GIB);
     printf("- bandwidth %.1f GB/s (%s)\n- matmul %.1f GFLOP/s (%s)\n", hw->bw / 1e9, hw->bw_source,
            hw->flops / 1e9, hw->flops_source);
@@ -152,6 +155,14 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
            db_dtype_name(dt));
     if (mix[0] && strcmp(mix, db_dtype_name(dt))) printf(" (the file's mix: %s)", mix);
     printf("\n");
+}
+
+static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
+                     const db_drafter_config *d, const char *variant, int B, const char *acc,
+                     const char *device, size_t avail, db_dtype dt, const char *mix)
+{
+    printf("# dflash-bench plan\n\n");
+    print_md_device(hw, t, device, avail, dt, mix);
     if (d)
         printf("- drafter %s: %.2f GiB; variant %s, block %d\n", d->base.path,
                (db_weights_bytes(t, d, dt) - db_weights_bytes(t, NULL, dt)) / DB_GIB, variant, B);
@@ -232,12 +243,10 @@ static void num_or_null(cJSON *o, const char *k, double v)
     else J(cJSON_AddNullToObject(o, k));
 }
 
-static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
-                       const db_drafter_config *d, const char *variant, int B, const char *acc,
-                       const char *device, size_t avail, db_dtype dt, const char *mix, cJSON *tp)
+/* the JSON document's device and target keys, shared by the plan and the K-flat table */
+static void json_device(cJSON *root, const db_hw *hw, const db_model_config *t, const char *device, size_t avail,
+                        db_dtype dt, const char *mix)
 {
-    cJSON *root = J(cJSON_CreateObject());
-    if (tp) JADD(root, "tensor_parallel", tp);
     J(cJSON_AddStringToObject(root, "device", device));
     J(cJSON_AddNumberToObject(root, "mem_available_bytes", (double)avail));
     J(cJSON_AddNumberToObject(root, "bandwidth_gbs", hw->bw / 1e9));
@@ -256,9 +265,18 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
         J(cJSON_AddNumberToObject(root, "op_us", hw->op_s * 1e6));
     }
     J(cJSON_AddStringToObject(root, "target", t->path));
-    J(cJSON_AddStringToObject(root, "drafter", d ? d->base.path : ""));
     J(cJSON_AddStringToObject(root, "dtype", db_dtype_name(dt)));
     J(cJSON_AddStringToObject(root, "mix", mix[0] ? mix : db_dtype_name(dt)));
+}
+
+static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
+                       const db_drafter_config *d, const char *variant, int B, const char *acc,
+                       const char *device, size_t avail, db_dtype dt, const char *mix, cJSON *tp)
+{
+    cJSON *root = J(cJSON_CreateObject());
+    if (tp) JADD(root, "tensor_parallel", tp);
+    json_device(root, hw, t, device, avail, dt, mix);
+    J(cJSON_AddStringToObject(root, "drafter", d ? d->base.path : ""));
     J(cJSON_AddStringToObject(root, "variant", variant));
     J(cJSON_AddNumberToObject(root, "block_size", B));
     J(cJSON_AddStringToObject(root, "acceptance", acc));
@@ -371,7 +389,7 @@ static void print_csv(const plan_row *rows, int nrows, const db_hw *hw, const db
 typedef struct {
     /* options */
     const char *target, *drafter, *conc_s, *profile_s, *backend, *variant_s, *dtype_s, *output, *kv_s;
-    const char *tp_s, *link_s, *device_s;
+    const char *tp_s, *link_s, *device_s, *vrows_s, *depth_s;
     float temperature;
     float link_gbs, link_lat_us, gpu_mem_gib;
     int block, prompt_tokens, max_new, threads, no_measure, seed, warmup, context, reps;
@@ -401,6 +419,8 @@ typedef struct {
     int fits_all;
     db_mem_need worst;                /* the largest concurrency's memory */
     int tp[DB_LIST_MAX], ntp;         /* --tp degrees */
+    int vrows[DB_LIST_MAX], nvrows;   /* --verify-rows: the K-flat table's rows, or none */
+    int depths[DB_LIST_MAX], ndepths; /* -C / --depth: its context depths */
     db_link link;
 } plan_ctx;
 
@@ -420,6 +440,8 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"prompt-tokens", 0, "N", "prompt length (default 128)", NULL, DB_OPT_INT, &p->prompt_tokens},
         {"max-new-tokens", 'n', "N", "tokens generated per request when measuring (default 32)", NULL, DB_OPT_INT, &p->max_new},
         {"context", 0, "N", "context of the predicted step (default prompt + n/2)", NULL, DB_OPT_INT, &p->context},
+        {"verify-rows", 0, "LIST", "K-flat table instead of the concurrency tables: the target's verify forward of one request of each row count at each --depth, predicted, with its time over the 16-row time (no synthetic run; bench --mode verify measures it)", NULL, DB_OPT_STR, &p->vrows_s},
+        {"depth", 'C', "LIST", "cached positions before the verified rows, for --verify-rows (default 0,1024,4096)", NULL, DB_OPT_STR, &p->depth_s},
         {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &p->profile_s},
         {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &p->tau_arg},
         {"dtype", 0, "TYPE", "weight dtype: " DB_WEIGHT_DTYPE_NAMES " (default: the target checkpoint's main dtype, else bf16; quantized: predicted only)", NULL, DB_OPT_STR, &p->dtype_s},
@@ -485,6 +507,17 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "--link-gbs, --link-latency-us, --gpu-mem-gib >= 0");
     if (p->link_gbs > 0) p->link.gbs = p->link_gbs;
     if (p->link_lat_us > 0) p->link.latency_us = p->link_lat_us;
+    if (p->depth_s && !p->vrows_s)
+        return db_fail(err, errlen, DB_EINPUT, "--depth LIST sets the depths of the K-flat table: give --verify-rows LIST too "
+                                               "(--context N is the predicted step's context)");
+    if (p->vrows_s) {
+        if (p->ntp) return db_fail(err, errlen, DB_EINPUT, "--verify-rows prints the K-flat table alone: not with --tp");
+        if ((rc = db_parse_int_list("--verify-rows", p->vrows_s, 1, 1 << 20, p->vrows, &p->nvrows, err, errlen))) return rc;
+        if ((rc = db_parse_int_list("--depth", p->depth_s ? p->depth_s : "0,1024,4096", 0, 1 << 24, p->depths, &p->ndepths,
+                                    err, errlen)))
+            return rc;
+        p->no_measure = 1; /* a prediction: no synthetic run (the device is still probed unless given) */
+    }
     return db_parse_int_list("--concurrency", p->conc_s, 1, 1 << 16, p->conc, &p->nconc, err, errlen);
 }
 
@@ -542,6 +575,137 @@ static void tp_rows(const plan_ctx *p, FILE *f, cJSON *json)
             }
             JADD(arr, NULL, o);
         }
+}
+
+/* ---- --verify-rows: the K-flat table ----
+ * One request's verify forward of R rows after D cached positions (capacity.h
+ * db_roofline_verify: the cost of the cycle's verify), for every D of --depth and R of
+ * --verify-rows; vs_16_rows = its time / the 16-row forward's at the same depth (computed
+ * whether or not 16 is among the rows); bound = the part that alone takes longest. */
+typedef struct {
+    int depth, rows;
+    db_verify_cost v;
+    double vs16;
+} kflat_row;
+
+static int kflat_rows(const plan_ctx *p, kflat_row **out, char *err, size_t errlen)
+{
+    kflat_row *k = db_calloc((size_t)p->ndepths * (size_t)p->nvrows, sizeof *k);
+    if (!k) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the K-flat table");
+    for (int i = 0; i < p->ndepths; i++) {
+        db_verify_cost v16;
+        db_roofline_verify(&p->tc, p->dt, &p->hw, 16, p->depths[i], p->kv_dtype, &v16);
+        for (int j = 0; j < p->nvrows; j++) {
+            kflat_row *r = &k[i * p->nvrows + j];
+            r->depth = p->depths[i], r->rows = p->vrows[j];
+            db_roofline_verify(&p->tc, p->dt, &p->hw, r->rows, r->depth, p->kv_dtype, &r->v);
+            r->vs16 = r->v.c.t / v16.c.t;
+        }
+    }
+    *out = k;
+    return DB_OK;
+}
+
+static void kflat_md(const plan_ctx *p, const kflat_row *k, const char *device)
+{
+    printf("# dflash-bench plan: K-flat verification\n\n");
+    print_md_device(&p->hw, &p->tc, device, p->avail, p->dt, p->mix);
+    printf("- verify forward: one request of R rows after D cached positions (%s KV cache), logits and their argmax "
+           "for every row, predicted; vs 16 rows = its ms / the 16-row ms at the same depth; parts: each piece's time "
+           "alone (weights: bytes other than the KV cache / bandwidth; matmul: FLOPs / the rate at R rows; attention: "
+           "KV bytes or attention FLOPs; fixed: the forward's fixed cost and small ops); bound: the largest part\n\n",
+           db_dtype_name(p->kv_dtype));
+    printf("| depth | rows | GiB | GFLOP | pred ms | vs 16 rows | bound | weights ms | matmul ms | attention ms | fixed ms |\n"
+           "|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|\n");
+    for (int i = 0; i < p->ndepths * p->nvrows; i++) {
+        const kflat_row *r = &k[i];
+        const db_forward_parts *q = &r->v.parts;
+        printf("| %d | %d | %.3f | %.1f | %.3f | %.3f | %s | %.3f | %.3f | %.3f | %.3f |\n", r->depth, r->rows,
+               r->v.c.bytes / DB_GIB, r->v.c.flops / 1e9, 1e3 * r->v.c.t, r->vs16, r->v.bound, 1e3 * q->weights_s,
+               1e3 * q->matmul_s, 1e3 * q->attn_s, 1e3 * q->fixed_s);
+    }
+    /* the curve: rows down, depths across */
+    printf("\nvs 16 rows (predicted ms), rows by depth:\n\n| rows |");
+    for (int i = 0; i < p->ndepths; i++) printf(" depth %d |", p->depths[i]);
+    printf("\n|--:|");
+    for (int i = 0; i < p->ndepths; i++) printf("--:|");
+    printf("\n");
+    for (int j = 0; j < p->nvrows; j++) {
+        printf("| %d |", p->vrows[j]);
+        for (int i = 0; i < p->ndepths; i++) {
+            const kflat_row *r = &k[i * p->nvrows + j];
+            printf(" %.2f (%.2f) |", r->vs16, 1e3 * r->v.c.t);
+        }
+        printf("\n");
+    }
+}
+
+static void kflat_csv(const plan_ctx *p, const kflat_row *k, const char *device)
+{
+    db_run_meta m;
+    db_run_meta_init(&m, 0, NULL, 0, NULL, time(NULL));
+    db_provenance_csv(stdout, NULL);
+    printf("device,target,dtype,kv_dtype,depth,rows,bytes,flops,predicted_ms,vs_16_rows,bound,weights_ms,matmul_ms,"
+           "attention_ms,fixed_ms,bandwidth_gbs,gflops\n");
+    for (int i = 0; i < p->ndepths * p->nvrows; i++) {
+        const kflat_row *r = &k[i];
+        const db_forward_parts *q = &r->v.parts;
+        db_provenance_csv(stdout, &m);
+        db_csv_field(stdout, device, 1);
+        db_csv_field(stdout, p->tc.path, 0);
+        printf(",%s,%s,%d,%d,%.10g,%.10g,%.10g,%.10g,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n", db_dtype_name(p->dt),
+               db_dtype_name(p->kv_dtype), r->depth, r->rows, r->v.c.bytes, r->v.c.flops, 1e3 * r->v.c.t, r->vs16,
+               r->v.bound, 1e3 * q->weights_s, 1e3 * q->matmul_s, 1e3 * q->attn_s, 1e3 * q->fixed_s, p->hw.bw / 1e9,
+               p->hw.flops / 1e9);
+    }
+    db_run_meta_free(&m);
+}
+
+/* -1 when out of memory, nothing printed */
+static int kflat_json(const plan_ctx *p, const kflat_row *k, const char *device)
+{
+    cJSON *root = J(cJSON_CreateObject());
+    json_device(root, &p->hw, &p->tc, device, p->avail, p->dt, p->mix);
+    J(cJSON_AddStringToObject(root, "kv_dtype", db_dtype_name(p->kv_dtype)));
+    cJSON *arr = J(cJSON_AddArrayToObject(root, "verify_rows"));
+    for (int i = 0; i < p->ndepths * p->nvrows; i++) {
+        const kflat_row *r = &k[i];
+        const db_forward_parts *q = &r->v.parts;
+        cJSON *o = J(cJSON_CreateObject());
+        J(cJSON_AddNumberToObject(o, "depth", r->depth));
+        J(cJSON_AddNumberToObject(o, "rows", r->rows));
+        J(cJSON_AddNumberToObject(o, "bytes", r->v.c.bytes));
+        J(cJSON_AddNumberToObject(o, "flops", r->v.c.flops));
+        J(cJSON_AddNumberToObject(o, "predicted_ms", 1e3 * r->v.c.t));
+        J(cJSON_AddNumberToObject(o, "vs_16_rows", r->vs16));
+        J(cJSON_AddStringToObject(o, "bound", r->v.bound));
+        J(cJSON_AddNumberToObject(o, "weights_ms", 1e3 * q->weights_s));
+        J(cJSON_AddNumberToObject(o, "matmul_ms", 1e3 * q->matmul_s));
+        J(cJSON_AddNumberToObject(o, "attention_ms", 1e3 * q->attn_s));
+        J(cJSON_AddNumberToObject(o, "fixed_ms", 1e3 * q->fixed_s));
+        JADD(arr, NULL, o);
+    }
+    char *txt = json_oom ? NULL : cJSON_Print(root);
+    if (txt) printf("%s\n", txt);
+    free(txt);
+    cJSON_Delete(root);
+    return txt ? 0 : -1;
+}
+
+static int kflat_print(const plan_ctx *p, const char *device, char *err, size_t errlen)
+{
+    kflat_row *k = NULL;
+    int rc = kflat_rows(p, &k, err, errlen);
+    if (rc) return rc;
+    if (!strcmp(p->output, "json")) {
+        if (kflat_json(p, k, device)) rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the K-flat table as JSON");
+    } else if (!strcmp(p->output, "csv")) {
+        kflat_csv(p, k, device);
+    } else {
+        kflat_md(p, k, device);
+    }
+    free(k);
+    return rc;
 }
 
 /* the acceptance: a profile, a constant rate giving --tau, or the built-in DFlash figure */
@@ -783,7 +947,9 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
     if (!rc) {
         char device[200];
         snprintf(device, sizeof device, "%s (%s)", p->backend, p->s.be ? p->s.be->device_name : "?");
-        if (!strcmp(p->output, "json"))
+        if (p->nvrows)
+            rc = kflat_print(p, device, err, errlen);
+        else if (!strcmp(p->output, "json"))
         {
             cJSON *tp = p->ntp ? J(cJSON_CreateObject()) : NULL;
             if (tp) tp_rows(p, NULL, tp);
@@ -796,7 +962,7 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
             print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt, p->mix);
             if (p->ntp) tp_rows(p, stdout, NULL);
         }
-        if (!p->fits_all)
+        if (!p->fits_all && !p->nvrows)
             fprintf(stderr, "plan: some concurrencies need more memory than the %.2f GiB available (memory column)\n",
                     (double)p->avail / DB_GIB);
     }
