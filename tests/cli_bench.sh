@@ -270,10 +270,26 @@ ok $? "plan --verify-rows: every cell = the roofline by hand from h200.json and 
 ok "$(grep -q '^# dflash-bench plan: K-flat verification' "$tmp/kp.md" &&
       grep -q '^| rows | depth 0 | depth 1024 | depth 4096 | depth 16384 |$' "$tmp/kp.md" &&
       grep -q '^| 16 | 1.00 (' "$tmp/kp.md"; echo $?)" "plan --verify-rows md: the table and the rows-by-depth curve"
-"$BIN" plan -t "$ROOT/configs/models/qwen3-27b-class.json" --no-measure -C 0,1024 >"$tmp/out" 2>"$tmp/err"
-rc=$?
-ok "$([ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q -- '--verify-rows' "$tmp/err"; echo $?)" \
-    "plan --depth without --verify-rows: exit 2, one line naming --verify-rows (rc $rc)"
+# plan -C as an axis (no --verify-rows): a row per depth and concurrency; a depth's requests
+# prefill depth + prompt, their step's context is depth + prompt + n/2, their KV larger; the
+# synthetic run (the embedded pair's configs, one round) measures at each depth
+"$BIN" plan -t "$ROOT/models/tiny-qwen3" -d "$ROOT/models/tiny-qwen3-dflash2-b16" -c 1,2 -C 0,200 --prompt-tokens 16 \
+    -n 8 -r 1 --warmup 0 -o json >"$tmp/pd.json" 2>"$tmp/err"
+ok $? "plan -C 0,200 -c 1,2 (measured) exits 0"
+"$PY" - "$tmp/pd.json" <<'PYEOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+key = [(r["depth"], r["concurrency"]) for r in rows]
+assert key == [(0, 1), (0, 2), (200, 1), (200, 2)], key
+by = {(r["depth"], r["concurrency"]): r for r in rows}
+for c in (1, 2):
+    a, b = by[(0, c)], by[(200, c)]
+    assert a["context"] == 16 + 8 / 2 and b["context"] == 200 + 16 + 8 / 2, (a["context"], b["context"])
+    assert b["kv_bytes"] > a["kv_bytes"] and b["request"]["ar_prefill_ms"] > a["request"]["ar_prefill_ms"]
+    for r in (a, b):
+        assert r["ar"]["measured_ms"] and r["cycle"]["measured_ms"], r
+PYEOF
+ok $? "plan -C: rows by depth then concurrency, context and prefill from depth + prompt, measured at each depth"
 
 for bad in "-o xml" "--mode sideways" "--rows 0" "--repetitions 0" "--context -1" "--depth -1"; do
     # shellcheck disable=SC2086

@@ -6,7 +6,7 @@
  * Short flags mean the same in every command:
  *   -t target   -d drafter   -v variant   -B block size   -c concurrency   -n max new tokens
  *   -T temperature   -s seed   -b backend   -o output format   -r repetitions   -p prompt
- *   -i index   -C context depth (run, check-lossless, bench, plan --verify-rows)   -h help
+ *   -i index   -C context depth (run, check-lossless, bench, plan)   -h help
  * Diagnostics (DB_EINPUT, exit status 2): an unknown option names itself and, when it is a
  * likely typo of a known one, the option meant: "unknown option '--thinkng' (did you mean
  * --thinking?)"; a missing value, a value given to a flag, a stray argument. */

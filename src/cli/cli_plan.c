@@ -26,7 +26,10 @@
  * --verify-rows LIST [-C / --depth LIST] prints instead the K-flat table: the target's verify
  * forward of one request of R rows after D cached positions (capacity.h db_roofline_verify, the
  * cycle's verify cost), its time over the 16-row time at the same depth (vs_16_rows), the time
- * of each part alone and the bound; predicted only (bench --mode verify measures it). */
+ * of each part alone and the bound; predicted only (bench --mode verify measures it).
+ * Without --verify-rows, -C / --depth LIST is an axis of the plan as in run: a row per depth and
+ * concurrency, each request's prompt preceded by D tokens (prefill, context and memory of
+ * D + prompt; the synthetic run's prompts get D random ids more). */
 #include "bench/capacity.h"
 #include "bench/device_preset.h"
 #include "bench/device_probe.h"
@@ -62,7 +65,7 @@ static const float dflash_gsm8k_recall1[7] = {0.854f, 0.803f, 0.794f, 0.783f, 0.
 #define MAX_REPS 15
 
 typedef struct {
-    int conc;
+    int conc, depth;        /* concurrency; tokens of context before each prompt (-C) */
     db_step_cost ar, cyc;
     db_step_cost cyc_mt;    /* the cycle predicted at the measured tau (what meas/pred compares) */
     double ctx, tau;
@@ -157,19 +160,29 @@ static void print_md_device(const db_hw *hw, const db_model_config *t, const cha
     printf("\n");
 }
 
+/* the first cell of a concurrency row: "c" or, with a depth axis, "D | c" */
+static const char *row_key(const plan_row *r, int depths, char *b, size_t n)
+{
+    if (depths) snprintf(b, n, "%d | %d", r->depth, r->conc);
+    else snprintf(b, n, "%d", r->conc);
+    return b;
+}
+
 static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                      const db_drafter_config *d, const char *variant, int B, const char *acc,
-                     const char *device, size_t avail, db_dtype dt, const char *mix)
+                     const char *device, size_t avail, db_dtype dt, const char *mix, int depths)
 {
+    const char *dh = depths ? " depth |" : "", *dr = depths ? "--:|" : "";
+    char key[48];
     printf("# dflash-bench plan\n\n");
     print_md_device(hw, t, device, avail, dt, mix);
     if (d)
         printf("- drafter %s: %.2f GiB; variant %s, block %d\n", d->base.path,
                (db_weights_bytes(t, d, dt) - db_weights_bytes(t, NULL, dt)) / DB_GIB, variant, B);
     printf("- acceptance: %s\n\n", acc);
-    printf("| variant | c | ctx | tau | GiB/step | GFLOP/step | bound | pred ms | pred tok/s | meas ms "
-           "| meas tok/s | meas/pred | memory GiB |\n");
-    printf("|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n");
+    printf("| variant |%s c | ctx | tau | GiB/step | GFLOP/step | bound | pred ms | pred tok/s | meas ms "
+           "| meas tok/s | meas/pred | memory GiB |\n", dh);
+    printf("|---|%s--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n", dr);
     for (int i = 0; i < nrows; i++) {
         const plan_row *r = &rows[i];
         char a[32], b[32], c[32], e[32];
@@ -177,8 +190,8 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         fmt(a, sizeof a, "%.3f", r->ar_ms);
         fmt(b, sizeof b, "%.1f", r->ar_tok_s);
         fmt(c, sizeof c, "%.2f", ratio(r->ar_tok_s, r->ar.tok_s));
-        printf("| ar | %d | %.0f | 1.00 | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
-               r->conc, r->ctx, r->ar.verify.bytes / DB_GIB, r->ar.verify.flops / 1e9,
+        printf("| ar | %s | %.0f | 1.00 | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
+               row_key(r, depths, key, sizeof key), r->ctx, r->ar.verify.bytes / DB_GIB, r->ar.verify.flops / 1e9,
                bound(&r->ar.verify), 1e3 * r->ar.t, r->ar.tok_s, a, b, c, mem);
         if (!d) continue;
         db_cost tot = r->cyc.draft;
@@ -188,13 +201,13 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         fmt(b, sizeof b, "%.1f", r->cyc_tok_s);
         fmt(c, sizeof c, "%.2f", ratio(r->cyc_tok_s, r->cyc_mt.tok_s));
         fmt(e, sizeof e, "%.2f", r->tau_meas);
-        printf("| %s | %d | %.0f | %.2f (meas %s) | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
-               variant, r->conc, r->ctx, r->tau, e, tot.bytes / DB_GIB, tot.flops / 1e9,
+        printf("| %s | %s | %.0f | %.2f (meas %s) | %.3f | %.2f | %s | %.3f | %.1f | %s | %s | %s | %.2f |\n",
+               variant, row_key(r, depths, key, sizeof key), r->ctx, r->tau, e, tot.bytes / DB_GIB, tot.flops / 1e9,
                bound(&r->cyc.verify), 1e3 * r->cyc.t, r->cyc.tok_s, a, b, c, mem);
     }
     printf("\nWhole requests (%s): prefill, then the context growing from the prompt to prompt + n, "
-           "predicted:\n\n| c | ar prefill ms | ar decode s | ar tok/s | %s prefill ms | %s decode s | %s tok/s | speedup |\n"
-           "|--:|--:|--:|--:|--:|--:|--:|--:|\n", d ? "ar and the variant" : "ar", variant, variant, variant);
+           "predicted:\n\n|%s c | ar prefill ms | ar decode s | ar tok/s | %s prefill ms | %s decode s | %s tok/s | speedup |\n"
+           "|%s--:|--:|--:|--:|--:|--:|--:|--:|\n", d ? "ar and the variant" : "ar", dh, variant, variant, variant, dr);
     for (int i = 0; i < nrows; i++) {
         const plan_row *r = &rows[i];
         char a[32], b[32], c[32], e[32];
@@ -202,14 +215,15 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         fmt(b, sizeof b, "%.3f", r->cyc_req.decode_s);
         fmt(c, sizeof c, "%.1f", r->cyc_req.tok_s);
         fmt(e, sizeof e, "%.2fx", ratio(r->cyc_req.tok_s, r->ar_req.tok_s));
-        printf("| %d | %.2f | %.3f | %.1f | %s | %s | %s | %s |\n", r->conc, 1e3 * r->ar_req.prefill_s, r->ar_req.decode_s,
+        printf("| %s | %.2f | %.3f | %.1f | %s | %s | %s | %s |\n", row_key(r, depths, key, sizeof key),
+               1e3 * r->ar_req.prefill_s, r->ar_req.decode_s,
                r->ar_req.tok_s, a, b, c, e);
     }
     if (!d) return;
     printf("\nCycle split, ms (predicted draft / select / context / verify; measured draft incl. "
-           "context / select / verify / host):\n\n| c | pred draft | pred select | pred context | "
+           "context / select / verify / host):\n\n|%s c | pred draft | pred select | pred context | "
            "pred verify | meas draft+ctx | meas select | meas verify | meas host | pred speedup | "
-           "pred speedup at meas tau | meas speedup |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+           "pred speedup at meas tau | meas speedup |\n|%s--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n", dh, dr);
     for (int i = 0; i < nrows; i++) {
         const plan_row *r = &rows[i];
         char m[4][32], ps[32], pm[32], ms[32];
@@ -221,7 +235,7 @@ static void print_md(const plan_row *rows, int nrows, const db_hw *hw, const db_
         fmt(ps, sizeof ps, "%.2fx", ratio(r->cyc.tok_s, r->ar.tok_s));
         fmt(pm, sizeof pm, "%.2fx", ratio(r->cyc_mt.tok_s, r->ar.tok_s));
         fmt(ms, sizeof ms, "%.2fx", ratio(r->cyc_tok_s, r->ar_tok_s));
-        printf("| %d | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s | %s |\n", r->conc,
+        printf("| %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s | %s |\n", row_key(r, depths, key, sizeof key),
                1e3 * r->cyc.draft.t, 1e3 * r->cyc.select.t, 1e3 * r->cyc.ctx.t, 1e3 * r->cyc.verify.t,
                m[0], m[1], m[2], m[3], ps, pm, ms);
     }
@@ -285,6 +299,7 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
         const plan_row *r = &rows[i];
         cJSON *o = J(cJSON_CreateObject());
         J(cJSON_AddNumberToObject(o, "concurrency", r->conc));
+        J(cJSON_AddNumberToObject(o, "depth", r->depth));
         J(cJSON_AddNumberToObject(o, "context", r->ctx));
         J(cJSON_AddNumberToObject(o, "memory_bytes", r->mem.weights + r->mem.kv + r->mem.act));
         J(cJSON_AddNumberToObject(o, "weights_bytes", r->mem.weights));
@@ -355,7 +370,7 @@ static void print_csv(const plan_row *rows, int nrows, const db_hw *hw, const db
     db_run_meta m;
     db_run_meta_init(&m, 0, NULL, 0, NULL, time(NULL));
     db_provenance_csv(stdout, NULL);
-    printf("device,target,drafter,dtype,variant,block_size,acceptance,concurrency,context,tau,measured_tau,"
+    printf("device,target,drafter,dtype,variant,block_size,acceptance,concurrency,depth,context,tau,measured_tau,"
            "bytes_per_step,flops_per_step,bound,predicted_ms,predicted_tok_s,measured_ms,measured_tok_s,"
            "measured_over_predicted,memory_bytes,bandwidth_gbs,gflops\n");
     for (int i = 0; i < nrows; i++) {
@@ -373,7 +388,7 @@ static void print_csv(const plan_row *rows, int nrows, const db_hw *hw, const db
             db_csv_field(stdout, cyc ? d->base.path : "", 0);
             printf(",%s,%s,%d,", db_dtype_name(dt), cyc ? variant : "ar", cyc ? B : 1);
             db_csv_field(stdout, cyc ? acc : "", 1);
-            printf(",%d,%.0f,%.10g,", r->conc, r->ctx, cyc ? r->tau : 1.0);
+            printf(",%d,%d,%.0f,%.10g,", r->conc, r->depth, r->ctx, cyc ? r->tau : 1.0);
             csv_num(cyc ? r->tau_meas : (r->measured ? 1.0 : NAN), "%.10g");
             printf("%.10g,%.10g,%s,", tot.bytes, tot.flops, bound(cyc ? &r->cyc.verify : &r->ar.verify));
             printf("%.10g,%.10g,", 1e3 * pc->t, pc->tok_s);
@@ -400,6 +415,7 @@ typedef struct {
     db_dtype kv_dtype;                /* the K/V caches': 2 bytes per element at f16 */
     db_variant variant;
     int conc[DB_LIST_MAX], nconc;
+    int nrows;                        /* rows: nconc, times ndepths without --verify-rows */
     char tbuf[1024], dbuf[1024];      /* the configs' paths, found from any directory */
     db_model_config tc;
     db_drafter_config dc;
@@ -420,7 +436,7 @@ typedef struct {
     db_mem_need worst;                /* the largest concurrency's memory */
     int tp[DB_LIST_MAX], ntp;         /* --tp degrees */
     int vrows[DB_LIST_MAX], nvrows;   /* --verify-rows: the K-flat table's rows, or none */
-    int depths[DB_LIST_MAX], ndepths; /* -C / --depth: its context depths */
+    int depths[DB_LIST_MAX], ndepths; /* -C / --depth: the K-flat table's depths, or the plan's axis */
     db_link link;
 } plan_ctx;
 
@@ -441,7 +457,7 @@ static int parse_options(plan_ctx *p, int argc, char **argv, int *help, char *er
         {"max-new-tokens", 'n', "N", "tokens generated per request when measuring (default 32)", NULL, DB_OPT_INT, &p->max_new},
         {"context", 0, "N", "context of the predicted step (default prompt + n/2)", NULL, DB_OPT_INT, &p->context},
         {"verify-rows", 0, "LIST", "K-flat table instead of the concurrency tables: the target's verify forward of one request of each row count at each --depth, predicted, with its time over the 16-row time (no synthetic run; bench --mode verify measures it)", NULL, DB_OPT_STR, &p->vrows_s},
-        {"depth", 'C', "LIST", "cached positions before the verified rows, for --verify-rows (default 0,1024,4096)", NULL, DB_OPT_STR, &p->depth_s},
+        {"depth", 'C', "LIST", "tokens of context before every prompt, an axis as in run (default 0); with --verify-rows: cached positions before the verified rows (default 0,1024,4096)", NULL, DB_OPT_STR, &p->depth_s},
         {"acceptance-profile", 0, "FILE", "per-position acceptance (profile CSV, profile.h)", NULL, DB_OPT_STR, &p->profile_s},
         {"tau", 0, "X", "expected acceptance length instead of a profile", NULL, DB_OPT_FLOAT, &p->tau_arg},
         {"dtype", 0, "TYPE", "weight dtype: " DB_WEIGHT_DTYPE_NAMES " (default: the target checkpoint's main dtype, else bf16; quantized: predicted only)", NULL, DB_OPT_STR, &p->dtype_s},
@@ -507,18 +523,20 @@ static int check_options(plan_ctx *p, char *err, size_t errlen)
         return db_fail(err, errlen, DB_EINPUT, "--link-gbs, --link-latency-us, --gpu-mem-gib >= 0");
     if (p->link_gbs > 0) p->link.gbs = p->link_gbs;
     if (p->link_lat_us > 0) p->link.latency_us = p->link_lat_us;
-    if (p->depth_s && !p->vrows_s)
-        return db_fail(err, errlen, DB_EINPUT, "--depth LIST sets the depths of the K-flat table: give --verify-rows LIST too "
-                                               "(--context N is the predicted step's context)");
+    if ((rc = db_parse_int_list("--depth", p->depth_s ? p->depth_s : p->vrows_s ? "0,1024,4096" : "0", 0, 1 << 24, p->depths,
+                                &p->ndepths, err, errlen)))
+        return rc;
     if (p->vrows_s) {
         if (p->ntp) return db_fail(err, errlen, DB_EINPUT, "--verify-rows prints the K-flat table alone: not with --tp");
         if ((rc = db_parse_int_list("--verify-rows", p->vrows_s, 1, 1 << 20, p->vrows, &p->nvrows, err, errlen))) return rc;
-        if ((rc = db_parse_int_list("--depth", p->depth_s ? p->depth_s : "0,1024,4096", 0, 1 << 24, p->depths, &p->ndepths,
-                                    err, errlen)))
-            return rc;
         p->no_measure = 1; /* a prediction: no synthetic run (the device is still probed unless given) */
     }
-    return db_parse_int_list("--concurrency", p->conc_s, 1, 1 << 16, p->conc, &p->nconc, err, errlen);
+    if ((rc = db_parse_int_list("--concurrency", p->conc_s, 1, 1 << 16, p->conc, &p->nconc, err, errlen))) return rc;
+    p->nrows = p->nvrows ? p->nconc : p->nconc * p->ndepths;
+    if (p->nrows > DB_LIST_MAX)
+        return db_fail(err, errlen, DB_EINPUT, "--depth x --concurrency: %d x %d rows, at most %d", p->ndepths, p->nconc,
+                       DB_LIST_MAX);
+    return DB_OK;
 }
 
 /* --tp: one prediction per (degree, concurrency), in md or into the JSON document */
@@ -541,7 +559,7 @@ static void tp_rows(const plan_ctx *p, FILE *f, cJSON *json)
     }
     cJSON *arr = json ? J(cJSON_AddArrayToObject(json, "rows")) : NULL;
     for (int i = 0; i < p->ntp; i++)
-        for (int j = 0; j < p->nconc; j++) {
+        for (int j = 0; j < p->nrows; j++) {
             const plan_row *r = &p->rows[j];
             db_step_shape ar = db_variant_step(DB_VAR_AR, r->conc, 1, r->ctx, 1, p->kv_dtype);
             db_step_shape cy = db_variant_step(p->variant, r->conc, p->block, r->ctx, p->tau, p->kv_dtype);
@@ -775,23 +793,25 @@ static void predict_at_measured_tau(const plan_ctx *p, plan_row *r)
  * prediction at the measured tau is redone) */
 static void predict(plan_ctx *p)
 {
-    double ctx = p->context > 0 ? p->context : p->prompt_tokens + p->max_new / 2.0;
     p->weights = db_weights_bytes(&p->tc, p->d, p->dt);
     p->fits_all = 1;
     p->worst = (db_mem_need){p->weights, 0, 0};
-    for (int i = 0; i < p->nconc; i++) {
+    for (int i = 0; i < p->nrows; i++) {
         plan_row *r = &p->rows[i];
-        r->conc = p->conc[i], r->ctx = ctx, r->tau = p->tau;
+        r->depth = p->nvrows ? 0 : p->depths[i / p->nconc];
+        int prompt = r->depth + p->prompt_tokens; /* the context before the prompt is prefilled with it */
+        double ctx = p->context > 0 ? p->context : prompt + p->max_new / 2.0;
+        r->conc = p->conc[i % p->nconc], r->ctx = ctx, r->tau = p->tau;
         if (r->measured) predict_at_measured_tau(p, r);
         db_step_shape ar = db_variant_step(DB_VAR_AR, r->conc, 1, ctx, 1, p->kv_dtype);
         ar.sampling = p->temperature > 0;
         db_roofline_step(&p->tc, NULL, p->dt, &p->hw, &ar, &r->ar);
-        db_roofline_request(&p->tc, NULL, p->dt, &p->hw, &ar, p->prompt_tokens, p->max_new, &r->ar_req);
+        db_roofline_request(&p->tc, NULL, p->dt, &p->hw, &ar, prompt, p->max_new, &r->ar_req);
         db_step_shape cy = db_variant_step(p->variant, r->conc, p->block, ctx, p->tau, p->kv_dtype);
         cy.sampling = p->temperature > 0;
         if (p->d) db_roofline_step(&p->tc, p->d, p->dt, &p->hw, &cy, &r->cyc);
-        if (p->d) db_roofline_request(&p->tc, p->d, p->dt, &p->hw, &cy, p->prompt_tokens, p->max_new, &r->cyc_req);
-        db_engine_shape es = {r->conc, p->d ? p->block : 1, p->prompt_tokens, p->max_new, 0, p->kv_dtype};
+        if (p->d) db_roofline_request(&p->tc, p->d, p->dt, &p->hw, &cy, prompt, p->max_new, &r->cyc_req);
+        db_engine_shape es = {r->conc, p->d ? p->block : 1, prompt, p->max_new, 0, p->kv_dtype};
         double kv, act;
         db_engine_bytes(&p->tc, p->d, &es, &kv, &act);
         r->mem = (db_mem_need){p->weights, kv, act};
@@ -819,6 +839,7 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
     db_prompt_set ps;
     int rc = db_prompt_set_random(&ps, "synthetic", r->conc, p->prompt_tokens, p->prompt_tokens, p->tc.vocab, seed,
                                   err, errlen);
+    if (!rc) rc = db_prompt_set_depth(&ps, r->depth, NULL, p->tc.vocab, seed, err, errlen);
     db_run_point pts[2];
     /* allow_long_context: a plan times random weights at the sizes asked for; no token of it is
      * read, so the config's trained positions do not bound it */
@@ -836,7 +857,8 @@ static int measure_row(plan_ctx *p, plan_row *r, char *err, size_t errlen)
                      .warmup_tokens = 4, .after_pass = probe_pass, .user = p, .t_origin = -1};
     db_point_raw raw[2] = {{.key = {.concurrency = r->conc}}, {.key = {.concurrency = r->conc}}};
     int P = p->d ? 2 : 1;
-    fprintf(stderr, "plan: measuring c=%d (%d rounds)\n", r->conc, p->reps);
+    if (r->depth) fprintf(stderr, "plan: measuring c=%d at depth %d (%d rounds)\n", r->conc, r->depth, p->reps);
+    else fprintf(stderr, "plan: measuring c=%d (%d rounds)\n", r->conc, p->reps);
     if (!rc) rc = db_runner_group(&run, pts, raw, P, err, errlen);
     for (int k = 0; k < p->reps && !rc; k++) {
         rc = step_times(&raw[0], k, &ar_ms[k], &t_ar, split, err, errlen);
@@ -880,7 +902,7 @@ static int probe_start(plan_ctx *p, char *err, size_t errlen)
         return DB_OK;
     }
     int runs = !p->no_measure && !db_dtype_is_quant(p->dt);
-    int rc = db_hw_probe_init(&p->probe, p->s.be, p->dt, 0, &p->tc, runs ? 1 + p->nconc * p->reps * (p->d ? 2 : 1) : DB_PROBE_PASSES,
+    int rc = db_hw_probe_init(&p->probe, p->s.be, p->dt, 0, &p->tc, runs ? 1 + p->nrows * p->reps * (p->d ? 2 : 1) : DB_PROBE_PASSES,
                               runs ? 2 : 1, err, errlen);
     if (!rc) rc = db_hw_probe_pass(p->probe, err, errlen);
     if (!rc) db_hw_probe_result(p->probe, &p->hw), db_hw_apply_given(&p->hw, p->bw_arg, p->gf_arg);
@@ -914,7 +936,7 @@ static int measure_all(plan_ctx *p, char *err, size_t errlen)
     }
     fprintf(stderr, "plan: generating synthetic weights (%.2f GiB)...\n", p->weights / DB_GIB);
     int rc = db_session_load_models(&p->s, &p->so, err, errlen); /* failed: the backend stays */
-    for (int i = 0; i < p->nconc && !rc; i++) rc = measure_row(p, &p->rows[i], err, errlen);
+    for (int i = 0; i < p->nrows && !rc; i++) rc = measure_row(p, &p->rows[i], err, errlen);
     return rc;
 }
 
@@ -953,13 +975,14 @@ int db_cmd_plan(int argc, char **argv, char *err, size_t errlen)
         {
             cJSON *tp = p->ntp ? J(cJSON_CreateObject()) : NULL;
             if (tp) tp_rows(p, NULL, tp);
-            if (print_json(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail,
+            if (print_json(p->rows, p->nrows, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail,
                            p->dt, p->mix, tp))
                 rc = db_fail(err, errlen, DB_ERUNTIME, "out of memory formatting the plan as JSON");
         } else if (!strcmp(p->output, "csv")) {
-            print_csv(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->dt);
+            print_csv(p->rows, p->nrows, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->dt);
         } else {
-            print_md(p->rows, p->nconc, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt, p->mix);
+            print_md(p->rows, p->nrows, &p->hw, &p->tc, p->d, p->variant_s, p->block, p->acc, device, p->avail, p->dt, p->mix,
+                     p->depth_s != NULL);
             if (p->ntp) tp_rows(p, stdout, NULL);
         }
         if (!p->fits_all && !p->nvrows)
