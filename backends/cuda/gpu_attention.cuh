@@ -321,8 +321,8 @@ void launch_attention(db_backend *be, float *out, const float *q, const KV *kcac
      * to k_attention_multi, their (row, head) pairs row-major in tasks of up to att_pairs pairs
      * (rows of similar length together: a causal verify block's rows differ by one key); the
      * other rows to k_attention, through a row map when there are both. */
-    const int g = nh / nkv, pairs = c->att_pairs;
-    int nsingle = 0;
+    const int g = nh / nkv;
+    int pairs = c->att_pairs, nsingle = 0;
     unsigned ntasks = 0;
     int *map = nullptr;
     att_task *tasks = nullptr;
@@ -340,6 +340,19 @@ void launch_attention(db_backend *be, float *out, const float *q, const KV *kcac
         }
         tasks = (att_task *)c->att_host;
         map = (int *)(tasks + (size_t)n * g);
+        /* the runs' lengths first (in map), to size the tasks: fewer pairs a block while the
+         * grid would leave SMs without a block */
+        int nruns = 0;
+        for (int r0 = 0, r1; r0 < n; r0 = r1) {
+            for (r1 = r0 + 1; r1 < n && rows[r1].slot == rows[r0].slot && rows[r1].key_lo == rows[r0].key_lo; r1++) {}
+            if (r1 - r0 >= ATT_MULTI_MIN_ROWS) map[nruns++] = r1 - r0;
+        }
+        while (!c->att_pairs_set && pairs > 2) {
+            long blocks = 0;
+            for (int i = 0; i < nruns; i++) blocks += ((long)map[i] * g + pairs - 1) / pairs * nkv;
+            if (blocks >= c->sms) break;
+            pairs /= 2;
+        }
         for (int r0 = 0, r1; r0 < n; r0 = r1) {
             for (r1 = r0 + 1; r1 < n && rows[r1].slot == rows[r0].slot && rows[r1].key_lo == rows[r0].key_lo; r1++) {}
             if (r1 - r0 < ATT_MULTI_MIN_ROWS) {

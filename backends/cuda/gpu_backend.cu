@@ -74,8 +74,10 @@ constexpr int ATT_THREADS = 256;      /* attention: threads per (row, head) bloc
 constexpr int ATT_MAX_PER_LANE = 8;   /* attention: head_dim <= 8 * warpSize                */
 /* attention, several queries a block (k_attention_multi): at most this many (row, head) pairs
  * share one block's K/V loads; each keeps m, l and head_dim / warpSize accumulators per lane
- * in registers (8 pairs x 4 = 32 at head_dim 128, warp 32). DB_GPU_ATT_PAIRS=1..8 (tuning,
- * tests) lowers it; 1 sends every row to k_attention */
+ * in registers (8 pairs x 4 = 32 at head_dim 128, warp 32). A call whose tasks would not give
+ * every SM a block halves it (down to 2): one request's 16-row verify at 64:8 heads is 128
+ * blocks of 8 pairs. DB_GPU_ATT_PAIRS=1..8 (tuning, tests) fixes it; 1 sends every row to
+ * k_attention. Not measured yet: scripts/gpu-check's verify-at-depth step sweeps it. */
 constexpr int ATT_PAIRS = 8;
 /* consecutive rows of one slot with one key_lo (a verify block, a prefill chunk) go to
  * k_attention_multi from this many on; a lone row (decode) stays on k_attention */
@@ -95,6 +97,7 @@ struct gpu_ctx {
     int use_blas;    /* vendor BLAS for large non-deterministic matmuls (0: own tiled GEMM) */
     int blas_min_rows; /* fast mode: rows from which matmul leaves the row-dot kernel */
     int att_pairs;   /* attention: (row, head) pairs per k_attention_multi block, 1..ATT_PAIRS */
+    int att_pairs_set; /* ... as DB_GPU_ATT_PAIRS said: not lowered for a small grid */
     void *att_host;  /* attention: host scratch for the launch plan (tasks, row map) */
     size_t att_host_cap;
 #if DB_GPU_BLAS
@@ -463,7 +466,8 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
     const char *min_rows = getenv("DB_GPU_BLAS_MIN_ROWS");
     c->blas_min_rows = min_rows && atoi(min_rows) >= 1 && atoi(min_rows) <= 4096 ? atoi(min_rows) : GPU_BLAS_MIN_ROWS;
     const char *att_pairs = getenv("DB_GPU_ATT_PAIRS");
-    c->att_pairs = att_pairs && atoi(att_pairs) >= 1 && atoi(att_pairs) <= ATT_PAIRS ? atoi(att_pairs) : ATT_PAIRS;
+    c->att_pairs_set = att_pairs && atoi(att_pairs) >= 1 && atoi(att_pairs) <= ATT_PAIRS;
+    c->att_pairs = c->att_pairs_set ? atoi(att_pairs) : ATT_PAIRS;
 #if DB_GPU_BLAS
     if (BLAS_CHECK(be, cublasCreate(&c->blas)) ||
         BLAS_CHECK(be, cublasSetStream(c->blas, c->stream)))
