@@ -502,6 +502,96 @@ static void test_attention(db_backend *g, const char *name)
     }
 }
 
+static db_backend *make_backend(const db_backend_ops *ops, int deterministic, char *msg, size_t msglen);
+
+static void attn_call(db_backend *be, int f16, float *o, const float *q, const void *k, const void *v, int off,
+                      int cap, const db_attn_row *rows, int n, int nh, int nkv, int hd, float scale)
+{
+    if (f16)
+        be->ops->attention_f16(be, o, q, (const uint16_t *)k + off, (const uint16_t *)v + off, cap, rows, n, nh, nkv,
+                               hd, scale);
+    else
+        be->ops->attention(be, o, q, (const float *)k + off, (const float *)v + off, cap, rows, n, nh, nkv, hd, scale);
+}
+
+/* Verify-shaped attention: consecutive rows of one slot with one key_lo (several requests x B
+ * rows) go to the several-query kernel, k_attention_multi, on a device backend; its every
+ * (row, head) must equal the row computed alone (k_attention) bitwise, and the CPU backend's to
+ * 1e-5. Also with 3 (row, head) pairs a block (DB_GPU_ATT_PAIRS=3: tasks that split a row's
+ * heads and end mid-row) instead of 8. GQA 4:4, 8:4, 8:2; head_dim 64 and 128; f32 and f16
+ * caches, aligned (the vector loads) and, for one shape, unaligned (the scalar loads). */
+static void test_attention_verify(db_backend *g, const char *name)
+{
+    static const db_attn_row rows[] = {
+        /* request A, slot 2: a causal verify block of 5 at position 60 (61..65 keys: across 64, a
+         * tile boundary at warp 32 and 64) */
+        {2, 0, 61}, {2, 0, 62}, {2, 0, 63}, {2, 0, 64}, {2, 0, 65},
+        {0, 5, 100}, /* a decode row: alone, k_attention */
+        /* request B, slot 0: more keys than one round of tiles over the warps (256) */
+        {0, 0, 291}, {0, 0, 292}, {0, 0, 293}, {0, 0, 294},
+        /* request C, slot 1: short, a padding row (no keys) inside, 32 -> 33 keys */
+        {1, 0, 3}, {1, 0, 0}, {1, 0, 32}, {1, 0, 33},
+        {2, 10, 50}, {2, 11, 51}, /* windowed rows: key_lo moves, each alone */
+        /* request D, slot 1: a block without the causal mask inside (one key range for all) */
+        {1, 0, 129}, {1, 0, 129}, {1, 0, 129},
+    };
+    static const int gqa[3][2] = {{4, 4}, {8, 4}, {8, 2}}, hds[] = {64, 128};
+    const int n = (int)(sizeof rows / sizeof rows[0]), slots = 3, cap = 300;
+    setenv("DB_GPU_ATT_PAIRS", "3", 1);
+    db_backend *g3 = make_backend(g->ops, 0, err, sizeof err);
+    unsetenv("DB_GPU_ATT_PAIRS");
+    if (!g3) {
+        tap_ok(0, "%s: backend with DB_GPU_ATT_PAIRS=3: %s", name, err);
+        return;
+    }
+    for (int f16 = 0; f16 <= 1; f16++)
+        for (int gi = 0; gi < 3; gi++)
+            for (int hi = 0; hi < 2; hi++)
+                for (int off = 0; off <= (gi == 1 && hi == 0); off++) {
+                    int nh = gqa[gi][0], nkv = gqa[gi][1], hd = hds[hi];
+                    size_t kvn = (size_t)slots * cap * nkv * hd + 1, qn = (size_t)n * nh * hd, es = f16 ? 2 : 4;
+                    void *k = malloc(es * kvn), *v = malloc(es * kvn);
+                    for (size_t i = 0; i < kvn; i++) {
+                        float a = urand(-1, 1), b = urand(-1, 1);
+                        if (f16)
+                            ((uint16_t *)k)[i] = db_f32_to_f16(a), ((uint16_t *)v)[i] = db_f32_to_f16(b);
+                        else
+                            ((float *)k)[i] = a, ((float *)v)[i] = b;
+                    }
+                    float *q = rand_floats(qn, -3, 3), scale = 1.0f / sqrtf((float)hd);
+                    void *kc = dev_put(cpu, k, es * kvn), *vc = dev_put(cpu, v, es * kvn);
+                    void *kg = dev_put(g, k, es * kvn), *vg = dev_put(g, v, es * kvn);
+                    void *k3 = dev_put(g3, k, es * kvn), *v3 = dev_put(g3, v, es * kvn);
+                    float *qc = dev_put(cpu, q, sizeof(float) * qn), *oc = dev_put(cpu, NULL, sizeof(float) * qn);
+                    float *qg = dev_put(g, q, sizeof(float) * qn), *og = dev_poison(g, qn), *o1 = dev_poison(g, qn);
+                    float *q3 = dev_put(g3, q, sizeof(float) * qn), *o3 = dev_poison(g3, qn);
+                    attn_call(cpu, f16, oc, qc, kc, vc, off, cap, rows, n, nh, nkv, hd, scale);
+                    attn_call(g, f16, og, qg, kg, vg, off, cap, rows, n, nh, nkv, hd, scale);
+                    attn_call(g3, f16, o3, q3, k3, v3, off, cap, rows, n, nh, nkv, hd, scale);
+                    for (int r = 0; r < n; r++)
+                        attn_call(g, f16, o1 + (size_t)r * nh * hd, qg + (size_t)r * nh * hd, kg, vg, off, cap, rows + r,
+                                  1, nh, nkv, hd, scale);
+                    float *h = dev_get(g, og, qn), *h1 = dev_get(g, o1, qn), *h3 = dev_get(g3, o3, qn);
+                    float *hc = dev_get(cpu, oc, qn);
+                    double e = rel_err(h, hc, qn);
+                    const char *what = f16 ? "f16" : "f32", *al = off ? " unaligned" : "";
+                    tap_ok(e <= 1e-5, "%s: attention verify-shaped (4 requests x 3-5 rows, rows alone) %s%s hd=%d GQA %d:%d, rel err %.2e to cpu",
+                           name, what, al, hd, nh, nkv, e);
+                    tap_ok(memcmp(h, h1, sizeof(float) * qn) == 0 && memcmp(h, h3, sizeof(float) * qn) == 0,
+                           "%s: attention verify-shaped %s%s hd=%d GQA %d:%d: == each row alone == 3 pairs a block (bitwise)",
+                           name, what, al, hd, nh, nkv);
+                    cpu->ops->dfree(cpu, kc), cpu->ops->dfree(cpu, vc), cpu->ops->dfree(cpu, qc), cpu->ops->dfree(cpu, oc);
+                    g->ops->dfree(g, kg), g->ops->dfree(g, vg), g->ops->dfree(g, qg), g->ops->dfree(g, og);
+                    g->ops->dfree(g, o1);
+                    g3->ops->dfree(g3, k3), g3->ops->dfree(g3, v3), g3->ops->dfree(g3, q3), g3->ops->dfree(g3, o3);
+                    free(k), free(v), free(q), free(h), free(h1), free(h3), free(hc);
+                }
+    int rc = g3->ops->sync(g3);
+    tap_ok(rc == 0 && g3->bytes_in_use == 0, "%s: DB_GPU_ATT_PAIRS=3 backend: no error latched (%s), buffers freed",
+           name, rc ? g3->err : "ok");
+    db_backend_destroy(g3);
+}
+
 /* f16 K/V caches: kv_store_f16 rounds as db_f32_to_f16 (bitwise, ties, subnormals, overflow,
  * signed zeros); attention_f16 == attention on the widened caches (bitwise: the same kernel and
  * order) and within 1e-5 of the CPU backend's attention_f16, with aligned and unaligned caches */
@@ -1266,6 +1356,7 @@ static int test_backend(const db_backend_ops *ops, int pipeline, int *failed_ini
     test_elementwise(g, name);
     test_embed_copy_rows(g, name);
     test_attention(g, name);
+    test_attention_verify(g, name);
     test_kv_f16(g, name);
     test_topk(g, name);
     test_probs(g, name);

@@ -72,6 +72,16 @@ constexpr int ROWDOT_TILE = 8;        /* activation rows per pass of the row-dot
 constexpr int MAX_TOPK = 64;          /* topk: k limit                                      */
 constexpr int ATT_THREADS = 256;      /* attention: threads per (row, head) block          */
 constexpr int ATT_MAX_PER_LANE = 8;   /* attention: head_dim <= 8 * warpSize                */
+/* attention, several queries a block (k_attention_multi): at most this many (row, head) pairs
+ * share one block's K/V loads; each keeps m, l and head_dim / warpSize accumulators per lane
+ * in registers (8 pairs x 4 = 32 at head_dim 128, warp 32). A call whose tasks would not give
+ * every SM a block halves it (down to 2): one request's 16-row verify at 64:8 heads is 128
+ * blocks of 8 pairs. DB_GPU_ATT_PAIRS=1..8 (tuning, tests) fixes it; 1 sends every row to
+ * k_attention. Not measured yet: scripts/gpu-check's verify-at-depth step sweeps it. */
+constexpr int ATT_PAIRS = 8;
+/* consecutive rows of one slot with one key_lo (a verify block, a prefill chunk) go to
+ * k_attention_multi from this many on; a lone row (decode) stays on k_attention */
+constexpr int ATT_MULTI_MIN_ROWS = 2;
 constexpr int SELECT_THREADS = 512;   /* topk / probs: threads per row                      */
 constexpr int MAX_WARPS = 32;         /* 1024 threads / 32 lanes                            */
 
@@ -86,6 +96,10 @@ struct gpu_ctx {
     int failed;      /* latched: the first error message stays in be->err */
     int use_blas;    /* vendor BLAS for large non-deterministic matmuls (0: own tiled GEMM) */
     int blas_min_rows; /* fast mode: rows from which matmul leaves the row-dot kernel */
+    int att_pairs;   /* attention: (row, head) pairs per k_attention_multi block, 1..ATT_PAIRS */
+    int att_pairs_set; /* ... as DB_GPU_ATT_PAIRS said: not lowered for a small grid */
+    void *att_host;  /* attention: host scratch for the launch plan (tasks, row map) */
+    size_t att_host_cap;
 #if DB_GPU_BLAS
     cublasHandle_t blas;
 #endif
@@ -451,6 +465,9 @@ int gpu_init(db_backend *be, const db_backend_opts *opts)
     /* tuning and tests: where fast mode hands matmuls to the GEMM (1 .. 4096 rows) */
     const char *min_rows = getenv("DB_GPU_BLAS_MIN_ROWS");
     c->blas_min_rows = min_rows && atoi(min_rows) >= 1 && atoi(min_rows) <= 4096 ? atoi(min_rows) : GPU_BLAS_MIN_ROWS;
+    const char *att_pairs = getenv("DB_GPU_ATT_PAIRS");
+    c->att_pairs_set = att_pairs && atoi(att_pairs) >= 1 && atoi(att_pairs) <= ATT_PAIRS;
+    c->att_pairs = c->att_pairs_set ? atoi(att_pairs) : ATT_PAIRS;
 #if DB_GPU_BLAS
     if (BLAS_CHECK(be, cublasCreate(&c->blas)) ||
         BLAS_CHECK(be, cublasSetStream(c->blas, c->stream)))
@@ -497,6 +514,7 @@ void gpu_free(db_backend *be)
     if (c->nonfinite_dev) (void)cudaFree(c->nonfinite_dev);
     (void)cudaStreamDestroy(c->stream);
     free(c->tab);
+    free(c->att_host);
     free(c);
     be->ctx = nullptr;
 }
