@@ -19,6 +19,22 @@ __device__ __forceinline__ float4 kv_load4(const uint16_t *p)
     return f;
 }
 
+/* The end of a (row, head): the nw warps' online-softmax states (max wm, sum wl, accumulators
+ * wacc [nw][hd], in shared memory) merged in warp order into o [hd]. One function for both
+ * kernels, so that their results are the same bit for bit. */
+__device__ __forceinline__ void merge_warps(float *o, const float *wm, const float *wl, const float *wacc, int nw, int hd)
+{
+    float M = -INFINITY;
+    for (int w = 0; w < nw; w++) M = fmaxf(M, wm[w]);
+    float L = 0.0f;
+    for (int w = 0; w < nw; w++) L += wl[w] * expf(wm[w] - M); /* idle warps: 0 * 0 */
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        float a = 0.0f;
+        for (int w = 0; w < nw; w++) a += wacc[w * hd + i] * expf(wm[w] - M);
+        o[i] = a / L;
+    }
+}
+
 /* One block per (row, head); the row's keys [key_lo, key_hi) of its slot in tiles of warpSize
  * keys, tiles dealt to the warps in turn. Lane l scores key t0 + l (dot product in index order,
  * then * scale, as the reference), the warp updates its online softmax (max m, sum l) and its
@@ -113,15 +129,7 @@ __global__ void k_attention(float *out, const float *q, const KV *kc, const KV *
         if (c < nc && i < hd) wacc[wid * hd + i] = acc[c];
     }
     __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < nw; w++) M = fmaxf(M, wm[w]);
-    float L = 0.0f;
-    for (int w = 0; w < nw; w++) L += wl[w] * expf(wm[w] - M); /* idle warps: 0 * 0 */
-    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-        float a = 0.0f;
-        for (int w = 0; w < nw; w++) a += wacc[w * hd + i] * expf(wm[w] - M);
-        o[i] = a / L;
-    }
+    merge_warps(o, wm, wl, wacc, nw, hd);
 }
 
 /* One block of k_attention_multi: `np` (row, head) pairs of the rows r0.. (consecutive rows of
@@ -276,15 +284,7 @@ __global__ void k_attention_multi(float *out, const float *q, const KV *kc, cons
             if (c < nc && i < hd) wacc[wid * hd + i] = acc[p][c];
         }
         __syncthreads();
-        float M = -INFINITY;
-        for (int w = 0; w < nw; w++) M = fmaxf(M, wm[w]);
-        float L = 0.0f;
-        for (int w = 0; w < nw; w++) L += wl[w] * expf(wm[w] - M); /* idle warps: 0 * 0 */
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-            float a = 0.0f;
-            for (int w = 0; w < nw; w++) a += wacc[w * hd + i] * expf(wm[w] - M);
-            o[i] = a / L;
-        }
+        merge_warps(o, wm, wl, wacc, nw, hd);
         __syncthreads(); /* the next pair rewrites wm, wl, wacc */
     }
 }

@@ -283,6 +283,16 @@ static void json_device(cJSON *root, const db_hw *hw, const db_model_config *t, 
     J(cJSON_AddStringToObject(root, "mix", mix[0] ? mix : db_dtype_name(dt)));
 }
 
+/* the JSON document on stdout, then freed; -1 when it (or a part of it) ran out of memory */
+static int print_json_doc(cJSON *root)
+{
+    char *txt = json_oom ? NULL : cJSON_Print(root);
+    if (txt) printf("%s\n", txt);
+    free(txt);
+    cJSON_Delete(root);
+    return txt ? 0 : -1;
+}
+
 static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db_model_config *t,
                        const db_drafter_config *d, const char *variant, int B, const char *acc,
                        const char *device, size_t avail, db_dtype dt, const char *mix, cJSON *tp)
@@ -348,11 +358,7 @@ static int print_json(const plan_row *rows, int nrows, const db_hw *hw, const db
         }
         JADD(arr, NULL, o);
     }
-    char *txt = json_oom ? NULL : cJSON_Print(root);
-    if (txt) printf("%s\n", txt);
-    free(txt);
-    cJSON_Delete(root);
-    return txt ? 0 : -1;
+    return print_json_doc(root);
 }
 
 /* -o csv: one tidy row per concurrency and model (ar, then the cycle), the provenance columns of
@@ -703,11 +709,7 @@ static int kflat_json(const plan_ctx *p, const kflat_row *k, const char *device)
         J(cJSON_AddNumberToObject(o, "fixed_ms", 1e3 * q->fixed_s));
         JADD(arr, NULL, o);
     }
-    char *txt = json_oom ? NULL : cJSON_Print(root);
-    if (txt) printf("%s\n", txt);
-    free(txt);
-    cJSON_Delete(root);
-    return txt ? 0 : -1;
+    return print_json_doc(root);
 }
 
 static int kflat_print(const plan_ctx *p, const char *device, char *err, size_t errlen)
