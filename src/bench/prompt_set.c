@@ -244,6 +244,26 @@ int db_prompt_set_max_len(const db_prompt_set *ps)
     return m;
 }
 
+int db_prompt_set_turn(const db_prompt_set *ps, const db_tokenizer *tok, db_chat_template tmpl, int thinking, int j,
+                       int turn, const char *const *answers, int **ids, int *n, char *err, size_t errlen)
+{
+    int *r, nr, rc = db_prompt_render(tok, tmpl, thinking, &ps->ds.samples[j], turn, answers, &r, &nr, err, errlen);
+    if (rc || !ps->depth) {
+        *ids = rc ? NULL : r, *n = rc ? 0 : nr;
+        return rc;
+    }
+    int *w = db_malloc(sizeof(int) * ((size_t)ps->depth + (size_t)nr));
+    if (!w) {
+        free(r);
+        return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a later turn of %s", ps->name);
+    }
+    memcpy(w, ps->ids[j], sizeof(int) * (size_t)ps->depth); /* the first turn's context */
+    memcpy(w + ps->depth, r, sizeof(int) * (size_t)nr);
+    free(r);
+    *ids = w, *n = ps->depth + nr;
+    return DB_OK;
+}
+
 int db_prompt_set_floor_len(const db_prompt_set *ps, const db_tokenizer *tok, db_chat_template tmpl, int thinking,
                             int *len, char *err, size_t errlen)
 {
@@ -254,9 +274,9 @@ int db_prompt_set_floor_len(const db_prompt_set *ps, const db_tokenizer *tok, db
     for (int j = 0; j < ps->ds.n && !rc && turns > 1 && tok; j++)
         for (int t = 1; t < ps->ds.samples[j].n_turns && t < 64 && !rc; t++) {
             int *ids, n;
-            if ((rc = db_prompt_render(tok, tmpl, thinking, &ps->ds.samples[j], t, none, &ids, &n, err, errlen))) break;
+            if ((rc = db_prompt_set_turn(ps, tok, tmpl, thinking, j, t, none, &ids, &n, err, errlen))) break;
             free(ids);
-            if (n + ps->depth > *len) *len = n + ps->depth;
+            if (n > *len) *len = n;
         }
     return rc;
 }

@@ -22,7 +22,8 @@ typedef struct {
     int synthetic;  /* ids without text: one turn, no chat template */
     int random_vocab; /* random ids (db_prompt_set_random): their vocabulary; 0 otherwise */
     int depth;      /* every ids[j] starts with depth tokens of context (db_prompt_set_depth);
-                     * a later turn gets the same ids[j][0, depth) before it (runner.c) */
+                     * a later turn gets the same ids[j][0, depth) before it:
+                     * db_prompt_set_turn) */
 } db_prompt_set;
 
 /* n prompts of ids drawn uniformly from [0, V). Prompt j has its own stream, seeded from seed
@@ -57,6 +58,11 @@ int db_prompt_tokenizer_load(db_tokenizer *tok, const char *path, char *err, siz
 int db_prompt_set_turns(const db_prompt_set *ps);     /* requests per pass: every sample's turns */
 int db_prompt_set_max_turns(const db_prompt_set *ps); /* the most turns of a sample, >= 1 */
 int db_prompt_set_max_len(const db_prompt_set *ps);   /* the longest first turn, >= 1 */
+/* Turn `turn` (>= 1) of sample j rendered with the answers of its earlier turns (text/prompt.h
+ * db_prompt_render), behind the same depth tokens of context as its first turn: *ids (malloc'd,
+ * the caller frees) and *n. */
+int db_prompt_set_turn(const db_prompt_set *ps, const db_tokenizer *tok, db_chat_template tmpl, int thinking, int j,
+                       int turn, const char *const *answers, int **ids, int *n, char *err, size_t errlen);
 /* The longest prompt a pass surely reaches: the longest first turn, and each later turn rendered
  * with empty answers (real answers only add to it) after the set's context; *len. Sets of one
  * turn: db_prompt_set_max_len. */

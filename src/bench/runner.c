@@ -66,19 +66,6 @@ int db_runner_pass(db_target *t, db_drafter *d, const db_gen_params *p, int conc
     return rc;
 }
 
-/* a later turn's ids (*ids, n of them) behind the context its first turn had (prompt_set.h) */
-static int with_context(const db_prompt_set *ps, int j, int **ids, int *n, char *err, size_t errlen)
-{
-    int *w = db_malloc(sizeof(int) * ((size_t)ps->depth + (size_t)*n));
-    if (!w) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for a later turn of %s", ps->name);
-    memcpy(w, ps->ids[j], sizeof(int) * (size_t)ps->depth);
-    memcpy(w + ps->depth, *ids, sizeof(int) * (size_t)*n);
-    free(*ids);
-    *ids = w;
-    *n += ps->depth;
-    return DB_OK;
-}
-
 /* A timed pass of nreq requests (request q: prompt q mod D): turn 1 of every request, then
  * later turns with each request's decoded answers so far. stats[] receives one entry per
  * (request, turn), request order within each turn; raw's inter-token latencies grow by the
@@ -111,9 +98,8 @@ static int timed_pass(const db_runner *r, const db_run_point *pt, int nreq, db_p
             if (turn >= sm->n_turns) continue;
             int *ids = ps->ids[q % ns], len = ps->len[q % ns];
             if (turn > 0) {
-                rc = db_prompt_render(r->tok, r->tmpl, r->thinking, sm, turn, (const char *const *)answers[q],
-                                      &prompts[n], &len, err, errlen);
-                if (!rc && ps->depth) rc = with_context(ps, q % ns, &prompts[n], &len, err, errlen);
+                rc = db_prompt_set_turn(ps, r->tok, r->tmpl, r->thinking, q % ns, turn, (const char *const *)answers[q],
+                                        &prompts[n], &len, err, errlen);
                 ids = prompts[n];
             }
             idx[n] = q;
