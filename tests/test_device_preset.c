@@ -175,6 +175,16 @@ static void test_integrated(void)
     cy.sampling = 0;
     db_roofline_step(&t, &d, DB_BF16, &f, &cy, &c1);
     tap_ok(near(c1.t - c0.t, 2e-3), "greedy: the forwards' fixed cost only");
+    /* a chain drafter (eagle3, mtp): its B-1 steps one fixed cost (one captured sequence), each
+     * step sampling its N rows, and the same verify as a block draft */
+    d.kind = DB_DRAFTER_EAGLE3, d.n_taps = 3, d.draft_vocab = t.vocab, d.target_hidden = t.hidden;
+    cy = db_variant_step(DB_VAR_EAGLE3, 2, 8, 500, 4, DB_F16);
+    cy.sampling = 1;
+    db_roofline_step(&t, &d, DB_BF16, &hw, &cy, &c0);
+    db_roofline_step(&t, &d, DB_BF16, &f, &cy, &c1);
+    tap_ok(near(c1.draft.t - c0.draft.t, 1e-3 + 2 * 7 * 1e-5) && near(c1.verify.t - c0.verify.t, 1e-3 + 2 * 8 * 1e-5) &&
+               near(c1.t - c0.t, 2e-3 + (2 * 8 + 2 * 7) * 1e-5),
+           "chain cycle of 2 requests, block 8, sampled: the chain's and the verify's fixed cost, 16 verify rows + 14 drafted rows");
 }
 
 /* scripts/plan-validate: the shape of its output */

@@ -331,6 +331,12 @@ void db_roofline_step(const db_model_config *t, const db_drafter_config *d, db_d
         out->ctx = chain_ctx(d, es, kvs, hw, N * (s->tau > 1 ? s->tau : 1));
         out->verify = verify_cost(t, es, kvs, hw, N, B, ctx, NULL);
         out->verify.bytes += N * B * d->n_taps * H * 4;
+        /* the preset's fixed costs: the chain's B-1 steps once, as a serving stack runs them (one
+         * captured graph of all the steps, SGLang's multi-step draft: host work and the wait once;
+         * the steps' own small ops are in chain_draft), each step sampling its N rows at T > 0; the
+         * verify as every variant's */
+        out->draft.t += hw->fwd_s + N * (B - 1) * smp;
+        out->verify.t += hw->fwd_s + N * B * smp;
         out->t = out->draft.t + out->ctx.t + out->verify.t;
         out->tok_s = out->t > 0 ? N * s->tau / out->t : 0;
         return;
