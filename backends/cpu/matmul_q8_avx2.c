@@ -8,7 +8,8 @@
  * with ones adds those pairs into the lane's 32-bit sum of 4. Signed codes (Q8_0, the IQ4
  * levels) go in as their magnitudes with the activations' signs flipped where the code is
  * negative (vpsignb); Q3_K / Q4_0 / Q5_0 / Q6_K's unsigned codes (code + 4 / 8 / 16 / 32) have
- * the lane's offset x its activation sum subtracted, as in the VNNI kernel. One weight row's K block is unpacked into a panel (codes, lane
+ * the lane's offset x its activation sum subtracted, as in the VNNI kernel. Weights of 32-value
+ * blocks sum each block's lanes in integers (tile_blocks). One weight row's K block is unpacked into a panel (codes, lane
  * scales, mins) and every group of RN = 4 activation rows runs over it: 8 accumulators, within
  * AVX2's 16 registers. */
 #include "config.h"
@@ -213,6 +214,51 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, const
                                        _mm256_loadu_ps(xq->s + (size_t)(r0 + r) * (I / 32) + k0 / 32 + b), m[r]);
 }
 
+/* 8 vectors of one block's 8 lane sums each -> the 8 block sums, in order */
+static inline __m256i sum8_blocks(const __m256i *D)
+{
+    __m256i a = _mm256_hadd_epi32(D[0], D[1]), b = _mm256_hadd_epi32(D[2], D[3]);
+    __m256i c = _mm256_hadd_epi32(D[4], D[5]), d = _mm256_hadd_epi32(D[6], D[7]);
+    /* e: [blocks 0-3: lanes 0-3 | blocks 0-3: lanes 4-7], f the same of blocks 4-7 */
+    __m256i e = _mm256_hadd_epi32(a, b), f = _mm256_hadd_epi32(c, d);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(e, f, 0x20), _mm256_permute2x128_si256(e, f, 0x31));
+}
+
+/* Weights of 32-value blocks (matmul_q8.h): a half chunk is one block; 8 blocks' lane sums are
+ * summed into 8 block sums (sum8_blocks), converted and scaled at once into the accumulator
+ * holding lanes b % 16 (acc[2r + h], h = (b % 16) / 8: the 8 blocks from a multiple of 8 share
+ * it). Blocks past the K block's add 0 (codes and scale 0). */
+static inline __attribute__((always_inline)) void tile_blocks(int R, db_dtype dt, const panel_t *p,
+                                                              const db_q8_rows *xq, int r0, int k0, int nc,
+                                                              __m256 *acc, __m256 *m)
+{
+    const int I = xq->I, nbk = 2 * nc;
+    for (int q = 0; q < nbk; q += 8) {
+        int nq = nbk - q < 8 ? nbk - q : 8, h = ((k0 / 32 + q) % 16) / 8;
+        _Alignas(32) float ws[8] = {0};
+        for (int i = 0; i < nq; i++) ws[i] = p->scale[8 * (q + i)];
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(nq), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int r = 0; r < R; r++) {
+            __m256i D[8];
+            for (int i = 0; i < 8; i++) {
+                int kk = 32 * (q + i);
+                D[i] = i < nq ? dot(dt, _mm256_load_si256((const __m256i *)(p->code + kk)),
+                                    _mm256_loadu_si256((const __m256i *)(xq->q + (size_t)(r0 + r) * I + k0 + kk)),
+                                    xq->nx + (size_t)(r0 + r) * (I / 4) + (k0 + kk) / 4)
+                              : _mm256_setzero_si256();
+            }
+            const float *db = xq->db + (size_t)(r0 + r) * (I / 32) + k0 / 32 + q;
+            __m256 t = _mm256_mul_ps(_mm256_load_ps(ws), _mm256_maskload_ps(db, keep));
+            acc[2 * r + h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum8_blocks(D)), t, acc[2 * r + h]);
+        }
+    }
+    if (has_mins(dt)) /* Q4_1 / Q5_1: as tile() */
+        for (int r = 0; r < R; r++)
+            for (int b = 0; b < nbk; b += 8)
+                m[r] = _mm256_fmadd_ps(_mm256_load_ps(p->min + b),
+                                       _mm256_loadu_ps(xq->s + (size_t)(r0 + r) * (I / 32) + k0 / 32 + b), m[r]);
+}
+
 static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, const db_q8_rows *xq,
                                                       const void *w, int n, int O, int o0, int o1,
                                                       int accumulate)
@@ -231,6 +277,15 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                 int nc = (I - k0 < KC ? I - k0 : KC) / 64;
                 /* a row of at most KC values is unpacked once for all its row groups */
                 if (r0 == 0 || I > KC) unpack(dt, row, k0 / 64, nc, &p);
+                if (db_q8_block_sums(dt)) {
+                    switch (R) {
+                    case 4: tile_blocks(4, dt, &p, xq, r0, k0, nc, acc, m); break;
+                    case 3: tile_blocks(3, dt, &p, xq, r0, k0, nc, acc, m); break;
+                    case 2: tile_blocks(2, dt, &p, xq, r0, k0, nc, acc, m); break;
+                    default: tile_blocks(1, dt, &p, xq, r0, k0, nc, acc, m); break;
+                    }
+                    continue;
+                }
                 switch (R) {
                 case 4: tile(4, dt, &p, xq, r0, k0, nc, acc, m); break;
                 case 3: tile(3, dt, &p, xq, r0, k0, nc, acc, m); break;
@@ -323,4 +378,5 @@ void db_q8_quantize_avx2(db_q8_rows *xq, const float *x, int r0, int r1)
                 xq->s[(size_t)r * (I / 32) + ((size_t)qb * b + (size_t)k) / 32] = d * (float)_mm_cvtsi128_si32(t);
             }
         }
+    for (int r = r0; r < r1 && qb == 32; r++) db_q8_blocks_fill(xq, r);
 }

@@ -25,10 +25,13 @@ int db_q8_supports(db_dtype dt, int I)
 
 static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+static size_t qt_stride(int I) { return ((size_t)I + 511) & ~(size_t)511; }
+
 size_t db_q8_rows_bytes(int n, int I)
 {
-    size_t q = align64((size_t)n * I), dl = align64(sizeof(float) * (size_t)n * (I / 4));
-    return q + 2 * dl + align64(sizeof(float) * (size_t)n * (I / 32));
+    size_t q = align64((size_t)n * I), dl = align64(sizeof(float) * (size_t)n * (I / 4)),
+           b = align64(sizeof(float) * (size_t)n * (I / 32));
+    return q + 2 * dl + b + align64((size_t)n * qt_stride(I)) + 2 * b;
 }
 
 int db_q8_act_block(db_dtype dt) { return db_dtype_block(dt) == 32 ? 32 : 256; }
@@ -44,7 +47,31 @@ void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I, int qb)
     xq->nx = (int32_t *)p;
     p += align64(sizeof(float) * (size_t)n * (I / 4));
     xq->s = (float *)p;
+    p += align64(sizeof(float) * (size_t)n * (I / 32));
+    xq->qt = (int8_t *)p;
+    p += align64((size_t)n * qt_stride(I));
+    xq->nb = (int32_t *)p;
+    p += align64(sizeof(float) * (size_t)n * (I / 32));
+    xq->db = (float *)p;
     xq->I = I;
+}
+
+void db_q8_blocks_fill(db_q8_rows *xq, int r)
+{
+    const int I = xq->I, nbk = I / 32;
+    const int8_t *q = xq->q + (size_t)r * I;
+    int8_t *qt = xq->qt + (size_t)r * qt_stride(I);
+    for (int g = 0; 512 * g < I; g++)
+        for (int i = 0; i < 16; i++) {
+            int b = 16 * g + i;
+            for (int j = 0; j < 8; j++)
+                for (int t = 0; t < 4; t++) qt[512 * g + 64 * j + 4 * i + t] = b < nbk ? q[32 * b + 4 * j + t] : 0;
+        }
+    for (int b = 0; b < nbk; b++) {
+        const int32_t *nx = xq->nx + (size_t)r * (I / 4) + 8 * b;
+        xq->nb[(size_t)r * nbk + b] = nx[0] + nx[1] + nx[2] + nx[3] + nx[4] + nx[5] + nx[6] + nx[7];
+        xq->db[(size_t)r * nbk + b] = xq->dl[(size_t)r * (I / 4) + 8 * b];
+    }
 }
 
 void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1)
@@ -87,6 +114,7 @@ void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1)
                 xq->s[(size_t)r * (I / 32) + (size_t)(qb / 32) * b + j] = d * (float)sum;
             }
         }
+    for (int r = r0; r < r1 && qb == 32; r++) db_q8_blocks_fill(xq, r);
 }
 
 static float ld_f16(const uint8_t *p)
@@ -207,11 +235,17 @@ void db_matmul_q8_ref(float *y, const db_q8_rows *xq, const void *w, db_dtype dt
                 int8_t code[64];
                 float scale[16], mn[2];
                 db_q8_unpack_chunk(dt, row, c, code, scale, mn);
-                for (int l = 0; l < 16; l++) {
+                for (int l = 0; l < 16 && !db_q8_block_sums(dt); l++) {
                     int isum = 0;
                     for (int k = 4 * l; k < 4 * l + 4; k++) isum += code[k] * xr[64 * c + k];
                     float t = scale[l] * dl[16 * c + l];
                     acc[l] = fmaf((float)isum, t, acc[l]);
+                }
+                for (int h = 0; h < 2 && db_q8_block_sums(dt); h++) { /* blocks 2c, 2c + 1 */
+                    int b = 2 * c + h, isum = 0;
+                    for (int k = 32 * h; k < 32 * h + 32; k++) isum += code[k] * xr[64 * c + k];
+                    float t = scale[8 * h] * xq->db[(size_t)r * (I / 32) + b];
+                    acc[b % 16] = fmaf((float)isum, t, acc[b % 16]);
                 }
                 for (int h = 0; h < 2; h++) {
                     int b = 2 * c + h;

@@ -63,6 +63,7 @@ typedef struct {
     __m512 scale[4];
     __m256 min;     /* the mins of the 8 blocks of 32 (K types) */
     float min2[2];  /* the mins of a chunk's 2 blocks (Q4_1, Q5_1) */
+    float bd[2];    /* the scales of a chunk's 2 blocks (types of 32-value blocks) */
 } unit_t;
 
 static inline float ld_f16(const uint8_t *p)
@@ -126,13 +127,15 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
 {
     w->min = _mm256_setzero_ps(); /* the types without mins leave them 0 */
     w->min2[0] = w->min2[1] = 0.0f;
+    w->bd[0] = w->bd[1] = 0.0f;
     if (UNIT(dt) == 1) { /* blocks 2u and 2u + 1 */
         static const int bytes[] = {[DB_Q8_0] = 34, [DB_Q4_0] = 18, [DB_Q4_1] = 20, [DB_Q5_0] = 22,
                                     [DB_Q5_1] = 24, [DB_IQ4_NL] = 18};
         const uint8_t *b0 = row + (size_t)(2 * u) * (size_t)bytes[dt], *b1 = b0 + bytes[dt];
         int with_min = dt == DB_Q4_1 || dt == DB_Q5_1, five = dt == DB_Q5_0 || dt == DB_Q5_1;
         int qs = (with_min ? 4 : 2) + (five ? 4 : 0);
-        w->scale[0] = _mm512_insertf32x8(_mm512_set1_ps(ld_f16(b0)), _mm256_set1_ps(ld_f16(b1)), 1);
+        w->bd[0] = ld_f16(b0), w->bd[1] = ld_f16(b1);
+        w->scale[0] = _mm512_insertf32x8(_mm512_set1_ps(w->bd[0]), _mm256_set1_ps(w->bd[1]), 1);
         if (with_min) w->min2[0] = -ld_f16(b0 + 2), w->min2[1] = -ld_f16(b1 + 2);
         if (dt == DB_Q8_0) {
             w->code[0] = _mm512_xor_si512(join(_mm256_loadu_si256((const __m256i *)(b0 + 2)), _mm256_loadu_si256((const __m256i *)(b1 + 2))),
@@ -283,6 +286,139 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, __m51
         for (int r = 0; r < R; r++) acc[o * RN + r] = a[o * RN + r];
 }
 
+/* ---- weights of 32-value blocks: one conversion and fma a block (matmul_q8.h) ---- */
+
+/* lanes 0-7: the sums of a's adjacent lane pairs, 8-15: b's */
+static inline __m512i pair_sums(__m512i a, __m512i b)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
+}
+
+/* 8 chunks' lane sums (chunk cc: block 2cc in lanes 0-7, 2cc + 1 in 8-15) -> the 16 block
+ * sums, lane i block i (integer sums: exact in any order) */
+static inline __m512i block_sums(const __m512i *v)
+{
+    __m512i w0 = pair_sums(v[0], v[1]), w1 = pair_sums(v[2], v[3]), w2 = pair_sums(v[4], v[5]), w3 = pair_sums(v[6], v[7]);
+    return pair_sums(pair_sums(w0, w1), pair_sums(w2, w3));
+}
+
+/* The one-row path: each weight row's chunks as direct()'s, a group of 8 chunks' lane sums
+ * reduced to 16 block sums (block_sums), scaled and added into the lanes of their blocks */
+static inline __attribute__((always_inline)) void direct_blocks(db_dtype dt, float *y, const db_q8_rows *xq, const void *w,
+                                                                int o0, int o1, int accumulate)
+{
+    const int I = xq->I, nbk = I / 32, mins = has_mins(dt);
+    const size_t rb = db_dtype_bytes(dt, (size_t)I);
+    for (int o = o0; o < o1; o++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
+        if (o + PF_ROWS < o1)
+            for (size_t k = 0; k < rb; k += 64) _mm_prefetch((const char *)(row + PF_ROWS * rb + k), _MM_HINT_T0);
+        __m512 a = _mm512_setzero_ps();
+        __m256 m = _mm256_setzero_ps();
+        _Alignas(32) float mn8[8];
+        for (int g = 0; 16 * g < nbk; g++) {
+            int nb = nbk - 16 * g < 16 ? nbk - 16 * g : 16;
+            __mmask16 k = (__mmask16)((1u << nb) - 1);
+            __m512i v[8];
+            _Alignas(64) float ws[16] = {0};
+            for (int cc = 0; cc < 8; cc++) {
+                int u = 8 * g + cc;
+                if (2 * cc >= nb) {
+                    v[cc] = _mm512_setzero_si512();
+                    continue;
+                }
+                unit_t wu;
+                unpack(dt, row, u, &wu, 0, 0.0f);
+                v[cc] = _mm512_dpbusd_epi32(xoff(dt, xq->nx, u), wu.code[0], _mm512_loadu_si512(xq->q + 64 * u));
+                ws[2 * cc] = wu.bd[0], ws[2 * cc + 1] = wu.bd[1];
+                if (!mins) continue;
+                mn8[(2 * u) % 8] = wu.min2[0], mn8[(2 * u + 1) % 8] = wu.min2[1];
+                if (u % 4 == 3) m = _mm256_fmadd_ps(_mm256_load_ps(mn8), _mm256_loadu_ps(xq->s + 2 * (u - 3)), m);
+            }
+            __m512 t = _mm512_mul_ps(_mm512_load_ps(ws), _mm512_maskz_loadu_ps(k, xq->db + 16 * g));
+            a = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(block_sums(v)), t, a, k);
+        }
+        float v = hsum16(a);
+        if (mins) v = v - hsum8(m);
+        y[o] = accumulate ? y[o] + v : v;
+    }
+}
+
+/* The panel's codes of 16 blocks side by side (db_q8_rows.qt's layout): c[cc] the group's chunk
+ * cc; out vector j lane i = dword j of block i = dword 8 (i % 2) + j of chunk i / 2. Three
+ * butterfly stages each swap one bit of the vector index with one of the lane index (vector cc,
+ * lane 8h + j -> vector j, lane 8h + cc), then lane 8h + cc moves to 2cc + h. */
+typedef struct {
+    __m512i a[3], b[3], fix;
+} transpose_idx;
+
+static void transpose_idx_init(transpose_idx *t)
+{
+    _Alignas(64) int32_t ia[16], ib[16], fx[16];
+    for (int k = 0; k < 3; k++) {
+        for (int l = 0; l < 16; l++) {
+            int bit = l >> k & 1;
+            ia[l] = bit ? 16 + (l ^ (1 << k)) : l;
+            ib[l] = bit ? 16 + l : l | (1 << k);
+        }
+        t->a[k] = _mm512_load_si512(ia);
+        t->b[k] = _mm512_load_si512(ib);
+    }
+    for (int i = 0; i < 16; i++) fx[i] = 8 * (i & 1) + (i >> 1);
+    t->fix = _mm512_load_si512(fx);
+}
+
+static inline void transpose_blocks(const transpose_idx *t, __m512i *v, uint8_t *out)
+{
+    for (int k = 0; k < 3; k++)
+        for (int x = 0; x < 8; x++)
+            if (!(x >> k & 1)) {
+                __m512i a = v[x], b = v[x | 1 << k];
+                v[x] = _mm512_permutex2var_epi32(a, t->a[k], b);
+                v[x | 1 << k] = _mm512_permutex2var_epi32(a, t->b[k], b);
+            }
+    for (int j = 0; j < 8; j++) _mm512_store_si512(out + 64 * j, _mm512_permutexvar_epi32(t->fix, v[j]));
+}
+
+/* R activation rows from r0 (their qt) against the panel's 4 weight rows of transposed codes
+ * (p->code[o] + 512 gl: group gl of the K block from k0, nc chunks) and block scales
+ * (p->scale[o][16 gl + i]): per group, each (row, weight row) pair's 8 vpdpbusd sum 16 blocks
+ * in the integer unit; acc[o * RN + r] in memory */
+static inline __attribute__((always_inline)) void tile_blocks(int R, db_dtype dt, __m512 *acc, const panel_t *p,
+                                                              const db_q8_rows *xq, int r0, int k0, int nc)
+{
+    const int I = xq->I, nbk = I / 32;
+    const size_t S = ((size_t)I + 511) & ~(size_t)511;
+    for (int gl = 0; 8 * gl < nc; gl++) {
+        int g = k0 / 512 + gl, nb = nbk - 16 * g < 16 ? nbk - 16 * g : 16;
+        __mmask16 k = (__mmask16)((1u << nb) - 1);
+        __m512i ai[RO * RN], x0[RN];
+        for (int r = 0; r < R; r++) {
+            __m512i nb0 = _mm512_maskz_loadu_epi32(k, xq->nb + (size_t)(r0 + r) * nbk + 16 * g);
+            x0[r] = off_shift(dt) ? _mm512_slli_epi32(nb0, (unsigned)off_shift(dt)) : _mm512_setzero_si512();
+        }
+        for (int o = 0; o < RO; o++)
+            for (int r = 0; r < R; r++) ai[o * RN + r] = x0[r];
+        for (int j = 0; j < 8; j++) {
+            __m512i xv[RN];
+            for (int r = 0; r < R; r++) xv[r] = _mm512_loadu_si512(xq->qt + (size_t)(r0 + r) * S + 512 * g + 64 * j);
+            for (int o = 0; o < RO; o++) {
+                __m512i wv = _mm512_load_si512(p->code[o] + 512 * gl + 64 * j);
+                for (int r = 0; r < R; r++) ai[o * RN + r] = _mm512_dpbusd_epi32(ai[o * RN + r], wv, xv[r]);
+            }
+        }
+        for (int r = 0; r < R; r++) {
+            __m512 dv = _mm512_maskz_loadu_ps(k, xq->db + (size_t)(r0 + r) * nbk + 16 * g);
+            for (int o = 0; o < RO; o++) {
+                __m512 t = _mm512_mul_ps(_mm512_load_ps(p->scale[o] + 16 * gl), dv);
+                acc[o * RN + r] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(ai[o * RN + r]), t, acc[o * RN + r], k);
+            }
+        }
+    }
+}
+
 /* R rows against weight rows one at a time, each unit unpacked into registers and used at
  * once: the path of a decode (R = 1), where a panel would be written for one read */
 static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, float *y, const db_q8_rows *xq,
@@ -392,9 +528,13 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
     /* one row: no panel (measured: 1.0-1.3x the panel path for the K types, within 5% for
      * the others); from 2 rows the panel's 4 weight rows per tile win (at 4 rows 1.1-1.4x) */
     if (n == 1) {
-        direct(1, dt, y, xq, w, O, o0, o1, accumulate);
+        if (db_q8_block_sums(dt)) direct_blocks(dt, y, xq, w, o0, o1, accumulate);
+        else direct(1, dt, y, xq, w, O, o0, o1, accumulate);
         return;
     }
+    const int blocks = db_q8_block_sums(dt);
+    transpose_idx tix;
+    if (blocks) transpose_idx_init(&tix);
     const int I = xq->I, U = UNIT(dt), mins = has_mins(dt);
     const size_t rb = db_dtype_bytes(dt, (size_t)I);
     _Alignas(64) panel_t p;
@@ -414,7 +554,23 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                 for (int r = 0; r < ng; r++) mbuf[o][r] = _mm256_setzero_ps();
             for (int k0 = 0; k0 < I; k0 += KC) {
                 int nc = (I - k0 < KC ? I - k0 : KC) / 64;
-                for (int o = 0; o < RO; o++)
+                for (int o = 0; o < RO && blocks; o++) /* codes side by side, a scale a block */
+                    for (int gl = 0; 8 * gl < nc; gl++) {
+                        __m512i v[8];
+                        for (int cc = 0; cc < 8; cc++) {
+                            int u = 8 * gl + cc;
+                            p.scale[o][16 * gl + 2 * cc] = p.scale[o][16 * gl + 2 * cc + 1] = 0.0f;
+                            v[cc] = _mm512_setzero_si512();
+                            if (u >= nc) continue;
+                            unit_t wu;
+                            unpack(dt, rows[o], k0 / 64 + u, &wu, 0, 0.0f);
+                            v[cc] = wu.code[0];
+                            p.scale[o][16 * gl + 2 * cc] = wu.bd[0], p.scale[o][16 * gl + 2 * cc + 1] = wu.bd[1];
+                            if (mins) p.min[o][2 * u] = wu.min2[0], p.min[o][2 * u + 1] = wu.min2[1];
+                        }
+                        transpose_blocks(&tix, v, p.code[o] + 512 * gl);
+                    }
+                for (int o = 0; o < RO && !blocks; o++)
                     for (int u = 0; u < nc / U; u++) {
                         unit_t wu;
                         unpack(dt, rows[o], k0 / 64 / U + u, &wu, 0, 0.0f);
@@ -435,6 +591,15 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                         xr[r] = xq->q + (size_t)(r0 + r) * I + k0;
                         dr[r] = xq->dl + (size_t)(r0 + r) * (I / 4) + k0 / 4;
                         nx[r] = xq->nx + (size_t)(r0 + r) * (I / 4) + k0 / 4;
+                    }
+                    if (blocks) {
+                        switch (R) {
+                        case 4: tile_blocks(4, dt, abuf[t], &p, xq, r0, k0, nc); break;
+                        case 3: tile_blocks(3, dt, abuf[t], &p, xq, r0, k0, nc); break;
+                        case 2: tile_blocks(2, dt, abuf[t], &p, xq, r0, k0, nc); break;
+                        default: tile_blocks(1, dt, abuf[t], &p, xq, r0, k0, nc); break;
+                        }
+                        continue;
                     }
                     switch (R) {
                     case 4: tile(4, dt, abuf[t], &p, xr, dr, nx, nc); break;
@@ -525,4 +690,5 @@ void db_q8_quantize_vnni(db_q8_rows *xq, const float *x, int r0, int r1)
                 xq->s[(size_t)r * (I / 32) + (size_t)(qb / 32) * b + j] = d * (float)_mm_cvtsi128_si32(t);
             }
         }
+    for (int r = r0; r < r1 && qb == 32; r++) db_q8_blocks_fill(xq, r);
 }
