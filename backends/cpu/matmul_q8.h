@@ -56,10 +56,11 @@ typedef struct {
      * byte 512 g + 64 j + 4 i + t of a row is value 32 (16 g + i) + 4 j + t (0 past the row's
      * blocks), so that a 4-byte lane i of vector j holds block 16 g + i and 8 vectors' integer
      * products sum 16 whole blocks lane by lane */
-    int8_t *qt;  /* [N, QS] QS = I rounded up to 512 */
+    int8_t *qt;  /* [N, QS] QS = I rounded up to 512; only where N > 1 */
     int32_t *nb; /* [N, I / 32] minus the sum of each block's codes */
     float *db;   /* [N, I / 32] d_b of each block */
     int I;
+    int n;       /* N */
     int qb;      /* the activation block: 32 or 256 (db_q8_act_block) */
 } db_q8_rows;
 

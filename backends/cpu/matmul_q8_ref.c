@@ -54,6 +54,7 @@ void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I, int qb)
     p += align64(sizeof(float) * (size_t)n * (I / 32));
     xq->db = (float *)p;
     xq->I = I;
+    xq->n = n;
 }
 
 void db_q8_blocks_fill(db_q8_rows *xq, int r)
@@ -61,11 +62,13 @@ void db_q8_blocks_fill(db_q8_rows *xq, int r)
     const int I = xq->I, nbk = I / 32;
     const int8_t *q = xq->q + (size_t)r * I;
     int8_t *qt = xq->qt + (size_t)r * qt_stride(I);
-    for (int g = 0; 512 * g < I; g++)
+    for (int g = 0; 512 * g < I && xq->n > 1; g++) /* (one row takes the one-row path: no qt) */
         for (int i = 0; i < 16; i++) {
             int b = 16 * g + i;
-            for (int j = 0; j < 8; j++)
-                for (int t = 0; t < 4; t++) qt[512 * g + 64 * j + 4 * i + t] = b < nbk ? q[32 * b + 4 * j + t] : 0;
+            for (int j = 0; j < 8; j++) {
+                if (b < nbk) memcpy(qt + 512 * g + 64 * j + 4 * i, q + 32 * b + 4 * j, 4);
+                else memset(qt + 512 * g + 64 * j + 4 * i, 0, 4);
+            }
         }
     for (int b = 0; b < nbk; b++) {
         const int32_t *nx = xq->nx + (size_t)r * (I / 4) + 8 * b;

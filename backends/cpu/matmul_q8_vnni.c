@@ -331,14 +331,16 @@ static inline __attribute__((always_inline)) void direct_blocks(db_dtype dt, flo
                 }
                 unit_t wu;
                 unpack(dt, row, u, &wu, 0, 0.0f);
-                v[cc] = _mm512_dpbusd_epi32(xoff(dt, xq->nx, u), wu.code[0], _mm512_loadu_si512(xq->q + 64 * u));
+                v[cc] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu.code[0], _mm512_loadu_si512(xq->q + 64 * u));
                 ws[2 * cc] = wu.bd[0], ws[2 * cc + 1] = wu.bd[1];
                 if (!mins) continue;
                 mn8[(2 * u) % 8] = wu.min2[0], mn8[(2 * u + 1) % 8] = wu.min2[1];
                 if (u % 4 == 3) m = _mm256_fmadd_ps(_mm256_load_ps(mn8), _mm256_loadu_ps(xq->s + 2 * (u - 3)), m);
             }
             __m512 t = _mm512_mul_ps(_mm512_load_ps(ws), _mm512_maskz_loadu_ps(k, xq->db + 16 * g));
-            a = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(block_sums(v)), t, a, k);
+            __m512i is = block_sums(v); /* then the codes' offset, a block at a time */
+            if (off_shift(dt)) is = _mm512_add_epi32(is, _mm512_slli_epi32(_mm512_maskz_loadu_epi32(k, xq->nb + 16 * g), (unsigned)off_shift(dt)));
+            a = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(is), t, a, k);
         }
         float v = hsum16(a);
         if (mins) v = v - hsum8(m);
