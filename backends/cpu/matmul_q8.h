@@ -25,14 +25,15 @@
  *     q - 8 for Q4_0, q - 16 for Q5_0, q - 32 for Q6_K, the level for the IQ4 types), scale per
  *     lane (d, d * s_j, d * (s_j - 32) or d * sc), min per block of 32 (dmin * m_j of Q4_K /
  *     Q5_K, -m of Q4_1 / Q5_1, else 0) — quant.c's products, rounded alike
- *   per (row, o), weights of 256-value blocks: lane l accumulates acc_l = fma((float)isum_l,
- *     scale_l * d_b(l), acc_l) over the chunks in order, isum_l the exact integer sum of the
- *     lane's 4 code x q products;
- *   per (row, o), weights of 32-value blocks (one scale a block: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
- *     IQ4_NL): block b's exact integer sum isum_b of its 32 code x q products goes to lane
- *     b % 16: acc_{b % 16} = fma((float)isum_b, scale_b * d_b, acc_{b % 16}), b in order (one
- *     conversion and fma a block, not a lane: the multi-row kernels sum a block in the integer
- *     unit from a layout of 16 blocks side by side, db_q8_rows.qt);
+ *   per (row, o), Q6_K and Q3_K (a scale per 16 values): lane l accumulates acc_l =
+ *     fma((float)isum_l, scale_l * d_b(l), acc_l) over the chunks in order, isum_l the exact
+ *     integer sum of the lane's 4 code x q products;
+ *   per (row, o), the types with a scale per 32 values (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+ *     and the sub-blocks of Q4_K, Q5_K, IQ4_XS; db_q8_block_sums): block b's exact integer sum
+ *     isum_b of its 32 code x q products goes to lane b % 16: acc_{b % 16} = fma((float)isum_b,
+ *     scale_b * d_b, acc_{b % 16}), b in order (one conversion and fma a block, not a lane: the
+ *     multi-row kernels sum a block in the integer unit from a layout of 16 blocks side by
+ *     side, db_q8_rows.qt);
  *   the mins accumulate per 8 blocks: m_j = fma(min_b, s_b, m_j), b = 8t + j, t in order;
  *     y = hsum16(acc) - hsum8(m), each hsum a fixed tree (lanes l + h, h = 8, 4, 2, 1).
  * Nothing depends on N or on the rows sharing a call: batch-invariant. Against the float path
@@ -52,7 +53,7 @@ typedef struct {
     float *s;   /* [N, I / 32] d_b * sum of block b's codes */
     int32_t *nx; /* [N, I / 4] minus the sum of each lane's 4 codes (the kernels' offset
                   * corrections: code - 8 of Q4_0, code - 32 of Q6_K) */
-    /* blocks of 32 (qb == 32) also side by side, 16 blocks a group of 512 bytes (db_q8_blocks_fill):
+    /* the codes also side by side, 16 blocks of 32 a group of 512 bytes (db_q8_blocks_fill):
      * byte 512 g + 64 j + 4 i + t of a row is value 32 (16 g + i) + 4 j + t (0 past the row's
      * blocks), so that a 4-byte lane i of vector j holds block 16 g + i and 8 vectors' integer
      * products sum 16 whole blocks lane by lane */
@@ -77,11 +78,14 @@ size_t db_q8_rows_bytes(int n, int I);
 void db_q8_rows_init(db_q8_rows *xq, void *buf, int n, int I, int qb);
 /* rows [r0, r1) of x into xq (plain C; the kernel file has its own, bitwise equal) */
 void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1);
-/* qt, nb and db of row r from its codes, lane scales and lane sums (every quantizer's last step
- * for blocks of 32) */
+/* qt, nb and db of row r from its codes, lane scales and lane sums (every quantizer's last
+ * step) */
 void db_q8_blocks_fill(db_q8_rows *xq, int r);
-/* weights of 32-value blocks: the per-block sums above */
-static inline int db_q8_block_sums(db_dtype dt) { return db_dtype_block(dt) == 32; }
+/* weights with one scale a block of 32 values: the per-block sums above */
+static inline int db_q8_block_sums(db_dtype dt)
+{
+    return db_dtype_block(dt) == 32 || dt == DB_Q4_K || dt == DB_Q5_K || dt == DB_IQ4_XS;
+}
 
 typedef void (*db_q8_quantize_fn)(db_q8_rows *xq, const float *x, int r0, int r1);
 /* y[n, o] (+)= the dot product above, for o in [o0, o1) and the n rows of xq */

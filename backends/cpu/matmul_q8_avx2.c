@@ -378,5 +378,5 @@ void db_q8_quantize_avx2(db_q8_rows *xq, const float *x, int r0, int r1)
                 xq->s[(size_t)r * (I / 32) + ((size_t)qb * b + (size_t)k) / 32] = d * (float)_mm_cvtsi128_si32(t);
             }
         }
-    for (int r = r0; r < r1 && qb == 32; r++) db_q8_blocks_fill(xq, r);
+    for (int r = r0; r < r1; r++) db_q8_blocks_fill(xq, r);
 }

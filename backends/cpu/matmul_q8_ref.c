@@ -117,7 +117,7 @@ void db_q8_quantize_ref(db_q8_rows *xq, const float *x, int r0, int r1)
                 xq->s[(size_t)r * (I / 32) + (size_t)(qb / 32) * b + j] = d * (float)sum;
             }
         }
-    for (int r = r0; r < r1 && qb == 32; r++) db_q8_blocks_fill(xq, r);
+    for (int r = r0; r < r1; r++) db_q8_blocks_fill(xq, r);
 }
 
 static float ld_f16(const uint8_t *p)

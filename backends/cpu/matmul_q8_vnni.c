@@ -64,6 +64,7 @@ typedef struct {
     __m256 min;     /* the mins of the 8 blocks of 32 (K types) */
     float min2[2];  /* the mins of a chunk's 2 blocks (Q4_1, Q5_1) */
     float bd[2];    /* the scales of a chunk's 2 blocks (types of 32-value blocks) */
+    __m256 bs;      /* the scales of the 8 blocks of 32 (Q4_K, Q5_K, IQ4_XS) */
 } unit_t;
 
 static inline float ld_f16(const uint8_t *p)
@@ -128,7 +129,9 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
     w->min = _mm256_setzero_ps(); /* the types without mins leave them 0 */
     w->min2[0] = w->min2[1] = 0.0f;
     w->bd[0] = w->bd[1] = 0.0f;
+    w->bs = _mm256_setzero_ps();
     if (UNIT(dt) == 1) { /* blocks 2u and 2u + 1 */
+        w->code[1] = w->code[2] = w->code[3] = _mm512_setzero_si512(); /* (unused) */
         static const int bytes[] = {[DB_Q8_0] = 34, [DB_Q4_0] = 18, [DB_Q4_1] = 20, [DB_Q5_0] = 22,
                                     [DB_Q5_1] = 24, [DB_IQ4_NL] = 18};
         const uint8_t *b0 = row + (size_t)(2 * u) * (size_t)bytes[dt], *b1 = b0 + bytes[dt];
@@ -158,7 +161,7 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         /* (in registers: bytes stored as two words and loaded as one would stall the load) */
         __m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sv));
         __m256i m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mv));
-        __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(ld_f16(b)), _mm256_cvtepi32_ps(v)));
+        __m512 sc = _mm512_castps256_ps512(w->bs = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b)), _mm256_cvtepi32_ps(v)));
         w->min = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b + 2)), _mm256_cvtepi32_ps(m));
         if (pre) sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(sc), _mm256_set1_ps(dx)));
         /* a chunk's 32 bytes in both halves (a broadcast load): low nibbles in the lower half,
@@ -185,8 +188,8 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         __m256i s = _mm256_setr_epi32(db_scale_iq4_xs(0, sh, b + 4), db_scale_iq4_xs(1, sh, b + 4), db_scale_iq4_xs(2, sh, b + 4),
                                       db_scale_iq4_xs(3, sh, b + 4), db_scale_iq4_xs(4, sh, b + 4), db_scale_iq4_xs(5, sh, b + 4),
                                       db_scale_iq4_xs(6, sh, b + 4), db_scale_iq4_xs(7, sh, b + 4));
-        __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(ld_f16(b)),
-                                                         _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_set1_epi32(32)))));
+        w->bs = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b)), _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_set1_epi32(32))));
+        __m512 sc = _mm512_castps256_ps512(w->bs);
         if (pre) sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(sc), _mm256_set1_ps(dx)));
         for (int cc = 0; cc < 4; cc++) {
             w->scale[cc] = spread(sc, 2, cc);
@@ -309,7 +312,7 @@ static inline __m512i block_sums(const __m512i *v)
 static inline __attribute__((always_inline)) void direct_blocks(db_dtype dt, float *y, const db_q8_rows *xq, const void *w,
                                                                 int o0, int o1, int accumulate)
 {
-    const int I = xq->I, nbk = I / 32, mins = has_mins(dt);
+    const int I = xq->I, nbk = I / 32, mins = has_mins(dt), U = UNIT(dt);
     const size_t rb = db_dtype_bytes(dt, (size_t)I);
     for (int o = o0; o < o1; o++) {
         const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
@@ -322,22 +325,40 @@ static inline __attribute__((always_inline)) void direct_blocks(db_dtype dt, flo
             int nb = nbk - 16 * g < 16 ? nbk - 16 * g : 16;
             __mmask16 k = (__mmask16)((1u << nb) - 1);
             __m512i v[8];
-            _Alignas(64) float ws[16] = {0};
-            for (int cc = 0; cc < 8; cc++) {
-                int u = 8 * g + cc;
-                if (2 * cc >= nb) {
+            __m512 ws;
+            if (U == 1) { /* chunks 8g .. 8g + 7 */
+                for (int cc = 0; cc < 8; cc++) {
+                    int u = 8 * g + cc;
                     v[cc] = _mm512_setzero_si512();
-                    continue;
+                    if (2 * cc >= nb) continue;
+                    unit_t wu;
+                    unpack(dt, row, u, &wu, 0, 0.0f);
+                    v[cc] = _mm512_dpbusd_epi32(v[cc], wu.code[0], _mm512_loadu_si512(xq->q + 64 * u));
+                    if (!mins) continue;
+                    mn8[(2 * u) % 8] = wu.min2[0], mn8[(2 * u + 1) % 8] = wu.min2[1];
+                    if (u % 4 == 3) m = _mm256_fmadd_ps(_mm256_load_ps(mn8), _mm256_loadu_ps(xq->s + 2 * (u - 3)), m);
                 }
-                unit_t wu;
-                unpack(dt, row, u, &wu, 0, 0.0f);
-                v[cc] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu.code[0], _mm512_loadu_si512(xq->q + 64 * u));
-                ws[2 * cc] = wu.bd[0], ws[2 * cc + 1] = wu.bd[1];
-                if (!mins) continue;
-                mn8[(2 * u) % 8] = wu.min2[0], mn8[(2 * u + 1) % 8] = wu.min2[1];
-                if (u % 4 == 3) m = _mm256_fmadd_ps(_mm256_load_ps(mn8), _mm256_loadu_ps(xq->s + 2 * (u - 3)), m);
+                /* the 16 blocks' f16 scales, each the first 2 bytes of its block */
+                const int bb = (int)db_dtype_bytes(dt, 32);
+                __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(bb));
+                __m512i h = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, row + (size_t)bb * 16 * g, 1);
+                ws = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+            } else { /* units 2g, 2g + 1 */
+                __m256 bs[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+                for (int hu = 0; hu < 2; hu++) {
+                    int u = 2 * g + hu;
+                    for (int e = 0; e < 4; e++) v[4 * hu + e] = _mm512_setzero_si512();
+                    if (8 * hu >= nb) continue;
+                    unit_t wu;
+                    unpack(dt, row, u, &wu, 0, 0.0f);
+                    for (int e = 0; e < 4; e++)
+                        v[4 * hu + e] = _mm512_dpbusd_epi32(v[4 * hu + e], wu.code[e], _mm512_loadu_si512(xq->q + 64 * (4 * u + e)));
+                    bs[hu] = wu.bs;
+                    if (mins) m = _mm256_fmadd_ps(wu.min, _mm256_loadu_ps(xq->s + 8 * u), m);
+                }
+                ws = _mm512_insertf32x8(_mm512_castps256_ps512(bs[0]), bs[1], 1);
             }
-            __m512 t = _mm512_mul_ps(_mm512_load_ps(ws), _mm512_maskz_loadu_ps(k, xq->db + 16 * g));
+            __m512 t = _mm512_mul_ps(ws, _mm512_maskz_loadu_ps(k, xq->db + 16 * g));
             __m512i is = block_sums(v); /* then the codes' offset, a block at a time */
             if (off_shift(dt)) is = _mm512_add_epi32(is, _mm512_slli_epi32(_mm512_maskz_loadu_epi32(k, xq->nb + 16 * g), (unsigned)off_shift(dt)));
             a = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(is), t, a, k);
@@ -559,16 +580,30 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                 for (int o = 0; o < RO && blocks; o++) /* codes side by side, a scale a block */
                     for (int gl = 0; 8 * gl < nc; gl++) {
                         __m512i v[8];
-                        for (int cc = 0; cc < 8; cc++) {
+                        float *sc = p.scale[o] + 16 * gl;
+                        for (int cc = 0; cc < 8 && U == 1; cc++) {
                             int u = 8 * gl + cc;
-                            p.scale[o][16 * gl + 2 * cc] = p.scale[o][16 * gl + 2 * cc + 1] = 0.0f;
+                            sc[2 * cc] = sc[2 * cc + 1] = 0.0f;
                             v[cc] = _mm512_setzero_si512();
                             if (u >= nc) continue;
                             unit_t wu;
                             unpack(dt, rows[o], k0 / 64 + u, &wu, 0, 0.0f);
                             v[cc] = wu.code[0];
-                            p.scale[o][16 * gl + 2 * cc] = wu.bd[0], p.scale[o][16 * gl + 2 * cc + 1] = wu.bd[1];
+                            sc[2 * cc] = wu.bd[0], sc[2 * cc + 1] = wu.bd[1];
                             if (mins) p.min[o][2 * u] = wu.min2[0], p.min[o][2 * u + 1] = wu.min2[1];
+                        }
+                        for (int cc = 0; cc < 8 && U == 4; cc += U) {
+                            int c = 8 * gl + cc; /* the chunk in the K block */
+                            for (int e = 0; e < U; e++) v[cc + e] = _mm512_setzero_si512();
+                            for (int e = 0; e < 2 * U; e++) sc[2 * cc + e] = 0.0f;
+                            if (c >= nc) continue;
+                            unit_t wu;
+                            unpack(dt, rows[o], (k0 / 64 + c) / U, &wu, 0, 0.0f);
+                            for (int e = 0; e < U; e++) v[cc + e] = wu.code[e];
+                            if (U == 4) _mm256_storeu_ps(sc + 2 * cc, wu.bs);
+                            else sc[2 * cc] = wu.bd[0], sc[2 * cc + 1] = wu.bd[1];
+                            if (mins && U == 4) _mm256_storeu_ps(p.min[o] + 2 * c, wu.min);
+                            if (mins && U == 1) p.min[o][2 * c] = wu.min2[0], p.min[o][2 * c + 1] = wu.min2[1];
                         }
                         transpose_blocks(&tix, v, p.code[o] + 512 * gl);
                     }
@@ -692,5 +727,5 @@ void db_q8_quantize_vnni(db_q8_rows *xq, const float *x, int r0, int r1)
                 xq->s[(size_t)r * (I / 32) + (size_t)(qb / 32) * b + j] = d * (float)_mm_cvtsi128_si32(t);
             }
         }
-    for (int r = r0; r < r1 && qb == 32; r++) db_q8_blocks_fill(xq, r);
+    for (int r = r0; r < r1; r++) db_q8_blocks_fill(xq, r);
 }
