@@ -18,7 +18,14 @@
  * codes, lane scales and mins (panel_t, 9 KB: stays in L1) and read by every tile of 4 weight
  * rows x up to RN = 4 activation rows (16 accumulators); rows come in groups of up to 16 whose
  * accumulators wait in abuf between the K blocks, and a tile's 16 sums are reduced together
- * (store_tile()). */
+ * (store_tile()).
+ *
+ * The types with a scale per 32 values (db_q8_block_sums) are summed a block at a time:
+ * the panel holds their codes 16 blocks side by side (transpose_blocks(), the layout of the
+ * activations' qt), so a (row, weight row) pair's 8 vpdpbusd over a group leave lane i the
+ * whole sum of block i, converted and scaled once (tile_blocks(): 8 integer and 3 float
+ * operations a 512 values and pair, where the lane scales took 8 x 4); the one-row path reduces
+ * 8 chunks' lane sums to the 16 block sums in registers (direct_blocks(), block_sums()). */
 #include "config.h"
 #include "matmul_q8.h"
 #include "quant.h"
