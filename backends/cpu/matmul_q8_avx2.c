@@ -188,9 +188,10 @@ static inline float hsum8(__m256 a)
 }
 
 /* R activation rows from r0 against the panel's nc chunks (K block from value k0); acc[2r + h]
- * lanes 8h..8h+7, m[r] the block mins' sums */
+ * lanes 8h..8h+7. Only the per-lane types come here (Q6_K, Q3_K: no mins); the others take
+ * tile_blocks() */
 static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, const panel_t *p, const db_q8_rows *xq,
-                                                       int r0, int k0, int nc, __m256 *acc, __m256 *m)
+                                                       int r0, int k0, int nc, __m256 *acc)
 {
     const int I = xq->I;
     __m256 a[2 * RN];
@@ -207,11 +208,6 @@ static inline __attribute__((always_inline)) void tile(int R, db_dtype dt, const
             }
         }
     for (int i = 0; i < 2 * R; i++) acc[i] = a[i];
-    if (has_mins(dt)) /* m_j over the K block's blocks, 8 at a time */
-        for (int r = 0; r < R; r++)
-            for (int b = 0; b < 2 * nc; b += 8)
-                m[r] = _mm256_fmadd_ps(_mm256_load_ps(p->min + b),
-                                       _mm256_loadu_ps(xq->s + (size_t)(r0 + r) * (I / 32) + k0 / 32 + b), m[r]);
 }
 
 /* 8 vectors of one block's 8 lane sums each -> the 8 block sums, in order */
@@ -252,7 +248,7 @@ static inline __attribute__((always_inline)) void tile_blocks(int R, db_dtype dt
             acc[2 * r + h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum8_blocks(D)), t, acc[2 * r + h]);
         }
     }
-    if (has_mins(dt)) /* Q4_1 / Q5_1: as tile() */
+    if (has_mins(dt)) /* m_j over the K block's blocks, 8 at a time */
         for (int r = 0; r < R; r++)
             for (int b = 0; b < nbk; b += 8)
                 m[r] = _mm256_fmadd_ps(_mm256_load_ps(p->min + b),
@@ -287,10 +283,10 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                     continue;
                 }
                 switch (R) {
-                case 4: tile(4, dt, &p, xq, r0, k0, nc, acc, m); break;
-                case 3: tile(3, dt, &p, xq, r0, k0, nc, acc, m); break;
-                case 2: tile(2, dt, &p, xq, r0, k0, nc, acc, m); break;
-                default: tile(1, dt, &p, xq, r0, k0, nc, acc, m); break;
+                case 4: tile(4, dt, &p, xq, r0, k0, nc, acc); break;
+                case 3: tile(3, dt, &p, xq, r0, k0, nc, acc); break;
+                case 2: tile(2, dt, &p, xq, r0, k0, nc, acc); break;
+                default: tile(1, dt, &p, xq, r0, k0, nc, acc); break;
                 }
             }
             for (int r = 0; r < R; r++) {

@@ -127,7 +127,7 @@ static inline __m512i nibbles2(const uint8_t *q0, const uint8_t *q1, int iq)
 }
 
 /* unit u of a weight row (layouts in quant.c; values exactly db_q8_unpack_chunk's, the codes
- * + the type's offset). pre (the one-row path, types of 256-value blocks): the lane scales come
+ * + the type's offset). pre (the per-lane one-row path: Q6_K, Q3_K): the lane scales come
  * multiplied by dx, the activation block's d: the products the kernels make per chunk, made
  * once per 256 values */
 static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint8_t *row, int u, unit_t *w, int pre,
@@ -170,7 +170,6 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
         __m256i m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mv));
         __m512 sc = _mm512_castps256_ps512(w->bs = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b)), _mm256_cvtepi32_ps(v)));
         w->min = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b + 2)), _mm256_cvtepi32_ps(m));
-        if (pre) sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(sc), _mm256_set1_ps(dx)));
         /* a chunk's 32 bytes in both halves (a broadcast load): low nibbles in the lower half,
          * high in the upper, by a shift count per half */
         const __m512i by_half = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1), m4z = _mm512_set1_epi8(15);
@@ -197,7 +196,6 @@ static inline __attribute__((always_inline)) void unpack(db_dtype dt, const uint
                                       db_scale_iq4_xs(6, sh, b + 4), db_scale_iq4_xs(7, sh, b + 4));
         w->bs = _mm256_mul_ps(_mm256_set1_ps(ld_f16(b)), _mm256_cvtepi32_ps(_mm256_sub_epi32(s, _mm256_set1_epi32(32))));
         __m512 sc = _mm512_castps256_ps512(w->bs);
-        if (pre) sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(sc), _mm256_set1_ps(dx)));
         for (int cc = 0; cc < 4; cc++) {
             w->scale[cc] = spread(sc, 2, cc);
             w->code[cc] = nibbles2(b + 8 + 32 * cc, b + 24 + 32 * cc, 1);
@@ -450,20 +448,19 @@ static inline __attribute__((always_inline)) void tile_blocks(int R, db_dtype dt
 }
 
 /* R rows against weight rows one at a time, each unit unpacked into registers and used at
- * once: the path of a decode (R = 1), where a panel would be written for one read */
+ * once: the path of a decode (R = 1), where a panel would be written for one read. Only the
+ * per-lane types come here (Q6_K, Q3_K: no mins); the others take direct_blocks() */
 static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, float *y, const db_q8_rows *xq,
                                                          const void *w, int O, int o0, int o1, int accumulate)
 {
-    const int I = xq->I, U = UNIT(dt), mins = has_mins(dt);
+    const int I = xq->I, U = UNIT(dt);
     const size_t rb = db_dtype_bytes(dt, (size_t)I);
     for (int o = o0; o < o1; o++) {
         const uint8_t *row = (const uint8_t *)w + (size_t)o * rb;
         if (o + PF_ROWS < o1) /* the row PF_ROWS ahead, from memory while this one computes */
             for (size_t k = 0; k < rb; k += 64) _mm_prefetch((const char *)(row + PF_ROWS * rb + k), _MM_HINT_T0);
         __m512 a[RN];
-        __m256 m[RN];
-        _Alignas(32) float mn8[8]; /* Q4_1 / Q5_1: the mins of 4 chunks, for one 8-lane fma */
-        for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps(), m[r] = _mm256_setzero_ps();
+        for (int r = 0; r < R; r++) a[r] = _mm512_setzero_ps();
         for (int u = 0; u < I / 64 / U; u++) {
             unit_t wu;
             /* the K types' activation block is their 256 values: one d for the unit */
@@ -478,20 +475,9 @@ static inline __attribute__((always_inline)) void direct(int R, db_dtype dt, flo
                     a[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), t, a[r]);
                 }
             }
-            if (!mins) continue;
-            int b8 = 8 * u; /* the first block of the 8 the fma takes */
-            if (U == 1) {
-                mn8[(2 * u) % 8] = wu.min2[0], mn8[(2 * u + 1) % 8] = wu.min2[1];
-                if (u % 4 != 3) continue;
-                wu.min = _mm256_load_ps(mn8);
-                b8 = 2 * (u - 3);
-            }
-            for (int r = 0; r < R; r++)
-                m[r] = _mm256_fmadd_ps(wu.min, _mm256_loadu_ps(xq->s + (size_t)r * (I / 32) + b8), m[r]);
         }
         for (int r = 0; r < R; r++) {
             float v = hsum16(a[r]);
-            if (mins) v = v - hsum8(m[r]);
             float *dst = y + (size_t)r * O + o;
             *dst = accumulate ? *dst + v : v;
         }
@@ -623,8 +609,6 @@ static inline __attribute__((always_inline)) void run(db_dtype dt, float *y, con
                             _mm512_store_si512(p.code[o] + 64 * c, wu.code[cc]);
                             _mm512_store_ps(p.scale[o] + 16 * c, wu.scale[cc]);
                         }
-                        if (mins && U == 4) _mm256_store_ps(p.min[o] + 8 * u, wu.min);
-                        if (mins && U == 1) p.min[o][2 * u] = wu.min2[0], p.min[o][2 * u + 1] = wu.min2[1];
                     }
                 for (int t = 0; t < nt; t++) {
                     int r0 = g0 + RN * t, R = ng - RN * t < RN ? ng - RN * t : RN;
