@@ -20,7 +20,10 @@
 #   eagle3 / mtp: check-lossless passes at B = 4, 8, 16 on the fixtures of every layout and on the
 #   embedded chain drafters; a run of the write-up's baselines prints the combined table and
 #   records draft ms per cycle for every variant and B (its B 16 / B 8 ratio is printed as a
-#   figure: a timing is no verdict).
+#   figure: a timing is no verdict);
+#   --dry-run prints the estimate and every point and writes nothing; the default sweep's estimate
+#   is on this device's measured figures, on given ones when --bandwidth-gbs / --gflops are given,
+#   on the flat ones for a short sweep.
 set -u
 . "$(dirname "$0")/tap.sh"
 
@@ -302,5 +305,38 @@ EOF
 )
 ok "$(case "$grow" in OK*) echo 0 ;; *) echo 1 ;; esac)" \
     "draft ms per cycle recorded for eagle3 and dflash2 at B 8 and 16 (B16/B8 figures: $grow)"
+
+# ---- --dry-run: the estimate and every point, nothing measured or written; its device figures ----
+# the default sweep's flat-model estimate exceeds a minute, so this device is probed first; given
+# figures replace the probe; a short sweep keeps the flat figures. The flat model (100 GB/s,
+# 1 TFLOP/s, no fixed costs) is faster than any CPU's measured small-model figures, so the
+# measured estimate is the longer one.
+before=$(ls "$ROOT/results" 2>/dev/null | wc -l)
+"$BIN" run --dry-run --threads 1 >"$tmp/dry.out" 2>"$tmp/dry.err"; rc1=$?
+"$BIN" run --dry-run --threads 1 --bandwidth-gbs 100 --gflops 1000 >"$tmp/dryg.out" 2>"$tmp/dryg.err"; rc2=$?
+"$BIN" run --dry-run --threads 1 -c 1 --dataset math >"$tmp/drys.out" 2>"$tmp/drys.err"; rc3=$?
+after=$(ls "$ROOT/results" 2>/dev/null | wc -l)
+check=$("$PY" - "$tmp/dry.out" "$tmp/dryg.out" "$tmp/drys.out" <<'EOF2'
+import re, sys
+def read(p):
+    lines = open(p).read().splitlines()
+    m = re.match(r"estimate: (\d+) points, about ([0-9.]+) min \(.*; ([^;]*)\)$", lines[0])
+    pts = [l for l in lines[1:] if re.match(r"^ +[0-9.]+s  \S+$", l)]
+    return m, pts, sum(float(l.split()[0][:-1]) for l in pts)
+(m1, p1, t1), (m2, p2, t2), (m3, p3, t3) = read(sys.argv[1]), read(sys.argv[2]), read(sys.argv[3])
+bad = []
+if not (m1 and m1.group(1) == "99" and len(p1) == 99 and m1.group(3).startswith("device figures measured")):
+    bad.append("default sweep: 99 points with measured figures")
+if not (m2 and len(p2) == 99 and m2.group(3) == "device figures given"):
+    bad.append("given figures")
+if not (m3 and m3.group(1) == str(len(p3)) and m3.group(3).startswith("flat device figures")):
+    bad.append("short sweep: flat figures")
+if not (t1 > t2 > 0):
+    bad.append("measured estimate %.1fs not above the flat one %.1fs" % (t1, t2))
+print("OK %.1f min measured, %.1f min flat" % (t1 / 60, t2 / 60) if not bad else "; ".join(bad))
+EOF2
+)
+ok "$([ "$rc1$rc2$rc3" = 000 ] && [ "$before" = "$after" ] && [ ! -s "$tmp/dry.err" ] && case "$check" in OK*) true ;; *) false ;; esac; echo $?)" \
+    "run --dry-run: the estimate line and 99 points on stdout, nothing written; measured figures for the default sweep, given ones when given, flat for a short sweep ($check; rc $rc1 $rc2 $rc3)"
 
 done_testing

@@ -495,7 +495,8 @@ static int pass_requests(const db_prompt_set *ps, int c, double rate, double min
     return db_prompt_set_turns(ps) * (db_runner_rate_requests(D, c, rate, min_time) / D);
 }
 
-int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double *cost, char *err, size_t errlen)
+int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, const db_hw *hw, double *cost, char *err,
+                          size_t errlen)
 {
     int rc = DB_OK;
     for (int i = 0; i < sr->nkeys && !rc; i++) {
@@ -505,7 +506,7 @@ int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double 
         int ds = db_drafter_set_of(&sr->ds, sr->sw, &sr->keys[i]);
         cost[i] = cost_of(&sr->tcfg, ds >= 0 ? &sr->ds.slot[ds].cfg : NULL, sr->syn.dtype, sr->sw,
                                       &sr->keys[i], ps ? pass_requests(ps, sr->keys[i].concurrency, sr->keys[i].request_rate, sr->sw->min_time) : 0,
-                                      ps && ps->ds.n ? db_prompt_set_mean_len(ps) : 1);
+                                      ps && ps->ds.n ? db_prompt_set_mean_len(ps) : 1, hw);
     }
     if (!rc && sr->sw->n_target > 1) rc = target_configs(sr, 0, err, errlen); /* as configs left it */
     return rc;
@@ -537,13 +538,24 @@ int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen)
     if (sr->kv_dtype == DB_F16 && (!sr->s.be->ops->kv_store_f16 || !sr->s.be->ops->attention_f16))
         return db_fail(err, errlen, DB_EINPUT, "backend %s has no f16 KV cache (--kv-dtype f16); use --kv-dtype f32",
                        sr->s.be->ops->name);
-    if (!sw->predict) return DB_OK;
-    if (sw->device_config[0]) return db_device_preset_load(sw->device_config, &sr->hw, err, errlen);
-    db_dtype dt;
-    if ((rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, 0), &dt, NULL, 0, err, errlen))) return rc;
-    db_model_config t0; /* the matmul rates on the first target's matrix shapes */
-    if ((rc = db_model_config_load(&t0, db_sweep_runner_target_path(sr, 0), err, errlen))) return rc;
-    return db_hw_figures(sr->s.be, dt, sw->bandwidth_gbs, sw->gflops, &t0, &sr->hw, err, errlen);
+    return sw->predict ? db_sweep_runner_device_figures(sr, err, errlen) : DB_OK;
+}
+
+int db_sweep_runner_device_figures(db_sweep_runner *sr, char *err, size_t errlen)
+{
+    const db_sweep *sw = sr->sw;
+    int rc = DB_OK;
+    if (sr->hw_known) return DB_OK;
+    if (sw->device_config[0]) rc = db_device_preset_load(sw->device_config, &sr->hw, err, errlen);
+    else {
+        db_dtype dt;
+        db_model_config t0; /* the matmul rates on the first target's matrix shapes */
+        rc = db_sweep_runner_main_dtype(sr, db_sweep_runner_target_path(sr, 0), &dt, NULL, 0, err, errlen);
+        if (!rc) rc = db_model_config_load(&t0, db_sweep_runner_target_path(sr, 0), err, errlen);
+        if (!rc) rc = db_hw_figures(sr->s.be, dt, sw->bandwidth_gbs, sw->gflops, &t0, &sr->hw, err, errlen);
+    }
+    sr->hw_known = !rc;
+    return rc;
 }
 
 /* memory: refuse what the current target's points cannot fit before allocating anything */

@@ -132,7 +132,8 @@ typedef struct {
     db_dtype wdtype;           /* the current target's weight dtype (synthetic: the chosen one) */
     db_dtype kv_dtype;         /* the K/V caches' (sweep key kv_dtype, auto resolved) */
     db_profile profiles[DB_SWEEP_MAX]; /* acceptance profiles, in sweep order */
-    db_hw hw;                  /* device figures for --predict */
+    db_hw hw;                  /* device figures: --predict's, and the estimate's when measured */
+    int hw_known;              /* hw holds them (db_sweep_runner_device_figures ran) */
     db_tokenizer tok;
     db_chat_template tmpl;
     db_prompt_set *sets;       /* [n_sets] one per dataset */
@@ -153,13 +154,17 @@ int db_sweep_runner_configs(db_sweep_runner *sr, char *err, size_t errlen);
 int db_sweep_runner_prompts(db_sweep_runner *sr, char *err, size_t errlen);
 /* cost[nkeys]: each point's predicted cost by cost_of (the shard balance: cluster/shard.h
  * db_shard_point_cost), from its target's and drafter's configs and its prompt set's requests
- * per pass and mean first-turn length */
+ * per pass and mean first-turn length, on device figures hw (NULL: the sweep's, shard.h) */
 typedef double (*db_point_cost_fn)(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                                   const db_sweep *sw, const db_point_key *k, int turns, double prompt_len);
-int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, double *cost, char *err,
-                          size_t errlen);
+                                   const db_sweep *sw, const db_point_key *k, int turns, double prompt_len,
+                                   const db_hw *hw);
+int db_sweep_runner_costs(db_sweep_runner *sr, db_point_cost_fn cost_of, const db_hw *hw, double *cost,
+                          char *err, size_t errlen);
 /* the backend, and with --predict the roofline's figures, measured before any model loads */
 int db_sweep_runner_open_backend(db_sweep_runner *sr, char *err, size_t errlen);
+/* sr->hw from --device-config, or both of --bandwidth-gbs / --gflops, or else measured on the open
+ * backend (capacity.h db_hw_figures, on the first target's shapes: a few seconds); once */
+int db_sweep_runner_device_figures(db_sweep_runner *sr, char *err, size_t errlen);
 /* the checkpoint of target entry ti, or (synthetic) the config that stands for it */
 const char *db_sweep_runner_target_path(const db_sweep_runner *sr, int ti);
 /* the main weight dtype of a checkpoint (synthetic: the chosen one) */

@@ -186,7 +186,7 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
     double *cost = db_malloc(sizeof *cost * (size_t)c->sr.nkeys);
     char hash[65];
     if (!cost) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the shard's costs");
-    rc = db_sweep_runner_costs(&c->sr, db_shard_point_cost, cost, err, errlen);
+    rc = db_sweep_runner_costs(&c->sr, db_shard_point_cost, NULL, cost, err, errlen);
     if (!rc) rc = db_sweep_hash_json(c->meta.sweep, hash, err, errlen);
     if (!rc) rc = db_shard_apply(&c->shard, hash, c->sr.keys, &c->sr.nkeys, cost, &c->meta.shard, err, errlen);
     free(cost);
@@ -197,21 +197,57 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
 }
 
 /* 3c. the estimated time, before anything is measured (the cost model of cluster/shard.h);
- *     --dry-run: then the points with their estimates on stdout, and stop */
+ *     --dry-run: then the points with their estimates on stdout, and stop.
+ * The model's device figures: the sweep's (--device-config, --bandwidth-gbs and --gflops), else
+ * measured on this device when the flat figures (100 GB/s, 1000 GFLOP/s, no fixed costs: a
+ * GPU's order, not a CPU's, and blind to the small-matrix and per-forward costs of a small model)
+ * predict more than ESTIMATE_PROBE_S: the probe (runner.h db_sweep_runner_device_figures) takes a
+ * few seconds, and the default sweep's estimate on a 2-core CPU goes from 2.4x too short to
+ * within 10%. The progress's ETA uses the same figures. */
+#define ESTIMATE_PROBE_S 60.0
+
+static int estimate_costs(run_ctx *c, double *cost, double *total, char *err, size_t errlen)
+{
+    int rc = db_sweep_runner_costs(&c->sr, db_shard_point_cost, c->sr.hw_known ? &c->sr.hw : NULL, cost, err, errlen);
+    *total = 0;
+    for (int i = 0; i < c->sr.nkeys && !rc; i++) *total += cost[i];
+    return rc;
+}
+
+/* the device figures for the estimate (see above); why[] says where they come from */
+static void estimate_figures(run_ctx *c, double flat_total, char *why, size_t n)
+{
+    const db_sweep *sw = &c->sw;
+    char e2[512] = "";
+    if (sw->device_config[0]) snprintf(why, n, "device figures of %s", sw->device_config);
+    else if (sw->bandwidth_gbs > 0 && sw->gflops > 0) snprintf(why, n, "device figures given");
+    else if (c->sr.hw_known) snprintf(why, n, "device figures measured");
+    else if (flat_total <= ESTIMATE_PROBE_S)
+        snprintf(why, n, "flat device figures, 100 GB/s and 1000 GFLOP/s: a rough guide for a short sweep");
+    else {
+        double t0 = db_now();
+        int rc = c->sr.session_open ? DB_OK : db_sweep_runner_open_backend(&c->sr, e2, sizeof e2); /* --dry-run */
+        if (!rc) rc = db_sweep_runner_device_figures(&c->sr, e2, sizeof e2);
+        if (rc) snprintf(why, n, "flat device figures, 100 GB/s and 1000 GFLOP/s, since measuring failed: %.300s", e2);
+        else snprintf(why, n, "device figures measured in %.1fs", db_now() - t0);
+    }
+}
+
 static int estimate(run_ctx *c, int *stop, char *err, size_t errlen)
 {
     int n = c->sr.nkeys;
     double *cost = db_malloc(sizeof *cost * (size_t)(n > 0 ? n : 1)), total = 0;
     if (!cost) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the estimate");
-    int rc = db_sweep_runner_costs(&c->sr, db_shard_point_cost, cost, err, errlen);
-    for (int i = 0; i < n && !rc; i++) total += cost[i];
+    char why[700];
+    int rc = estimate_costs(c, cost, &total, err, errlen), had = c->sr.hw_known;
+    if (!rc) estimate_figures(c, total, why, sizeof why);
+    if (!rc && !had && c->sr.hw_known) rc = estimate_costs(c, cost, &total, err, errlen); /* just measured */
     FILE *f = c->dry_run ? stdout : stderr;
+    int rmax = c->sw.max_rounds > c->sw.repetitions ? c->sw.max_rounds : c->sw.repetitions;
     if (!rc)
         fprintf(f, "estimate: %d points, about %.1f min (%d to %d rounds of at least %gs each; up to %.1f min if every "
-                "group needs %d rounds)\n", n, total / 60, c->sw.repetitions,
-                c->sw.max_rounds > c->sw.repetitions ? c->sw.max_rounds : c->sw.repetitions, c->sw.min_time,
-                total / 60 * (c->sw.max_rounds > c->sw.repetitions ? (double)c->sw.max_rounds / c->sw.repetitions : 1),
-                c->sw.max_rounds > c->sw.repetitions ? c->sw.max_rounds : c->sw.repetitions);
+                "group needs %d rounds; %s)\n", n, total / 60, c->sw.repetitions, rmax, c->sw.min_time,
+                total / 60 * rmax / c->sw.repetitions, rmax, why);
     for (int i = 0; i < n && !rc && c->dry_run; i++) {
         char id[DB_POINT_ID_MAX];
         db_point_id(&c->sr.keys[i], id, sizeof id);
@@ -384,7 +420,7 @@ static double *point_costs(run_ctx *c, char *err, size_t errlen)
 {
     double *cost = db_malloc(sizeof *cost * (size_t)(c->sr.nkeys > 0 ? c->sr.nkeys : 1));
     if (!cost) db_fail(err, errlen, DB_ERUNTIME, "out of memory for the points' costs");
-    else if (db_sweep_runner_costs(&c->sr, db_shard_point_cost, cost, err, errlen)) {
+    else if (db_sweep_runner_costs(&c->sr, db_shard_point_cost, c->sr.hw_known ? &c->sr.hw : NULL, cost, err, errlen)) {
         free(cost);
         cost = NULL;
     }

@@ -81,7 +81,8 @@ int db_group_end(const db_point_key *keys, int n, int i0)
 }
 
 double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                           const db_sweep *sw, const db_point_key *k, int n_prompts, double mean_prompt)
+                           const db_sweep *sw, const db_point_key *k, int n_prompts, double mean_prompt,
+                           const db_hw *hw_given)
 {
     db_dtype kv = DB_F32;
     db_kv_dtype_parse(sw->kv_dtype, sw->backend[0], &kv); /* the sweep's K/V caches: bytes attention reads */
@@ -91,7 +92,8 @@ double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d,
     db_hw hw = {.bw = (sw->bandwidth_gbs > 0 ? sw->bandwidth_gbs : 100) * 1e9,
                 .flops = (sw->gflops > 0 ? sw->gflops : 1000) * 1e9};
     char e2[700];
-    if (sw->device_config[0] && db_device_preset_load(sw->device_config, &hw, e2, sizeof e2)) /* checked when set */
+    if (hw_given) hw = *hw_given;
+    else if (sw->device_config[0] && db_device_preset_load(sw->device_config, &hw, e2, sizeof e2)) /* checked when set */
         hw = (db_hw){.bw = 100e9, .flops = 1000e9};
     double tau = 1;
     for (int i = 1; draft && i < B; i++) tau += pow(0.8, i);

@@ -49,9 +49,12 @@ int db_sweep_hash_json(const cJSON *rec, char hex[65], char *err, size_t errlen)
 int db_group_end(const db_point_key *keys, int n, int i0);
 
 /* point cost (seconds, the model above); d NULL for ar; n_prompts: an uncalibrated pass's
- * requests (bench/runner.h), every turn counted */
+ * requests (bench/runner.h), every turn counted; hw the device figures, NULL for the sweep's
+ * (its --device-config, else --bandwidth-gbs / --gflops or 100 GB/s and 1000 GFLOP/s: figures
+ * every shard of a sweep reads alike, so they agree on the partition) */
 double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d, db_dtype dt,
-                           const db_sweep *sw, const db_point_key *k, int n_prompts, double mean_prompt);
+                           const db_sweep *sw, const db_point_key *k, int n_prompts, double mean_prompt,
+                           const db_hw *hw_given);
 /* shard_of[n]: the shard of every point, by the partition above */
 int db_shard_assign(const db_point_key *keys, int n, const double *cost, int count, int *shard_of);
 
