@@ -202,8 +202,8 @@ static int shard_keys(run_ctx *c, int *none, char *err, size_t errlen)
  * measured on this device when the flat figures (100 GB/s, 1000 GFLOP/s, no fixed costs: a
  * GPU's order, not a CPU's, and blind to the small-matrix and per-forward costs of a small model)
  * predict more than ESTIMATE_PROBE_S: the probe (runner.h db_sweep_runner_device_figures) takes a
- * few seconds, and the default sweep's estimate on a 2-core CPU goes from 2.4x too short to
- * within 10%. The progress's ETA uses the same figures. */
+ * few seconds, and the default sweep's estimate on a 2-core CPU went from 2.8 min to 6.5 min
+ * against 6.7 and 7.5 min taken. The progress's ETA uses the same figures. */
 #define ESTIMATE_PROBE_S 60.0
 
 static int estimate_costs(run_ctx *c, double *cost, double *total, char *err, size_t errlen)
