@@ -21,6 +21,8 @@
 #   embedded chain drafters; a run of the write-up's baselines prints the combined table and
 #   records draft ms per cycle for every variant and B (its B 16 / B 8 ratio is printed as a
 #   figure: a timing is no verdict);
+#   generate --trace prints each greedy pick's margin: the prefill's equals the PyTorch
+#   reference's (golden logits of tests/data/qwen3-f32-tied), one a step with -v ar;
 #   --dry-run prints the estimate and every point and writes nothing; the default sweep's estimate
 #   is on this device's measured figures, on given ones when --bandwidth-gbs / --gflops are given,
 #   on the flat ones for a short sweep.
@@ -305,6 +307,34 @@ EOF
 )
 ok "$(case "$grow" in OK*) echo 0 ;; *) echo 1 ;; esac)" \
     "draft ms per cycle recorded for eagle3 and dflash2 at B 8 and 16 (B16/B8 figures: $grow)"
+
+# ---- generate --trace: each greedy pick's margin (top-1 minus top-2 logit) ----
+# against the PyTorch reference's golden logits of the fixture (scripts/reference/make_fixtures.py):
+# the prefill's pick is the golden sequence's last row; -v ar prints one pick a step, the
+# tokens printed on stdout, every margin >= 0
+fx="$ROOT/tests/data/qwen3-f32-tied"
+ids=$("$PY" -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["tokens"])))' "$fx/golden.json")
+"$BIN" generate -t "$fx" -v ar --prompt-ids "$ids" -n 6 --kv-dtype f32 --threads 1 --trace >"$tmp/gt.out" 2>"$tmp/gt.err"
+rc=$?
+check=$("$PY" - "$fx/golden.json" "$tmp/gt.out" "$tmp/gt.err" <<'EOF2'
+import json, re, sys
+g = json.load(open(sys.argv[1]))
+last = sorted(g["logits"][-1], reverse=True)
+want = last[0] - last[1]
+out = [int(t) for t in open(sys.argv[2]).read().replace(",", " ").split()]
+picks = [(int(t), float(m)) for t, m in re.findall(r"^pick row 0 token (\d+) margin (\S+)$", open(sys.argv[3]).read(), re.M)]
+bad = []
+if len(picks) != len(out) or [t for t, _ in picks] != out:
+    bad.append("picks %s, output %s" % ([t for t, _ in picks], out))
+elif abs(picks[0][1] - want) > 1e-4:
+    bad.append("prefill margin %.6f, reference %.6f" % (picks[0][1], want))
+elif min(m for _, m in picks) < 0:
+    bad.append("a negative margin")
+print("OK %.6f vs %.6f" % (picks[0][1], want) if not bad else "; ".join(bad))
+EOF2
+)
+ok "$([ "$rc" = 0 ] && case "$check" in OK*) true ;; *) false ;; esac; echo $?)" \
+    "generate --trace: one pick a step with the printed tokens, the prefill's margin == the reference logits' top-1 - top-2 ($check; rc $rc)"
 
 # ---- --dry-run: the estimate and every point, nothing measured or written; its device figures ----
 # the default sweep's flat-model estimate exceeds a minute, so this device is probed first; given

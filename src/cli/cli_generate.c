@@ -23,6 +23,13 @@ static void print_trace(void *user, int req, int pos, const int *block, int b, i
     fprintf(stderr, " accepted %d bonus %d\n", a, bonus);
 }
 
+/* greedy: each picked row's margin (top-1 minus top-2 logit), in pick order */
+static void print_pick(void *user, int row, int token, float margin)
+{
+    (void)user;
+    fprintf(stderr, "pick row %d token %d margin %.4f\n", row, token, margin);
+}
+
 /* the speculative statistics of one request, on stderr */
 static void print_stats(const db_request *r, int B, double secs)
 {
@@ -82,7 +89,7 @@ static int parse_options(gen_opts *g, int argc, char **argv, int *help, char *er
         {"deterministic", 0, NULL, "batch-invariant reductions", NULL, DB_OPT_FLAG, &g->deterministic},
         {"allow-long-context", 0, NULL, "run prompt + max-new-tokens + block past the target's max_position_embeddings (its RoPE must hold there)", NULL, DB_OPT_FLAG, &g->long_context},
         {"kv-dtype", 0, "TYPE", DB_KV_DTYPE_HELP, NULL, DB_OPT_STR, &g->kv_s},
-        {"trace", 0, NULL, "print every cycle's draft and acceptance to stderr", NULL, DB_OPT_FLAG, &g->trace},
+        {"trace", 0, NULL, "print every cycle's draft and acceptance to stderr (greedy: also the margin, top-1 minus top-2 logit, of every token the target picks alone: the prefill's, and each step of -v ar)", NULL, DB_OPT_FLAG, &g->trace},
     };
     const db_cmd_opts cmd = {"generate",
                              "Decode one prompt; output ids to stdout, cycle statistics to stderr.",
@@ -177,7 +184,7 @@ int db_cmd_generate(int argc, char **argv, char *err, size_t errlen)
     db_gen_params p = {.variant = variant, .block_size = B, .temperature = g.temperature, .top_p = g.top_p,
                        .top_k = g.top_k, .max_new_tokens = g.max_new, .seed = (uint64_t)g.seed,
                        .allow_long_context = g.long_context,
-                       .on_cycle = g.trace ? print_trace : NULL, .kv_dtype = g.kv_dtype};
+                       .on_cycle = g.trace ? print_trace : NULL, .on_pick = g.trace ? print_pick : NULL, .kv_dtype = g.kv_dtype};
     int *out = db_malloc(sizeof(int) * (size_t)g.max_new);
     db_request r = {.prompt = prompt, .n_prompt = n_prompt, .out = out};
     double t0 = -1, secs = 0;

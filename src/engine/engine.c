@@ -375,6 +375,28 @@ static int check_probs(db_engine *e, int drafter, int n, char *err, size_t errle
     return nonfinite_fail(e, drafter, what, err, errlen);
 }
 
+/* on_pick's margins: each row's top-1 minus top-2 logit, from a host copy of the n rows (a
+ * tracing aid: its own allocation, outside the engine's carved buffers) */
+static int trace_margins(db_engine *e, const float *logits, int n, const int *picked, char *err, size_t errlen)
+{
+    db_backend *be = e->be;
+    float *h = db_malloc(sizeof(float) * (size_t)n * (size_t)e->V);
+    if (!h) return db_fail(err, errlen, DB_ERUNTIME, "out of memory for the traced logits");
+    if (be->ops->download(be, h, logits, sizeof(float) * (size_t)n * (size_t)e->V) != 0) {
+        free(h);
+        return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
+    }
+    for (int r = 0; r < n; r++) {
+        const float *l = h + (size_t)r * (size_t)e->V;
+        float second = -INFINITY;
+        for (int v = 0; v < e->V; v++)
+            if (v != picked[r] && l[v] > second) second = l[v];
+        e->p.on_pick(e->p.on_cycle_user, r, picked[r], l[picked[r]] - second);
+    }
+    free(h);
+    return DB_OK;
+}
+
 /* Greedy argmax or a sample (filtered, seeded per request) for each of n logits rows. */
 static int pick_tokens(db_engine *e, float *logits, int n, const int *slot_of_row, int *out,
                        char *err, size_t errlen)
@@ -383,7 +405,8 @@ static int pick_tokens(db_engine *e, float *logits, int n, const int *slot_of_ro
     if (!e->sampling) {
         if (be->ops->topk(be, out, e->targv, logits, n, e->V, 1) != 0)
             return db_fail(err, errlen, DB_ERUNTIME, "%s", be->err);
-        return check_largest(e, 0, e->targv, n, 1, err, errlen);
+        int rc = check_largest(e, 0, e->targv, n, 1, err, errlen);
+        return rc || !e->p.on_pick ? rc : trace_margins(e, logits, n, out, err, errlen);
     }
     be->ops->probs(be, logits, n, e->V, e->p.temperature, e->p.top_p, e->p.top_k);
     if (e->dev) {
