@@ -223,12 +223,15 @@ static void estimate_figures(run_ctx *c, double flat_total, char *why, size_t n)
     else if (sw->bandwidth_gbs > 0 && sw->gflops > 0) snprintf(why, n, "device figures given");
     else if (c->sr.hw_known) snprintf(why, n, "device figures measured");
     else if (flat_total <= ESTIMATE_PROBE_S)
-        snprintf(why, n, "flat device figures, 100 GB/s and 1000 GFLOP/s: a rough guide for a short sweep");
+        snprintf(why, n, "flat device figures, %g GB/s and %g GFLOP/s: a rough guide for a short sweep",
+                 DB_SHARD_FLAT_GBS, DB_SHARD_FLAT_GFLOPS);
     else {
         double t0 = db_now();
         int rc = c->sr.session_open ? DB_OK : db_sweep_runner_open_backend(&c->sr, e2, sizeof e2); /* --dry-run */
         if (!rc) rc = db_sweep_runner_device_figures(&c->sr, e2, sizeof e2);
-        if (rc) snprintf(why, n, "flat device figures, 100 GB/s and 1000 GFLOP/s, since measuring failed: %.300s", e2);
+        if (rc)
+            snprintf(why, n, "flat device figures, %g GB/s and %g GFLOP/s, since measuring failed: %.300s",
+                     DB_SHARD_FLAT_GBS, DB_SHARD_FLAT_GFLOPS, e2);
         else snprintf(why, n, "device figures measured in %.1fs", db_now() - t0);
     }
 }

@@ -89,12 +89,12 @@ double db_shard_point_cost(const db_model_config *t, const db_drafter_config *d,
     int draft = db_variant_uses_drafter(db_variant_lookup(k->variant)) && d;
     int B = draft ? k->block_size : 1, n = n_prompts > 0 ? n_prompts : 1;
     int N = k->concurrency < n ? k->concurrency : n;
-    db_hw hw = {.bw = (sw->bandwidth_gbs > 0 ? sw->bandwidth_gbs : 100) * 1e9,
-                .flops = (sw->gflops > 0 ? sw->gflops : 1000) * 1e9};
+    db_hw hw = {.bw = (sw->bandwidth_gbs > 0 ? sw->bandwidth_gbs : DB_SHARD_FLAT_GBS) * 1e9,
+                .flops = (sw->gflops > 0 ? sw->gflops : DB_SHARD_FLAT_GFLOPS) * 1e9};
     char e2[700];
     if (hw_given) hw = *hw_given;
     else if (sw->device_config[0] && db_device_preset_load(sw->device_config, &hw, e2, sizeof e2)) /* checked when set */
-        hw = (db_hw){.bw = 100e9, .flops = 1000e9};
+        hw = (db_hw){.bw = DB_SHARD_FLAT_GBS * 1e9, .flops = DB_SHARD_FLAT_GFLOPS * 1e9};
     double tau = 1;
     for (int i = 1; draft && i < B; i++) tau += pow(0.8, i);
     double wave = db_roofline_wave(t, d, dt, &hw, k, N, mean_prompt, k->max_new_tokens,

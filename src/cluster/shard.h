@@ -48,6 +48,10 @@ int db_sweep_hash_json(const cJSON *rec, char hex[65], char *err, size_t errlen)
  * temperature, concurrency and request rate */
 int db_group_end(const db_point_key *keys, int n, int i0);
 
+/* the flat device figures of a sweep that gives none */
+#define DB_SHARD_FLAT_GBS 100.0
+#define DB_SHARD_FLAT_GFLOPS 1000.0
+
 /* point cost (seconds, the model above); d NULL for ar; n_prompts: an uncalibrated pass's
  * requests (bench/runner.h), every turn counted; hw the device figures, NULL for the sweep's
  * (its --device-config, else --bandwidth-gbs / --gflops or 100 GB/s and 1000 GFLOP/s: figures

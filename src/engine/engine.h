@@ -62,9 +62,9 @@ typedef struct {
     void *on_cycle_user;
     /* optional, greedy only: called for every target row whose token is picked outside a verify
      * (the prefill's and `ar`'s steps; row r of the n picked together), with the top-1 minus
-     * top-2 logit: the margin a rounding difference
-     * must cross to flip the pick (engines compared token for token part where it is small).
-     * The logits are copied to the host for it: a tracing aid, not for timed runs. */
+     * top-2 logit: the margin a rounding difference must cross to flip the pick (engines
+     * compared token for token part where it is small). The logits are copied to the host for
+     * it: a tracing aid, not for timed runs. */
     void (*on_pick)(void *user, int row, int token, float margin);
     /* optional: a signal handler's flag, read at every cycle (and prefill call) boundary; once
      * non-zero the run ends there with DB_ESIGNAL(*stop), its requests unfinished, so a SIGTERM
